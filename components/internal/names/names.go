@@ -1,0 +1,29 @@
+// Package names derives Kubernetes object names that always fit the API server's limits.
+package names
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// MaxLabel is the longest DNS label, the limit for Service names and label values.
+const MaxLabel = 63
+
+// hashLen is the number of hex characters of the hash a shortened name ends with: 40 bits, so
+// two different long names collide with negligible probability.
+const hashLen = 10
+
+// Shorten returns name unchanged when it fits max characters. Otherwise it returns a prefix of
+// name, a dash and a short hash of the whole name, max characters in all. The result is
+// deterministic, still a DNS label when name is one, and differs for different long names.
+func Shorten(name string, max int) string {
+	if len(name) <= max {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	suffix := hex.EncodeToString(sum[:])[:hashLen]
+	// A prefix must not end in a dash ("a--hash" is valid but confusing) or a dot.
+	prefix := strings.TrimRight(name[:max-hashLen-1], "-.")
+	return prefix + "-" + suffix
+}
