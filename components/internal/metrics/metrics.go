@@ -95,16 +95,13 @@ var LatencyBuckets = prometheus.ExponentialBuckets(0.001, 2, 16)
 // -ldflags "-X github.com/kube-semaphore/semaphore/components/internal/metrics.Version=v1.2.3".
 var Version = "dev"
 
-// NewRegistry returns a registry with the Go runtime and process collectors and the
-// component's build_info metric.
-func NewRegistry(f func(prometheus.Registerer) *Factory) (*prometheus.Registry, *Factory) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return reg, f(reg)
-}
-
 // BuildInfo registers <prefix>_build_info, a constant 1 labelled with the version.
 func BuildInfo(f *Factory) {
 	g := f.GaugeVec("build_info", "A constant 1, labelled with the version of the component and of Go it was built with.", "version", "go_version")
 	g.WithLabelValues(Version, runtime.Version()).Set(1)
+}
+
+// RegisterProcess registers the Go runtime and process collectors on reg.
+func RegisterProcess(reg prometheus.Registerer) {
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }

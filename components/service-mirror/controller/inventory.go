@@ -1,0 +1,75 @@
+package controller
+
+import (
+	"context"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kube-semaphore/semaphore/components/internal/labels"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+)
+
+// Inventory counts, per remote, what is selected there and what is mirrored here.
+type Inventory struct {
+	RemoteServices int
+	Mirrors        int
+	Endpoints      int
+	// Drift is the number of selected remote Services without a local mirror plus local
+	// mirrors without a selected remote Service.
+	Drift int
+}
+
+// Inventory computes the inventory of every configured remote from the caches.
+func (c *Controller) Inventory() map[string]Inventory {
+	inv := map[string]Inventory{}
+	mirrored := map[mirror.Source]bool{}
+	services, _ := c.localServices.Services(c.opts.Namespace).List(k8slabels.Everything())
+	for _, svc := range services {
+		s, ok := mirror.SourceOf(svc.Labels)
+		if !ok || !labels.IsManagedBy(svc.Labels, labels.ServiceMirror) {
+			continue
+		}
+		mirrored[s] = true
+		i := inv[s.Cluster]
+		i.Mirrors++
+		inv[s.Cluster] = i
+	}
+	for _, o := range c.localSlices.List() {
+		sl := o.(*discoveryv1.EndpointSlice)
+		s, ok := mirror.SourceOf(sl.Labels)
+		if !ok || !labels.IsManagedBy(sl.Labels, labels.ServiceMirror) {
+			continue
+		}
+		i := inv[s.Cluster]
+		i.Endpoints += len(sl.Endpoints)
+		inv[s.Cluster] = i
+	}
+	for name, rc := range c.remotes {
+		i := inv[name]
+		remoteServices, _ := rc.services.List(k8slabels.Everything())
+		i.RemoteServices = len(remoteServices)
+		present := 0
+		for _, svc := range remoteServices {
+			if mirrored[mirror.Source{Cluster: name, Namespace: svc.Namespace, Name: svc.Name}] {
+				present++
+			}
+		}
+		i.Drift = (i.RemoteServices - present) + (i.Mirrors - present)
+		inv[name] = i
+	}
+	return inv
+}
+
+// updateInventory refreshes the inventory gauges. Series exist for configured remotes only:
+// mirrors of remotes no longer configured are garbage-collected at start.
+func (c *Controller) updateInventory(context.Context) {
+	inv := c.Inventory()
+	for name := range c.remotes {
+		i := inv[name]
+		c.metrics.remoteServices.WithLabelValues(name).Set(float64(i.RemoteServices))
+		c.metrics.mirrors.WithLabelValues(name).Set(float64(i.Mirrors))
+		c.metrics.endpoints.WithLabelValues(name).Set(float64(i.Endpoints))
+		c.metrics.drift.WithLabelValues(name).Set(float64(i.Drift))
+	}
+}

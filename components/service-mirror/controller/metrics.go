@@ -1,0 +1,41 @@
+package controller
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kube-semaphore/semaphore/components/internal/metrics"
+)
+
+// Metrics are the service mirror's own metrics.
+type Metrics struct {
+	reconciles        *prometheus.CounterVec
+	reconcileDuration *prometheus.HistogramVec
+	writes            *prometheus.CounterVec
+	clashes           *prometheus.CounterVec
+	remoteServices    *prometheus.GaugeVec
+	mirrors           *prometheus.GaugeVec
+	endpoints         *prometheus.GaugeVec
+	drift             *prometheus.GaugeVec
+}
+
+// NewMetrics creates the service mirror's metrics on f.
+func NewMetrics(f *metrics.Factory) *Metrics {
+	return &Metrics{
+		reconciles: f.CounterVec("reconcile_total",
+			"Reconciliations of one remote Service, by remote and result (success, error, clash).", "remote", "result"),
+		reconcileDuration: f.HistogramVec("reconcile_duration_seconds",
+			"Time to reconcile one remote Service, by remote.", metrics.LatencyBuckets, "remote"),
+		writes: f.CounterVec("writes_total",
+			"Write requests made to the local cluster, by kind (Service, EndpointSlice) and verb (create, update, delete).", "kind", "verb"),
+		clashes: f.CounterVec("clashes_total",
+			"Times a local object had a mirror's name but was not created by the service mirror; it is left alone.", "remote", "kind"),
+		remoteServices: f.GaugeVec("remote_services",
+			"Remote Services selected for mirroring, as last seen, by remote.", "remote"),
+		mirrors: f.GaugeVec("mirrors",
+			"Mirror Services present in the local cluster, by remote.", "remote"),
+		endpoints: f.GaugeVec("mirrored_endpoints",
+			"Endpoints in the local mirror EndpointSlices, by remote.", "remote"),
+		drift: f.GaugeVec("mirror_drift",
+			"Selected remote Services without a local mirror plus local mirrors without a selected remote Service, by remote. Non-zero for long means the mirror is not converging.", "remote"),
+	}
+}

@@ -1,0 +1,255 @@
+package controller
+
+import (
+	"context"
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kube-semaphore/semaphore/components/internal/labels"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+)
+
+// Reconcile results, the result label of reconcile_total.
+const (
+	resultSuccess = "success"
+	resultError   = "error"
+	resultClash   = "clash"
+	resultSkipped = "skipped"
+)
+
+const (
+	kindService       = "Service"
+	kindEndpointSlice = "EndpointSlice"
+)
+
+// sync makes the local mirror of src match the remote Service, reading only from caches and
+// writing only what differs.
+func (c *Controller) sync(ctx context.Context, src mirror.Source) (string, error) {
+	rc := c.remotes[src.Cluster]
+	if rc == nil {
+		// The remote is no longer configured: its mirrors are orphans.
+		return c.result(c.deleteMirror(ctx, src))
+	}
+	if !rc.ready() {
+		// Until the remote's caches have synced we do not know what it holds; leave its
+		// mirrors alone. Everything is enqueued again once it has synced.
+		return resultSkipped, nil
+	}
+	remoteSvc, err := rc.services.Services(src.Namespace).Get(src.Name)
+	if apierrors.IsNotFound(err) {
+		return c.result(c.deleteMirror(ctx, src))
+	}
+	if err != nil {
+		return resultError, err
+	}
+
+	desired := mirror.Service(src, c.opts.Namespace, remoteSvc)
+	clashed, err := c.applyService(ctx, src, desired)
+	if err != nil || clashed {
+		return c.resultOrClash(clashed, err)
+	}
+
+	remoteSlices, err := rc.slices.ByIndex(byServiceName, src.Namespace+"/"+src.Name)
+	if err != nil {
+		return resultError, err
+	}
+	slices := make([]*discoveryv1.EndpointSlice, 0, len(remoteSlices))
+	for _, o := range remoteSlices {
+		slices = append(slices, o.(*discoveryv1.EndpointSlice))
+	}
+	clashed, err = c.applySlices(ctx, src, mirror.EndpointSlices(src, c.opts.Namespace, slices))
+	return c.resultOrClash(clashed, err)
+}
+
+func (c *Controller) result(err error) (string, error) {
+	if err != nil {
+		return resultError, err
+	}
+	return resultSuccess, nil
+}
+
+func (c *Controller) resultOrClash(clashed bool, err error) (string, error) {
+	if err != nil {
+		return resultError, err
+	}
+	if clashed {
+		return resultClash, nil
+	}
+	return resultSuccess, nil
+}
+
+// owned reports whether obj is a mirror of src; when it has the name of one but is not ours,
+// the clash is reported and the object left alone.
+func (c *Controller) owned(src mirror.Source, obj runtime.Object, m metav1.Object, kind string) bool {
+	if labels.IsManagedBy(m.GetLabels(), labels.ServiceMirror) {
+		if s, ok := mirror.SourceOf(m.GetLabels()); ok && s == src {
+			c.forgetClash(m.GetName())
+			return true
+		}
+	}
+	c.clashMu.Lock()
+	_, known := c.clashes[m.GetName()]
+	c.clashes[m.GetName()] = src
+	c.clashMu.Unlock()
+	c.metrics.clashes.WithLabelValues(src.Cluster, kind).Inc()
+	if !known {
+		c.log.Warn("name clash: a local object has the mirror's name but is not ours; leaving it alone",
+			"remote", src.Cluster, "namespace", m.GetNamespace(), "name", m.GetName(), "kind", kind, "source", src.String())
+		c.recorder.Eventf(obj, corev1.EventTypeWarning, "MirrorNameClash",
+			"%s %s/%s has the name of the mirror of %s but was not created by %s; it is left unchanged",
+			kind, m.GetNamespace(), m.GetName(), src, labels.ServiceMirror)
+	}
+	return false
+}
+
+func (c *Controller) forgetClash(name string) {
+	c.clashMu.Lock()
+	delete(c.clashes, name)
+	c.clashMu.Unlock()
+}
+
+func (c *Controller) applyService(ctx context.Context, src mirror.Source, desired *corev1.Service) (clashed bool, err error) {
+	services := c.local.CoreV1().Services(c.opts.Namespace)
+	actual, err := c.localServices.Services(c.opts.Namespace).Get(desired.Name)
+	if apierrors.IsNotFound(err) {
+		return false, c.createService(ctx, desired)
+	}
+	if err != nil {
+		return false, err
+	}
+	if !c.owned(src, actual, actual, kindService) {
+		return true, nil
+	}
+	change, next := mirror.UpdateService(desired, actual)
+	switch change {
+	case mirror.Update:
+		_, err := services.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
+		c.countWrite(kindService, "update", err)
+		return false, err
+	case mirror.Recreate:
+		if err := c.deleteService(ctx, actual); err != nil {
+			return false, err
+		}
+		return false, c.createService(ctx, desired)
+	}
+	return false, nil
+}
+
+const fieldManager = labels.ServiceMirror
+
+func (c *Controller) createService(ctx context.Context, svc *corev1.Service) error {
+	_, err := c.local.CoreV1().Services(c.opts.Namespace).Create(ctx, svc, metav1.CreateOptions{FieldManager: fieldManager})
+	c.countWrite(kindService, "create", err)
+	return err
+}
+
+// deleteService deletes a mirror Service, on the condition that it is still the object we
+// looked at: a preconditioned delete never removes an object that replaced it meanwhile.
+func (c *Controller) deleteService(ctx context.Context, svc *corev1.Service) error {
+	err := c.local.CoreV1().Services(c.opts.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &svc.UID, ResourceVersion: &svc.ResourceVersion},
+	})
+	c.countWrite(kindService, "delete", err)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired []*discoveryv1.EndpointSlice) (clashed bool, err error) {
+	slices := c.local.DiscoveryV1().EndpointSlices(c.opts.Namespace)
+	want := make(map[string]bool, len(desired))
+	var errs []error
+	for _, d := range desired {
+		want[d.Name] = true
+		obj, exists, err := c.localSlices.GetByKey(c.opts.Namespace + "/" + d.Name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !exists {
+			_, err := slices.Create(ctx, d, metav1.CreateOptions{FieldManager: fieldManager})
+			c.countWrite(kindEndpointSlice, "create", err)
+			errs = append(errs, err)
+			continue
+		}
+		actual := obj.(*discoveryv1.EndpointSlice)
+		if !c.owned(src, actual, actual, kindEndpointSlice) {
+			clashed = true
+			continue
+		}
+		change, next := mirror.UpdateEndpointSlice(d, actual)
+		switch change {
+		case mirror.Update:
+			_, err := slices.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
+			c.countWrite(kindEndpointSlice, "update", err)
+			errs = append(errs, err)
+		case mirror.Recreate:
+			if err := c.deleteSlice(ctx, actual); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			_, err := slices.Create(ctx, d, metav1.CreateOptions{FieldManager: fieldManager})
+			c.countWrite(kindEndpointSlice, "create", err)
+			errs = append(errs, err)
+		}
+	}
+	// Our slices of this source that no longer have a remote counterpart.
+	existing, err := c.localSlices.ByIndex(bySource, src.String())
+	if err != nil {
+		return clashed, errors.Join(append(errs, err)...)
+	}
+	for _, o := range existing {
+		s := o.(*discoveryv1.EndpointSlice)
+		if !want[s.Name] {
+			errs = append(errs, c.deleteSlice(ctx, s))
+		}
+	}
+	return clashed, errors.Join(errs...)
+}
+
+func (c *Controller) deleteSlice(ctx context.Context, s *discoveryv1.EndpointSlice) error {
+	err := c.local.DiscoveryV1().EndpointSlices(c.opts.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &s.UID, ResourceVersion: &s.ResourceVersion},
+	})
+	c.countWrite(kindEndpointSlice, "delete", err)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// deleteMirror removes the mirror Service and slices of src, only those that are ours.
+func (c *Controller) deleteMirror(ctx context.Context, src mirror.Source) error {
+	var errs []error
+	existing, err := c.localSlices.ByIndex(bySource, src.String())
+	errs = append(errs, err)
+	for _, o := range existing {
+		errs = append(errs, c.deleteSlice(ctx, o.(*discoveryv1.EndpointSlice)))
+	}
+	name := mirror.ServiceName(src)
+	c.forgetClash(name)
+	svc, err := c.localServices.Services(c.opts.Namespace).Get(name)
+	if err == nil && labels.IsManagedBy(svc.Labels, labels.ServiceMirror) {
+		if s, ok := mirror.SourceOf(svc.Labels); ok && s == src {
+			errs = append(errs, c.deleteService(ctx, svc))
+		}
+	} else if err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// countWrite counts a write request that reached the API server.
+func (c *Controller) countWrite(kind, verb string, err error) {
+	var status apierrors.APIStatus
+	if err == nil || errors.As(err, &status) {
+		c.metrics.writes.WithLabelValues(kind, verb).Inc()
+	}
+}
+

@@ -1,0 +1,260 @@
+// Package mirror computes, without any I/O, the local objects that mirror a remote Service:
+// their names, their desired state, and whether an existing object needs to change.
+package mirror
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-semaphore/semaphore/components/internal/labels"
+	"github.com/kube-semaphore/semaphore/components/internal/names"
+)
+
+// Separator sits between the source namespace and name in a mirror's name. It is fixed: the
+// CoreDNS rewrite that serves <name>.<namespace>.svc.cluster.<remote> relies on it.
+const Separator = "73736d"
+
+// Label keys on every mirror object, naming the remote Service it mirrors.
+const (
+	LabelCluster   = "mirror.semaphore.uw.io/cluster"
+	LabelNamespace = "mirror.semaphore.uw.io/namespace"
+	LabelName      = "mirror.semaphore.uw.io/name"
+)
+
+// AnnotationSourceSlice on a mirrored EndpointSlice holds the name of the remote slice it copies.
+const AnnotationSourceSlice = "mirror.semaphore.uw.io/source-slice"
+
+// SliceManager is the endpointslice.kubernetes.io/managed-by value of mirrored slices, which
+// keeps Kubernetes' own EndpointSlice controllers away from them.
+const SliceManager = "semaphore-service-mirror.semaphore.uw.io"
+
+// Source identifies a remote Service: the key of everything the controller does.
+type Source struct {
+	Cluster, Namespace, Name string
+}
+
+func (s Source) String() string { return s.Cluster + "/" + s.Namespace + "/" + s.Name }
+
+// SourceOf reads the source labels of a mirror object.
+func SourceOf(l map[string]string) (Source, bool) {
+	s := Source{Cluster: l[LabelCluster], Namespace: l[LabelNamespace], Name: l[LabelName]}
+	return s, s.Cluster != "" && s.Namespace != "" && s.Name != ""
+}
+
+// Labels are the labels of every object mirroring s.
+func (s Source) Labels() map[string]string {
+	return map[string]string{
+		labels.ManagedBy: labels.ServiceMirror,
+		LabelCluster:     s.Cluster,
+		LabelNamespace:   s.Namespace,
+		LabelName:        s.Name,
+	}
+}
+
+// ServiceName is the name of the mirror of s: <cluster>-<namespace>-73736d-<name>, shortened
+// deterministically when it would exceed the 63 characters a Service name may have.
+func ServiceName(s Source) string {
+	return names.Shorten(fmt.Sprintf("%s-%s-%s-%s", s.Cluster, s.Namespace, Separator, s.Name), names.MaxLabel)
+}
+
+// SliceName is the name of the mirror of the remote EndpointSlice remoteSlice of mirror Service
+// service: the service name and a hash of the remote slice's name, so each remote slice maps
+// to exactly one local slice and the mapping survives restarts.
+func SliceName(service, remoteSlice string) string {
+	sum := sha256.Sum256([]byte(remoteSlice))
+	suffix := hex.EncodeToString(sum[:])[:8]
+	return strings.TrimRight(names.Shorten(service, names.MaxLabel-len(suffix)-1), "-") + "-" + suffix
+}
+
+// Service returns the desired mirror in namespace of remote Service svc from source s: a
+// selector-less ClusterIP Service (headless when the source is) with the same ports and no
+// node ports.
+func Service(s Source, namespace string, svc *corev1.Service) *corev1.Service {
+	m := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: ServiceName(s), Namespace: namespace, Labels: s.Labels()},
+		Spec: corev1.ServiceSpec{
+			Type:                     corev1.ServiceTypeClusterIP,
+			PublishNotReadyAddresses: svc.Spec.PublishNotReadyAddresses,
+			SessionAffinity:          svc.Spec.SessionAffinity,
+			SessionAffinityConfig:    svc.Spec.SessionAffinityConfig.DeepCopy(),
+		},
+	}
+	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		m.Spec.ClusterIP = corev1.ClusterIPNone
+	}
+	// A dual-stack source gets a mirror that is dual-stack where the local cluster can be,
+	// and single-stack (rather than rejected) where it cannot.
+	if len(svc.Spec.IPFamilies) > 1 {
+		p := corev1.IPFamilyPolicyPreferDualStack
+		m.Spec.IPFamilyPolicy = &p
+	}
+	for _, p := range svc.Spec.Ports {
+		m.Spec.Ports = append(m.Spec.Ports, corev1.ServicePort{
+			Name:        p.Name,
+			Protocol:    p.Protocol,
+			AppProtocol: p.AppProtocol,
+			Port:        p.Port,
+			TargetPort:  p.TargetPort,
+		})
+	}
+	return m
+}
+
+// EndpointSlices returns the desired mirrors in namespace of the remote slices of source s,
+// one per remote slice. Remote-only details (node names, target references, zones, hints) are
+// left out: they name things that do not exist locally.
+func EndpointSlices(s Source, namespace string, remote []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
+	service := ServiceName(s)
+	out := make([]*discoveryv1.EndpointSlice, 0, len(remote))
+	for _, r := range remote {
+		l := s.Labels()
+		l[discoveryv1.LabelServiceName] = service
+		l[discoveryv1.LabelManagedBy] = SliceManager
+		m := &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        SliceName(service, r.Name),
+				Namespace:   namespace,
+				Labels:      l,
+				Annotations: map[string]string{AnnotationSourceSlice: r.Name},
+			},
+			AddressType: r.AddressType,
+			Endpoints:   make([]discoveryv1.Endpoint, 0, len(r.Endpoints)),
+			Ports:       make([]discoveryv1.EndpointPort, 0, len(r.Ports)),
+		}
+		for _, e := range r.Endpoints {
+			m.Endpoints = append(m.Endpoints, discoveryv1.Endpoint{
+				Addresses:  append([]string(nil), e.Addresses...),
+				Conditions: *e.Conditions.DeepCopy(),
+				Hostname:   copyPtr(e.Hostname),
+			})
+		}
+		for _, p := range r.Ports {
+			m.Ports = append(m.Ports, *p.DeepCopy())
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func copyPtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// Change says how an existing object must change to match the desired one.
+type Change int
+
+const (
+	// NoChange: the object matches; nothing is written.
+	NoChange Change = iota
+	// Update: an update with the returned object makes it match.
+	Update
+	// Recreate: an immutable field differs (a Service's headlessness, a slice's address
+	// type); the object must be deleted and created again.
+	Recreate
+)
+
+// UpdateService compares the desired mirror with the actual one and returns the object to
+// write: a copy of actual with only the fields the mirror owns set from desired, so fields the
+// API server defaults or other parties add are kept and never cause a write by themselves.
+func UpdateService(desired, actual *corev1.Service) (Change, *corev1.Service) {
+	if (desired.Spec.ClusterIP == corev1.ClusterIPNone) != (actual.Spec.ClusterIP == corev1.ClusterIPNone) {
+		return Recreate, nil
+	}
+	next := actual.DeepCopy()
+	next.Labels = mergeLabels(next.Labels, desired.Labels)
+	next.Spec.Type = desired.Spec.Type
+	next.Spec.Selector = nil
+	next.Spec.PublishNotReadyAddresses = desired.Spec.PublishNotReadyAddresses
+	if desired.Spec.SessionAffinity != "" {
+		next.Spec.SessionAffinity = desired.Spec.SessionAffinity
+		next.Spec.SessionAffinityConfig = desired.Spec.SessionAffinityConfig.DeepCopy()
+	}
+	if desired.Spec.IPFamilyPolicy != nil {
+		next.Spec.IPFamilyPolicy = desired.Spec.IPFamilyPolicy
+	}
+	next.Spec.Ports = mergePorts(actual.Spec.Ports, desired.Spec.Ports)
+	if equality.Semantic.DeepEqual(next, actual) {
+		return NoChange, nil
+	}
+	return Update, next
+}
+
+// mergePorts returns the desired ports; a desired port that leaves targetPort or protocol
+// unset takes the value the API server defaulted on the actual port of the same number.
+func mergePorts(actual, desired []corev1.ServicePort) []corev1.ServicePort {
+	out := make([]corev1.ServicePort, 0, len(desired))
+	for _, d := range desired {
+		for _, a := range actual {
+			if a.Port == d.Port && a.Name == d.Name {
+				if d.Protocol == "" {
+					d.Protocol = a.Protocol
+				}
+				if d.TargetPort.IntVal == 0 && d.TargetPort.StrVal == "" {
+					d.TargetPort = a.TargetPort
+				}
+			}
+		}
+		d.NodePort = 0
+		out = append(out, d)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// UpdateEndpointSlice compares the desired mirror slice with the actual one and returns the
+// object to write, as UpdateService does.
+func UpdateEndpointSlice(desired, actual *discoveryv1.EndpointSlice) (Change, *discoveryv1.EndpointSlice) {
+	if desired.AddressType != actual.AddressType {
+		return Recreate, nil
+	}
+	next := actual.DeepCopy()
+	next.Labels = mergeLabels(next.Labels, desired.Labels)
+	if next.Annotations == nil {
+		next.Annotations = map[string]string{}
+	}
+	for k, v := range desired.Annotations {
+		next.Annotations[k] = v
+	}
+	next.Endpoints = desired.Endpoints
+	next.Ports = desired.Ports
+	if equality.Semantic.DeepEqual(normalizeSlice(next), normalizeSlice(actual)) {
+		return NoChange, nil
+	}
+	return Update, next
+}
+
+// normalizeSlice treats empty and nil lists alike: the API server returns nil for both.
+func normalizeSlice(s *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
+	s = s.DeepCopy()
+	if len(s.Endpoints) == 0 {
+		s.Endpoints = nil
+	}
+	if len(s.Ports) == 0 {
+		s.Ports = nil
+	}
+	return s
+}
+
+func mergeLabels(actual, desired map[string]string) map[string]string {
+	out := make(map[string]string, len(actual)+len(desired))
+	for k, v := range actual {
+		out[k] = v
+	}
+	for k, v := range desired {
+		out[k] = v
+	}
+	return out
+}
