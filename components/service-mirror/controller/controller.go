@@ -70,12 +70,12 @@ type Controller struct {
 }
 
 type remoteCache struct {
-	name     string
+	name string
 	// Services are listed with the selector, slices without: two factories.
 	factories []informers.SharedInformerFactory
 	services  corelisters.ServiceLister
-	slices   cache.Indexer
-	synced   []cache.InformerSynced
+	slices    cache.Indexer
+	synced    []cache.InformerSynced
 
 	mu       sync.RWMutex
 	isSynced bool

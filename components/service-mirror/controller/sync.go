@@ -252,4 +252,3 @@ func (c *Controller) countWrite(kind, verb string, err error) {
 		c.metrics.writes.WithLabelValues(kind, verb).Inc()
 	}
 }
-
