@@ -274,6 +274,8 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	}
 	wg.Go(func() { wait.UntilWithContext(ctx, c.updateInventory, c.opts.DriftInterval) })
 	<-ctx.Done()
+	// Workers block in queue.Get until the queue shuts down; the deferred wg.Wait needs that.
+	c.queue.ShutDown()
 }
 
 func (c *Controller) waitForRemote(ctx context.Context, rc *remoteCache) {
