@@ -67,6 +67,8 @@ type Controller struct {
 	// we do not own, so they are retried when that object goes away.
 	clashMu sync.Mutex
 	clashes map[string]mirror.Source
+
+	expect *expectations
 }
 
 type remoteCache struct {
@@ -102,6 +104,7 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, hea
 		metrics: m,
 		remotes: map[string]*remoteCache{},
 		clashes: map[string]mirror.Source{},
+		expect:  newExpectations(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[mirror.Source](),
 			workqueue.TypedRateLimitingQueueConfig[mirror.Source]{Name: "service_mirror", MetricsProvider: metrics.WorkqueueProvider(f)},

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -21,6 +22,9 @@ const (
 	resultClash   = "clash"
 	resultSkipped = "skipped"
 )
+
+// errStale says a cache does not show our last write yet; the sync is retried once it does.
+var errStale = errors.New("cache does not show our last write yet")
 
 const (
 	kindService       = "Service"
@@ -50,6 +54,9 @@ func (c *Controller) sync(ctx context.Context, src mirror.Source) (string, error
 
 	desired := mirror.Service(src, c.opts.Namespace, remoteSvc)
 	clashed, err := c.applyService(ctx, src, desired)
+	if errors.Is(err, errStale) {
+		return c.stale(src)
+	}
 	if err != nil || clashed {
 		return c.resultOrClash(clashed, err)
 	}
@@ -63,7 +70,17 @@ func (c *Controller) sync(ctx context.Context, src mirror.Source) (string, error
 		slices = append(slices, o.(*discoveryv1.EndpointSlice))
 	}
 	clashed, err = c.applySlices(ctx, src, mirror.EndpointSlices(src, c.opts.Namespace, slices))
+	if errors.Is(err, errStale) {
+		return c.stale(src)
+	}
 	return c.resultOrClash(clashed, err)
+}
+
+// stale postpones a sync whose caches lag behind our own writes. The watch event of the write
+// enqueues the source again; the delayed add is a safety net.
+func (c *Controller) stale(src mirror.Source) (string, error) {
+	c.queue.AddAfter(src, time.Second)
+	return resultSkipped, nil
 }
 
 func (c *Controller) result(err error) (string, error) {
@@ -115,12 +132,19 @@ func (c *Controller) forgetClash(name string) {
 
 func (c *Controller) applyService(ctx context.Context, src mirror.Source, desired *corev1.Service) (clashed bool, err error) {
 	services := c.local.CoreV1().Services(c.opts.Namespace)
+	key := kindService + "/" + desired.Name
 	actual, err := c.localServices.Services(c.opts.Namespace).Get(desired.Name)
 	if apierrors.IsNotFound(err) {
+		if !c.expect.satisfied(key, nil) {
+			return false, errStale
+		}
 		return false, c.createService(ctx, desired)
 	}
 	if err != nil {
 		return false, err
+	}
+	if !c.expect.satisfied(key, actual) {
+		return false, errStale
 	}
 	if !c.owned(src, actual, actual, kindService) {
 		return true, nil
@@ -128,8 +152,11 @@ func (c *Controller) applyService(ctx context.Context, src mirror.Source, desire
 	change, next := mirror.UpdateService(desired, actual)
 	switch change {
 	case mirror.Update:
-		_, err := services.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
+		out, err := services.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
 		c.countWrite(kindService, "update", err)
+		if err == nil {
+			c.expect.wrote(key, out.ResourceVersion)
+		}
 		return false, err
 	case mirror.Recreate:
 		if err := c.deleteService(ctx, actual); err != nil {
@@ -143,8 +170,11 @@ func (c *Controller) applyService(ctx context.Context, src mirror.Source, desire
 const fieldManager = labels.ServiceMirror
 
 func (c *Controller) createService(ctx context.Context, svc *corev1.Service) error {
-	_, err := c.local.CoreV1().Services(c.opts.Namespace).Create(ctx, svc, metav1.CreateOptions{FieldManager: fieldManager})
+	out, err := c.local.CoreV1().Services(c.opts.Namespace).Create(ctx, svc, metav1.CreateOptions{FieldManager: fieldManager})
 	c.countWrite(kindService, "create", err)
+	if err == nil {
+		c.expect.wrote(kindService+"/"+svc.Name, out.ResourceVersion)
+	}
 	return err
 }
 
@@ -155,6 +185,9 @@ func (c *Controller) deleteService(ctx context.Context, svc *corev1.Service) err
 		Preconditions: &metav1.Preconditions{UID: &svc.UID, ResourceVersion: &svc.ResourceVersion},
 	})
 	c.countWrite(kindService, "delete", err)
+	if err == nil {
+		c.expect.deleted(kindService+"/"+svc.Name, svc.ResourceVersion)
+	}
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -165,20 +198,35 @@ func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired
 	slices := c.local.DiscoveryV1().EndpointSlices(c.opts.Namespace)
 	want := make(map[string]bool, len(desired))
 	var errs []error
+	create := func(d *discoveryv1.EndpointSlice) error {
+		out, err := slices.Create(ctx, d, metav1.CreateOptions{FieldManager: fieldManager})
+		c.countWrite(kindEndpointSlice, "create", err)
+		if err == nil {
+			c.expect.wrote(kindEndpointSlice+"/"+d.Name, out.ResourceVersion)
+		}
+		return err
+	}
 	for _, d := range desired {
 		want[d.Name] = true
+		key := kindEndpointSlice + "/" + d.Name
 		obj, exists, err := c.localSlices.GetByKey(c.opts.Namespace + "/" + d.Name)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		if !exists {
-			_, err := slices.Create(ctx, d, metav1.CreateOptions{FieldManager: fieldManager})
-			c.countWrite(kindEndpointSlice, "create", err)
-			errs = append(errs, err)
+			if !c.expect.satisfied(key, nil) {
+				errs = append(errs, errStale)
+				continue
+			}
+			errs = append(errs, create(d))
 			continue
 		}
 		actual := obj.(*discoveryv1.EndpointSlice)
+		if !c.expect.satisfied(key, actual) {
+			errs = append(errs, errStale)
+			continue
+		}
 		if !c.owned(src, actual, actual, kindEndpointSlice) {
 			clashed = true
 			continue
@@ -186,17 +234,18 @@ func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired
 		change, next := mirror.UpdateEndpointSlice(d, actual)
 		switch change {
 		case mirror.Update:
-			_, err := slices.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
+			out, err := slices.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
 			c.countWrite(kindEndpointSlice, "update", err)
+			if err == nil {
+				c.expect.wrote(key, out.ResourceVersion)
+			}
 			errs = append(errs, err)
 		case mirror.Recreate:
 			if err := c.deleteSlice(ctx, actual); err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			_, err := slices.Create(ctx, d, metav1.CreateOptions{FieldManager: fieldManager})
-			c.countWrite(kindEndpointSlice, "create", err)
-			errs = append(errs, err)
+			errs = append(errs, create(d))
 		}
 	}
 	// Our slices of this source that no longer have a remote counterpart.
@@ -207,6 +256,10 @@ func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired
 	for _, o := range existing {
 		s := o.(*discoveryv1.EndpointSlice)
 		if !want[s.Name] {
+			if !c.expect.satisfied(kindEndpointSlice+"/"+s.Name, s) {
+				errs = append(errs, errStale)
+				continue
+			}
 			errs = append(errs, c.deleteSlice(ctx, s))
 		}
 	}
@@ -218,6 +271,9 @@ func (c *Controller) deleteSlice(ctx context.Context, s *discoveryv1.EndpointSli
 		Preconditions: &metav1.Preconditions{UID: &s.UID, ResourceVersion: &s.ResourceVersion},
 	})
 	c.countWrite(kindEndpointSlice, "delete", err)
+	if err == nil {
+		c.expect.deleted(kindEndpointSlice+"/"+s.Name, s.ResourceVersion)
+	}
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
