@@ -39,7 +39,8 @@ type Options struct {
 	Audit bool
 	// CRDDirs hold CustomResourceDefinitions (YAML) to install.
 	CRDDirs []string
-	// ServiceCIDRs is the --service-cluster-ip-range (default 10.0.0.0/24).
+	// ServiceCIDRs is the --service-cluster-ip-range (default 10.0.0.0/16: room for thousands
+	// of Services, which benchmarks need).
 	ServiceCIDRs string
 	// Dir is where kubeconfigs and logs go (default: a new temporary directory).
 	Dir string
@@ -128,9 +129,10 @@ func StartCluster(name string, opts Options) (*Cluster, error) {
 	}
 	c := &Cluster{Name: name, env: env}
 	args := env.ControlPlane.GetAPIServer().Configure()
-	if opts.ServiceCIDRs != "" {
-		args.Set("service-cluster-ip-range", opts.ServiceCIDRs)
+	if opts.ServiceCIDRs == "" {
+		opts.ServiceCIDRs = "10.0.0.0/16"
 	}
+	args.Set("service-cluster-ip-range", opts.ServiceCIDRs)
 	if opts.Audit {
 		policy := filepath.Join(dir, "audit-policy.yaml")
 		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {

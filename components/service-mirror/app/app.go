@@ -15,6 +15,7 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kube-semaphore/semaphore/components/internal/admin"
 	"github.com/kube-semaphore/semaphore/components/internal/config"
@@ -76,12 +77,30 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// NewMetrics creates every metric of the component on reg.
-func NewMetrics(reg prometheus.Registerer) (*metrics.Factory, *controller.Metrics) {
+// instruments are every metric of the component.
+type instruments struct {
+	factory    *metrics.Factory
+	controller *controller.Metrics
+	health     *remote.Health
+	queue      workqueue.MetricsProvider
+}
+
+func newInstruments(reg prometheus.Registerer, probeInterval time.Duration, log *slog.Logger) instruments {
 	f := metrics.NewFactory(reg, MetricsPrefix)
 	metrics.BuildInfo(f)
 	metrics.ClientGo(f)
-	return f, controller.NewMetrics(f)
+	return instruments{
+		factory:    f,
+		controller: controller.NewMetrics(f),
+		health:     remote.NewHealth(f, probeInterval, log),
+		queue:      metrics.WorkqueueProvider(f),
+	}
+}
+
+// MetricSpecs describes every metric the component exports (besides the standard go_* and
+// process_* ones), for the generated metrics reference.
+func MetricSpecs() []metrics.Spec {
+	return newInstruments(prometheus.NewRegistry(), time.Second, slog.Default()).factory.Specs()
 }
 
 // App is a configured service mirror, ready to run.
@@ -119,9 +138,8 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 
 	reg := prometheus.NewRegistry()
 	metrics.RegisterProcess(reg)
-	f, m := NewMetrics(reg)
-	a := &App{cfg: cfg, log: log, Registry: reg, admin: admin.New(reg), listener: listener, local: local}
-	a.health = remote.NewHealth(f, cfg.RemoteProbeInterval, log)
+	in := newInstruments(reg, cfg.RemoteProbeInterval, log)
+	a := &App{cfg: cfg, log: log, Registry: reg, admin: admin.New(reg), listener: listener, local: local, health: in.health}
 	for _, r := range remotes {
 		a.health.Add(r.Name, remote.ProbeReadyz(r))
 		a.admin.AddReadyCheck("remote:"+r.Name, func() error { return a.health.Check(r.Name) })
@@ -131,7 +149,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		Selector:      cfg.selector,
 		ResyncPeriod:  cfg.ResyncPeriod,
 		DriftInterval: cfg.DriftInterval,
-	}, local, remotes, a.health, f, m, log)
+	}, local, remotes, a.health, in.controller, in.queue, log)
 	return a, nil
 }
 

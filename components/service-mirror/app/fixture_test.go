@@ -56,10 +56,10 @@ func runTests(m *testing.M) int {
 		local, errs[0] = testenv.StartCluster("local", testenv.Options{Audit: true, Dir: filepath.Join(dir, "local")})
 	})
 	wg.Go(func() {
-		aws, errs[1] = testenv.StartCluster("aws", testenv.Options{ServiceCIDRs: "10.1.0.0/24,fd00:1::/108", Dir: filepath.Join(dir, "aws")})
+		aws, errs[1] = testenv.StartCluster("aws", testenv.Options{ServiceCIDRs: "10.1.0.0/16,fd00:1::/108", Dir: filepath.Join(dir, "aws")})
 	})
 	wg.Go(func() {
-		gcp, errs[2] = testenv.StartCluster("gcp", testenv.Options{ServiceCIDRs: "10.2.0.0/24,fd00:2::/108", Dir: filepath.Join(dir, "gcp")})
+		gcp, errs[2] = testenv.StartCluster("gcp", testenv.Options{ServiceCIDRs: "10.2.0.0/16,fd00:2::/108", Dir: filepath.Join(dir, "gcp")})
 	})
 	wg.Wait()
 	for _, c := range []*testenv.Cluster{local, aws, gcp} {

@@ -27,7 +27,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kube-semaphore/semaphore/components/internal/labels"
-	"github.com/kube-semaphore/semaphore/components/internal/metrics"
 	"github.com/kube-semaphore/semaphore/components/internal/remote"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 )
@@ -95,7 +94,7 @@ const (
 )
 
 // New wires informers for the local mirror namespace and for each remote.
-func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, health *remote.Health, f *metrics.Factory, m *Metrics, log *slog.Logger) *Controller {
+func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) *Controller {
 	c := &Controller{
 		opts:    opts,
 		log:     log,
@@ -107,7 +106,7 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, hea
 		expect:  newExpectations(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[mirror.Source](),
-			workqueue.TypedRateLimitingQueueConfig[mirror.Source]{Name: "service_mirror", MetricsProvider: metrics.WorkqueueProvider(f)},
+			workqueue.TypedRateLimitingQueueConfig[mirror.Source]{Name: "service_mirror", MetricsProvider: queueMetrics},
 		),
 	}
 

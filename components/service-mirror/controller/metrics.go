@@ -22,7 +22,7 @@ type Metrics struct {
 func NewMetrics(f *metrics.Factory) *Metrics {
 	return &Metrics{
 		reconciles: f.CounterVec("reconcile_total",
-			"Reconciliations of one remote Service, by remote and result (success, error, clash).", "remote", "result"),
+			"Reconciliations of one remote Service, by remote and result: success, error, clash (a foreign object holds the name), skipped (the remote has not synced yet, or the cache lags our own write).", "remote", "result"),
 		reconcileDuration: f.HistogramVec("reconcile_duration_seconds",
 			"Time to reconcile one remote Service, by remote.", metrics.LatencyBuckets, "remote"),
 		writes: f.CounterVec("writes_total",
