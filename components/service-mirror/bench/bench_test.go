@@ -311,4 +311,3 @@ func peakRSS(b *testing.B, pid int) float64 {
 	b.Fatal("no VmHWM in /proc status")
 	return 0
 }
-
