@@ -1,0 +1,50 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/kube-semaphore/semaphore/components/internal/testenv"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+)
+
+// Issue 2, case 12: real CoreDNS, configured with the Corefile from docs/coredns.md and
+// pointed at the local API server, resolves <name>.<namespace>.svc.cluster.<remote> to the
+// ClusterIP of the mirror the controller created.
+func TestCoreDNSResolvesMirror(t *testing.T) {
+	cfg := newConfig(t, "aws")
+	ns := testNamespace(t, "sys-log")
+	remoteService(t, aws, ns, "fluentd", nil)
+	remoteSlice(t, aws, ns, "fluentd", "fluentd-abcde", discoveryv1.AddressTypeIPv4, endpoint("198.18.5.1"))
+	start(t, cfg)
+
+	src := mirror.Source{Cluster: "aws", Namespace: ns, Name: "fluentd"}
+	var clusterIP string
+	eventually(t, 30*time.Second, "mirror", func() error {
+		svc, _, err := mirrorOf(cfg, src)
+		if err == nil {
+			clusterIP = svc.Spec.ClusterIP
+		}
+		return err
+	})
+
+	addr := testenv.StartCoreDNS(t, testenv.CorefileFromDocs(t, local.DirectKubeconfig, cfg.Namespace))
+	name := fmt.Sprintf("fluentd.%s.svc.cluster.aws", ns)
+	eventually(t, 30*time.Second, "resolving "+name, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		got, err := testenv.LookupHost(ctx, addr, name)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, []string{clusterIP}) {
+			return fmt.Errorf("%s resolves to %v, want the mirror's ClusterIP %s", name, got, clusterIP)
+		}
+		return nil
+	})
+}
