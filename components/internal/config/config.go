@@ -67,15 +67,16 @@ func cleanEnvconfigError(err error) error {
 
 // Shared holds the settings every component has.
 type Shared struct {
-	LocalCluster    string        `envconfig:"SEMAPHORE_LOCAL_CLUSTER" required:"true" desc:"name of this cluster (a DNS label), as the remote clusters know it"`
-	Remotes         []string      `envconfig:"SEMAPHORE_REMOTES" desc:"comma-separated names of the remote clusters to read from (DNS labels)"`
-	RemotesDir      string        `envconfig:"SEMAPHORE_REMOTES_DIR" default:"/etc/semaphore/remotes" desc:"directory holding <remote>/kubeconfig for each remote"`
-	LocalKubeconfig string        `envconfig:"SEMAPHORE_LOCAL_KUBECONFIG" desc:"kubeconfig of the local cluster; empty means in-cluster configuration"`
-	AdminAddr       string        `envconfig:"SEMAPHORE_ADMIN_ADDR" default:":8080" desc:"listen address of the admin server (/metrics, /healthz, /readyz)"`
-	LogLevel        slog.Level    `envconfig:"SEMAPHORE_LOG_LEVEL" default:"info" desc:"log level: debug, info, warn or error"`
-	ClientQPS       float32       `envconfig:"SEMAPHORE_CLIENT_QPS" default:"200" desc:"client-side rate limit of each API client, requests per second (negative disables it)"`
-	ClientBurst     int           `envconfig:"SEMAPHORE_CLIENT_BURST" default:"400" desc:"burst of each API client's rate limit"`
-	ResyncPeriod    time.Duration `envconfig:"SEMAPHORE_RESYNC_PERIOD" default:"10m" desc:"how often every object is reconciled again even without a change"`
+	LocalCluster        string        `envconfig:"SEMAPHORE_LOCAL_CLUSTER" required:"true" desc:"name of this cluster (a DNS label), as the remote clusters know it"`
+	Remotes             []string      `envconfig:"SEMAPHORE_REMOTES" desc:"comma-separated names of the remote clusters to read from (DNS labels)"`
+	RemotesDir          string        `envconfig:"SEMAPHORE_REMOTES_DIR" default:"/etc/semaphore/remotes" desc:"directory holding each remote's kubeconfig, as REMOTE/kubeconfig"`
+	LocalKubeconfig     string        `envconfig:"SEMAPHORE_LOCAL_KUBECONFIG" desc:"kubeconfig of the local cluster; empty means in-cluster configuration"`
+	AdminAddr           string        `envconfig:"SEMAPHORE_ADMIN_ADDR" default:":8080" desc:"listen address of the admin server (/metrics, /healthz, /readyz)"`
+	LogLevel            slog.Level    `envconfig:"SEMAPHORE_LOG_LEVEL" default:"info" desc:"log level: debug, info, warn or error"`
+	ClientQPS           float32       `envconfig:"SEMAPHORE_CLIENT_QPS" default:"200" desc:"client-side rate limit of each API client, requests per second (negative disables it)"`
+	ClientBurst         int           `envconfig:"SEMAPHORE_CLIENT_BURST" default:"400" desc:"burst of each API client's rate limit"`
+	ResyncPeriod        time.Duration `envconfig:"SEMAPHORE_RESYNC_PERIOD" default:"10m" desc:"how often every object is reconciled again even without a change"`
+	RemoteProbeInterval time.Duration `envconfig:"SEMAPHORE_REMOTE_PROBE_INTERVAL" default:"10s" desc:"how often each remote API server is probed for remote_up and /readyz"`
 }
 
 // Validate checks the shared settings.
@@ -110,6 +111,9 @@ func (s *Shared) Validate() error {
 	}
 	if s.ResyncPeriod < 0 {
 		return errors.New("SEMAPHORE_RESYNC_PERIOD: must not be negative")
+	}
+	if s.RemoteProbeInterval <= 0 {
+		return errors.New("SEMAPHORE_REMOTE_PROBE_INTERVAL: must be positive")
 	}
 	return nil
 }

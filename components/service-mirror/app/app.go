@@ -36,11 +36,10 @@ const MetricsPrefix = "semaphore_service_mirror"
 type Config struct {
 	config.Shared
 	config.LeaderElection
-	Namespace           string        `envconfig:"SEMAPHORE_MIRROR_NAMESPACE" default:"semaphore" desc:"local namespace that holds the mirror Services and EndpointSlices"`
-	LabelSelector       string        `envconfig:"SEMAPHORE_MIRROR_LABEL_SELECTOR" default:"mirror.semaphore.uw.io/mirror-service=true" desc:"label selector of the remote Services to mirror"`
-	Workers             int           `envconfig:"SEMAPHORE_MIRROR_WORKERS" default:"8" desc:"remote Services reconciled in parallel"`
-	RemoteProbeInterval time.Duration `envconfig:"SEMAPHORE_REMOTE_PROBE_INTERVAL" default:"10s" desc:"how often each remote API server is probed for remote_up and /readyz"`
-	DriftInterval       time.Duration `envconfig:"SEMAPHORE_MIRROR_DRIFT_INTERVAL" default:"10s" desc:"how often the mirror drift and inventory metrics are recomputed"`
+	Namespace     string        `envconfig:"SEMAPHORE_MIRROR_NAMESPACE" default:"semaphore" desc:"local namespace that holds the mirror Services and EndpointSlices"`
+	LabelSelector string        `envconfig:"SEMAPHORE_MIRROR_LABEL_SELECTOR" default:"mirror.semaphore.uw.io/mirror-service=true" desc:"label selector of the remote Services to mirror"`
+	Workers       int           `envconfig:"SEMAPHORE_MIRROR_WORKERS" default:"8" desc:"remote Services reconciled in parallel"`
+	DriftInterval time.Duration `envconfig:"SEMAPHORE_MIRROR_DRIFT_INTERVAL" default:"10s" desc:"how often the mirror drift and inventory metrics are recomputed"`
 
 	selector k8slabels.Selector
 }
@@ -67,9 +66,6 @@ func (c *Config) Validate() error {
 	c.selector = sel
 	if c.Workers < 1 {
 		return errors.New("SEMAPHORE_MIRROR_WORKERS: must be at least 1")
-	}
-	if c.RemoteProbeInterval <= 0 {
-		return errors.New("SEMAPHORE_REMOTE_PROBE_INTERVAL: must be positive")
 	}
 	if c.DriftInterval <= 0 {
 		return errors.New("SEMAPHORE_MIRROR_DRIFT_INTERVAL: must be positive")

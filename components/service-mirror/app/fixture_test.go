@@ -106,14 +106,15 @@ func newConfig(t *testing.T, remotes ...string) app.Config {
 	}
 	cfg := app.Config{
 		Shared: config.Shared{
-			LocalCluster:    "local",
-			Remotes:         remotes,
-			RemotesDir:      remotesDir,
-			LocalKubeconfig: local.DirectKubeconfig,
-			AdminAddr:       "127.0.0.1:0",
-			ClientQPS:       200,
-			ClientBurst:     400,
-			ResyncPeriod:    10 * time.Minute,
+			LocalCluster:        "local",
+			Remotes:             remotes,
+			RemotesDir:          remotesDir,
+			LocalKubeconfig:     local.DirectKubeconfig,
+			AdminAddr:           "127.0.0.1:0",
+			ClientQPS:           200,
+			ClientBurst:         400,
+			ResyncPeriod:        10 * time.Minute,
+			RemoteProbeInterval: 200 * time.Millisecond,
 		},
 		LeaderElection: config.LeaderElection{
 			Enabled:       true,
@@ -123,11 +124,10 @@ func newConfig(t *testing.T, remotes ...string) app.Config {
 			RenewDeadline: 3 * time.Second,
 			RetryPeriod:   500 * time.Millisecond,
 		},
-		Namespace:           ns,
-		LabelSelector:       mirrorLabel + "=true",
-		Workers:             4,
-		RemoteProbeInterval: 200 * time.Millisecond,
-		DriftInterval:       200 * time.Millisecond,
+		Namespace:     ns,
+		LabelSelector: mirrorLabel + "=true",
+		Workers:       4,
+		DriftInterval: 200 * time.Millisecond,
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
