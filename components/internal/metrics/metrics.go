@@ -48,7 +48,11 @@ func (f *Factory) record(name, typ, help string, labels []string) string {
 func (f *Factory) Specs() []Spec {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := append([]Spec(nil), f.specs...)
+	out := make([]Spec, len(f.specs))
+	for i, s := range f.specs {
+		s.Labels = append([]string(nil), s.Labels...)
+		out[i] = s
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

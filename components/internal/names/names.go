@@ -14,12 +14,19 @@ const MaxLabel = 63
 // two different long names collide with negligible probability.
 const hashLen = 10
 
+// MinShortened is the smallest max Shorten accepts: one character of prefix, a dash and the hash.
+const MinShortened = hashLen + 2
+
 // Shorten returns name unchanged when it fits max characters. Otherwise it returns a prefix of
 // name, a dash and a short hash of the whole name, max characters in all. The result is
 // deterministic, still a DNS label when name is one, and differs for different long names.
+// max must be at least MinShortened.
 func Shorten(name string, max int) string {
 	if len(name) <= max {
 		return name
+	}
+	if max < MinShortened {
+		panic("names.Shorten: max below MinShortened")
 	}
 	sum := sha256.Sum256([]byte(name))
 	suffix := hex.EncodeToString(sum[:])[:hashLen]

@@ -4,7 +4,6 @@ package remote
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"k8s.io/client-go/kubernetes"
@@ -79,20 +78,16 @@ func LocalConfig(path string, opts ClientOptions) (*rest.Config, error) {
 }
 
 func loadKubeconfig(path string) (*rest.Config, error) {
-	// Read it ourselves first: clientcmd turns a missing file into an empty, "valid" config
-	// that points at localhost, which would only fail much later.
-	data, err := os.ReadFile(path)
+	// LoadFromFile fails on a missing file, unlike the loading rules, which would turn it into
+	// an empty, "valid" config pointing at localhost that fails only much later.
+	cc, err := clientcmd.LoadFromFile(path)
 	if err != nil {
 		return nil, err
 	}
-	cc, err := clientcmd.Load(data)
-	if err != nil {
+	// Token files and certificate paths in a kubeconfig are relative to the file itself: a
+	// Secret mounted as <dir>/<remote>/{kubeconfig,token} says "tokenFile: token".
+	if err := clientcmd.ResolveLocalPaths(cc); err != nil {
 		return nil, err
 	}
-	cfg, err := clientcmd.NewNonInteractiveClientConfig(*cc, cc.CurrentContext, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
-	if err != nil {
-		return nil, err
-	}
-	// Token files and certificate paths in a kubeconfig are relative to the file itself.
-	return cfg, nil
+	return clientcmd.NewNonInteractiveClientConfig(*cc, cc.CurrentContext, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
 }

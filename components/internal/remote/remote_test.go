@@ -445,13 +445,17 @@ func TestLocalConfig(t *testing.T) {
 	}
 }
 
-func TestScratchRelativeTokenFile(t *testing.T) {
+// A Secret mounted at <dir>/<remote>/ naturally holds the kubeconfig next to its token and CA,
+// referenced by relative paths, which kubectl resolves against the kubeconfig's directory.
+func TestLoadRemotesRelativePaths(t *testing.T) {
 	dir := t.TempDir()
 	writeKubeconfig(t, dir, "aws", &clientcmdapi.AuthInfo{TokenFile: "token"})
 	writeFile(t, filepath.Join(dir, "aws", "token"), "tok")
 	clusters, err := LoadRemotes(dir, []string{"aws"}, ClientOptions{})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("LoadRemotes() = %v", err)
 	}
-	t.Log(clusters[0].Config.BearerTokenFile)
+	if diff := cmp.Diff(filepath.Join(dir, "aws", "token"), clusters[0].Config.BearerTokenFile); diff != "" {
+		t.Errorf("BearerTokenFile mismatch (-want +got):\n%s", diff)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/components/internal/labels"
 	"github.com/kube-semaphore/semaphore/components/internal/names"
@@ -84,16 +85,14 @@ func Service(s Source, namespace string, svc *corev1.Service) *corev1.Service {
 			PublishNotReadyAddresses: svc.Spec.PublishNotReadyAddresses,
 			SessionAffinity:          svc.Spec.SessionAffinity,
 			SessionAffinityConfig:    svc.Spec.SessionAffinityConfig.DeepCopy(),
+			// Every mirror prefers dual-stack: on a dual-stack local cluster it then serves
+			// whichever families the remote endpoints have (an IPv6-only source included),
+			// and on a single-stack one it is created single-stack rather than rejected.
+			IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicyPreferDualStack),
 		},
 	}
 	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
 		m.Spec.ClusterIP = corev1.ClusterIPNone
-	}
-	// A dual-stack source gets a mirror that is dual-stack where the local cluster can be,
-	// and single-stack (rather than rejected) where it cannot.
-	if len(svc.Spec.IPFamilies) > 1 {
-		p := corev1.IPFamilyPolicyPreferDualStack
-		m.Spec.IPFamilyPolicy = &p
 	}
 	for _, p := range svc.Spec.Ports {
 		m.Spec.Ports = append(m.Spec.Ports, corev1.ServicePort{
@@ -147,8 +146,7 @@ func copyPtr[T any](p *T) *T {
 	if p == nil {
 		return nil
 	}
-	v := *p
-	return &v
+	return ptr.To(*p)
 }
 
 // Change says how an existing object must change to match the desired one.
@@ -180,9 +178,7 @@ func UpdateService(desired, actual *corev1.Service) (Change, *corev1.Service) {
 		next.Spec.SessionAffinity = desired.Spec.SessionAffinity
 		next.Spec.SessionAffinityConfig = desired.Spec.SessionAffinityConfig.DeepCopy()
 	}
-	if desired.Spec.IPFamilyPolicy != nil {
-		next.Spec.IPFamilyPolicy = desired.Spec.IPFamilyPolicy
-	}
+	next.Spec.IPFamilyPolicy = desired.Spec.IPFamilyPolicy
 	next.Spec.Ports = mergePorts(actual.Spec.Ports, desired.Spec.Ports)
 	if equality.Semantic.DeepEqual(next, actual) {
 		return NoChange, nil

@@ -165,6 +165,7 @@ func wantService(mod func(*corev1.Service)) *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			Type:            corev1.ServiceTypeClusterIP,
 			SessionAffinity: corev1.ServiceAffinityNone,
+			IPFamilyPolicy:  ptr.To(corev1.IPFamilyPolicyPreferDualStack),
 			Ports: []corev1.ServicePort{
 				{Name: "forward", Protocol: corev1.ProtocolTCP, Port: 24224, TargetPort: intstr.FromInt32(24224)},
 				{Name: "http", Protocol: corev1.ProtocolTCP, AppProtocol: ptr.To("http"), Port: 80, TargetPort: intstr.FromString("web")},
@@ -228,12 +229,10 @@ func TestService(t *testing.T) {
 				s.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicyRequireDualStack)
 				s.Spec.ClusterIPs = []string{"10.0.0.10", "fd00::10"}
 			}),
-			want: wantService(func(s *corev1.Service) {
-				s.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicyPreferDualStack)
-			}),
+			want: wantService(nil),
 		},
 		{
-			name: "single-stack IPv6 source leaves the policy to the local cluster",
+			name: "single-stack IPv6 source prefers dual-stack too, so a dual-stack local cluster serves it",
 			remote: remoteService(func(s *corev1.Service) {
 				s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
 				s.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicySingleStack)
@@ -562,6 +561,12 @@ func TestUpdateService(t *testing.T) {
 			wantChange: mirror.Update,
 		},
 		{
+			name:       "node ports in desired are never written",
+			desired:    wantService(func(s *corev1.Service) { s.Spec.Ports[0].NodePort = 30001 }),
+			actual:     actualService(desired),
+			wantChange: mirror.NoChange,
+		},
+		{
 			name:    "selector added by hand is removed",
 			desired: desired,
 			actual: func() *corev1.Service {
@@ -610,14 +615,14 @@ func TestUpdateService(t *testing.T) {
 			wantChange: mirror.Update,
 		},
 		{
-			name:    "source became dual-stack",
-			desired: wantService(func(s *corev1.Service) { s.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicyPreferDualStack) }),
-			actual:  actualService(desired),
-			want: func() *corev1.Service {
-				w := actualService(desired)
-				w.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicyPreferDualStack)
-				return w
+			name:    "a mirror made single-stack by someone is set back to PreferDualStack",
+			desired: desired,
+			actual: func() *corev1.Service {
+				a := actualService(desired)
+				a.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicySingleStack)
+				return a
 			}(),
+			want:       actualService(desired),
 			wantChange: mirror.Update,
 		},
 		{
