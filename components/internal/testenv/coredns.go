@@ -83,7 +83,7 @@ func StartCoreDNS(t testing.TB, corefile string) (addr string) {
 	// Registered after t.TempDir, so it runs before the directory (and the log) is removed.
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		_ = <-exited // its error is that it was killed
 		if t.Failed() {
 			logOutput()
 		}
@@ -174,14 +174,16 @@ func LookupHost(ctx context.Context, addr, name string) ([]string, error) {
 // the test cannot drift apart silently.
 func CorefileFromDocs(t testing.TB, kubeconfig, mirrorNamespace string) string {
 	t.Helper()
-	corefile, err := corefileFromDocs(kubeconfig, mirrorNamespace)
+	corefile, err := CorefileFromDocsFile(kubeconfig, mirrorNamespace)
 	if err != nil {
 		t.Fatalf("docs/coredns.md: %v", err)
 	}
 	return corefile
 }
 
-func corefileFromDocs(kubeconfig, mirrorNamespace string) (string, error) {
+// CorefileFromDocsFile is CorefileFromDocs for callers that are not tests (the local lab): it
+// returns the adapted Corefile, or the error CorefileFromDocs fails the test with.
+func CorefileFromDocsFile(kubeconfig, mirrorNamespace string) (string, error) {
 	doc, err := os.ReadFile(filepath.Join(RepoRoot(), "docs", "coredns.md"))
 	if err != nil {
 		return "", err

@@ -1,0 +1,93 @@
+// Command lab runs the local lab: one real Kubernetes API server (kube-apiserver + etcd) per
+// cluster on this machine, the Semaphore controllers running against them with the settings the
+// umbrella chart gives them, the sample workloads of the Semaphore blog post, and CoreDNS with
+// the Corefile of docs/coredns.md. `make lab` runs it through ci/lab.
+//
+//	lab [-dir DIR] [up]   bring the lab up, print its status, run until SIGINT/SIGTERM, tear down
+//	lab [-dir DIR] down   stop the running lab (from another terminal)
+//	lab [-dir DIR] status print the status of the running lab
+//	lab [-dir DIR] check  bring the lab up, check what it prints, tear it down; exit 0 or 1
+//
+// Version 1 has the service mirror and CoreDNS. The semaphore-remote chart's credentials,
+// semaphore-policy, nodes as network namespaces with semaphore-wireguard, and Prometheus each
+// become one more part (see lab.parts).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kube-semaphore/semaphore/components/internal/testenv"
+)
+
+const usage = `Usage: bash ci/lab [flags] [command]
+
+Commands:
+  up      bring the lab up, print its status, run until Ctrl-C (or "down"), tear it down (default)
+  down    stop the running lab
+  status  print the status of the running lab (exit 1 when it is not running or not healthy)
+  check   bring the lab up, check that it works, tear it down; exit 0 when it works, 1 otherwise
+
+Flags:
+`
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
+	dir := fs.String("dir", filepath.Join(testenv.RepoRoot(), ".lab"), "lab `directory`: runtime state, kubeconfigs, logs")
+	timeout := fs.Duration("timeout", 2*time.Minute, "how long up and check wait for the lab to work once everything has started")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	command, rest := "up", []string(nil)
+	if fs.NArg() > 0 {
+		command, rest = fs.Arg(0), fs.Args()[1:]
+	}
+	if len(rest) > 0 && command != reaperCommand {
+		fs.Usage()
+		return 2
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lab: %v\n", err)
+		return 1
+	}
+	// envtest logs through controller-runtime, which complains (with a stack trace) when no
+	// logger was set; klog prints its errors and drops its chatter.
+	ctrllog.SetLogger(klog.NewKlogr())
+
+	switch command {
+	case "up":
+		return up(abs, *timeout, false)
+	case "check":
+		return up(abs, *timeout, true)
+	case "down":
+		return down(abs)
+	case "status":
+		return status(context.Background(), abs)
+	case reaperCommand:
+		return reap(abs, rest)
+	default:
+		fmt.Fprintf(os.Stderr, "lab: unknown command %q\n\n", command)
+		fs.Usage()
+		return 2
+	}
+}

@@ -1,0 +1,370 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kube-semaphore/semaphore/components/internal/labels"
+	"github.com/kube-semaphore/semaphore/components/internal/testenv"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+)
+
+// Status is what the lab looks like right now, read from the clusters, CoreDNS and the
+// controllers' admin servers.
+type Status struct {
+	Mirrors     map[string][]MirrorStatus // by cluster
+	MirrorErrs  map[string]error          // by cluster: the cluster could not be read
+	DNS         []DNSAnswer
+	Controllers []ControllerStatus
+}
+
+// MirrorStatus is one mirror Service.
+type MirrorStatus struct {
+	Name      string
+	Source    mirror.Source
+	ClusterIP string
+	Ports     []string
+	Ready     []string // addresses of the ready endpoints
+	NotReady  int
+}
+
+// DNSAnswer is the answer of one CoreDNS to one name.
+type DNSAnswer struct {
+	Cluster, Server, Name string
+	Addrs                 []string
+	Err                   error
+}
+
+// ControllerStatus is one controller's readiness.
+type ControllerStatus struct {
+	ControllerState
+	Ready  bool
+	Detail string // the failing checks of /readyz, or the error reaching it
+}
+
+// collect reads the status of the lab described by st.
+func collect(ctx context.Context, st *State) *Status {
+	s := &Status{Mirrors: map[string][]MirrorStatus{}, MirrorErrs: map[string]error{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, c := range st.Clusters {
+		wg.Go(func() {
+			mirrors, err := listMirrors(ctx, c.DirectKubeconfig)
+			mu.Lock()
+			defer mu.Unlock()
+			s.Mirrors[c.Name], s.MirrorErrs[c.Name] = mirrors, err
+		})
+	}
+	names := dnsNames()
+	for _, d := range st.DNS {
+		for _, m := range names[d.Cluster] {
+			wg.Go(func() {
+				lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				addrs, err := testenv.LookupHost(lctx, d.Addr, m.DNSName())
+				mu.Lock()
+				defer mu.Unlock()
+				s.DNS = append(s.DNS, DNSAnswer{Cluster: d.Cluster, Server: d.Addr, Name: m.DNSName(), Addrs: addrs, Err: err})
+			})
+		}
+	}
+	s.Controllers = make([]ControllerStatus, len(st.Controllers))
+	for i, c := range st.Controllers {
+		wg.Go(func() { s.Controllers[i] = readiness(ctx, c) })
+	}
+	wg.Wait()
+	slices.SortFunc(s.DNS, func(a, b DNSAnswer) int { return strings.Compare(a.Cluster+a.Name, b.Cluster+b.Name) })
+	return s
+}
+
+// listMirrors lists the service mirror's Services and EndpointSlices in a cluster.
+func listMirrors(ctx context.Context, kubeconfig string) ([]MirrorStatus, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = 5 * time.Second
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	managed := metav1.ListOptions{LabelSelector: labels.ManagedBy + "=" + labels.ServiceMirror}
+	svcs, err := client.CoreV1().Services(semaphoreNamespace).List(ctx, managed)
+	if err != nil {
+		return nil, err
+	}
+	epSlices, err := client.DiscoveryV1().EndpointSlices(semaphoreNamespace).List(ctx, managed)
+	if err != nil {
+		return nil, err
+	}
+	var out []MirrorStatus
+	for _, svc := range svcs.Items {
+		m := MirrorStatus{Name: svc.Name, ClusterIP: svc.Spec.ClusterIP}
+		m.Source, _ = mirror.SourceOf(svc.Labels)
+		for _, p := range svc.Spec.Ports {
+			m.Ports = append(m.Ports, fmt.Sprintf("%s:%d/%s", p.Name, p.Port, p.Protocol))
+		}
+		for _, sl := range epSlices.Items {
+			if sl.Labels[discoveryv1.LabelServiceName] != svc.Name {
+				continue
+			}
+			for _, e := range sl.Endpoints {
+				// A nil ready condition means ready (the EndpointSlice API's rule).
+				if e.Conditions.Ready == nil || *e.Conditions.Ready {
+					m.Ready = append(m.Ready, e.Addresses...)
+				} else {
+					m.NotReady++
+				}
+			}
+		}
+		slices.Sort(m.Ready)
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// readiness asks a controller's /readyz.
+func readiness(ctx context.Context, c ControllerState) ControllerStatus {
+	s := ControllerStatus{ControllerState: c}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.Admin+"/readyz", nil)
+	if err != nil {
+		s.Detail = err.Error()
+		return s
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.Detail = err.Error()
+		return s
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	s.Ready = resp.StatusCode == http.StatusOK
+	if !s.Ready {
+		var failed []string
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, "[-]") {
+				failed = append(failed, strings.TrimPrefix(line, "[-]"))
+			}
+		}
+		s.Detail = fmt.Sprintf("/readyz %d: %s", resp.StatusCode, strings.Join(failed, "; "))
+	}
+	return s
+}
+
+// findProblems compares the status with what the lab must show: fluentd's mirror with its
+// endpoints in every other cluster, the DNS name resolving to the mirror's ClusterIP, and
+// every controller ready.
+func findProblems(st *State, s *Status) []string {
+	var problems []string
+	for _, c := range st.Clusters {
+		if err := s.MirrorErrs[c.Name]; err != nil {
+			problems = append(problems, fmt.Sprintf("%s: listing mirrors: %v", c.Name, err))
+		}
+	}
+	for _, want := range expectedMirrors() {
+		if s.MirrorErrs[want.Cluster] != nil {
+			continue
+		}
+		got, ok := findMirror(s, want.Cluster, want.Name())
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("%s: no mirror %s/%s of %s", want.Cluster, semaphoreNamespace, want.Name(), want.Source))
+		case !slices.Equal(got.Ready, want.Endpoints):
+			problems = append(problems, fmt.Sprintf("%s: mirror %s has ready endpoints %v, want %v", want.Cluster, want.Name(), got.Ready, want.Endpoints))
+		}
+	}
+	for _, d := range st.DNS {
+		for _, want := range dnsNames()[d.Cluster] {
+			m, ok := findMirror(s, d.Cluster, want.Name())
+			if !ok {
+				continue // reported above
+			}
+			a, _ := findAnswer(s, d.Cluster, want.DNSName())
+			switch {
+			case a.Err != nil:
+				problems = append(problems, fmt.Sprintf("%s: CoreDNS: %s: %v", d.Cluster, want.DNSName(), a.Err))
+			case !slices.Equal(a.Addrs, []string{m.ClusterIP}):
+				problems = append(problems, fmt.Sprintf("%s: CoreDNS answers %v for %s, want %s (the ClusterIP of %s)", d.Cluster, a.Addrs, want.DNSName(), m.ClusterIP, want.Name()))
+			}
+		}
+	}
+	for _, c := range s.Controllers {
+		if !c.Ready {
+			problems = append(problems, fmt.Sprintf("%s in %s is not ready: %s", c.Component, c.Cluster, c.Detail))
+		}
+	}
+	return problems
+}
+
+func findMirror(s *Status, cluster, name string) (MirrorStatus, bool) {
+	for _, m := range s.Mirrors[cluster] {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return MirrorStatus{}, false
+}
+
+func findAnswer(s *Status, cluster, name string) (DNSAnswer, bool) {
+	for _, a := range s.DNS {
+		if a.Cluster == cluster && a.Name == name {
+			return a, true
+		}
+	}
+	return DNSAnswer{Err: fmt.Errorf("not asked")}, false
+}
+
+// waitReady polls the status until it shows no problem, a child exits, or timeout passes.
+func waitReady(ctx context.Context, st *State, timeout time.Duration, exited <-chan *child) (*Status, []string) {
+	deadline := time.Now().Add(timeout)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		s := collect(cctx, st)
+		cancel()
+		problems := findProblems(st, s)
+		if len(problems) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return s, problems
+		}
+		select {
+		case <-ctx.Done():
+		case c := <-exited:
+			return s, append(problems, fmt.Sprintf("%s exited (%v); see %s", c.name, c.err, c.log))
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// printStatus prints what a user of the lab wants to see and how to poke at it.
+func printStatus(w io.Writer, st *State, s *Status) {
+	up := time.Since(st.Started).Round(time.Second)
+	fmt.Fprintf(w, "Semaphore lab: %s for %s (pid %d, directory %s)\n", st.Phase, up, st.PID, st.Dir)
+
+	section(w, "Clusters (admin kubeconfigs; their contexts are named after the clusters)")
+	tw := table(w)
+	for _, c := range st.Clusters {
+		fmt.Fprintf(tw, "  %s\t%s\tservices %s\t%s\n", c.Name, c.Server, c.ServiceCIDR, c.Kubeconfig)
+	}
+	tw.Flush()
+
+	section(w, fmt.Sprintf("Mirrored Services (semaphore-service-mirror, namespace %s)", semaphoreNamespace))
+	tw = table(w)
+	for _, c := range st.Clusters {
+		if err := s.MirrorErrs[c.Name]; err != nil {
+			fmt.Fprintf(tw, "  %s\terror: %v\n", c.Name, err)
+			continue
+		}
+		if len(s.Mirrors[c.Name]) == 0 {
+			fmt.Fprintf(tw, "  %s\t(none)\n", c.Name)
+		}
+		for _, m := range s.Mirrors[c.Name] {
+			eps := fmt.Sprintf("%d ready", len(m.Ready))
+			if len(m.Ready) > 0 {
+				eps += ": " + strings.Join(m.Ready, ", ")
+			}
+			if m.NotReady > 0 {
+				eps += fmt.Sprintf(" (+%d not ready)", m.NotReady)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\tof %s\n", c.Name, m.Name, m.ClusterIP, strings.Join(m.Ports, ","), eps, m.Source)
+		}
+	}
+	tw.Flush()
+
+	for _, d := range st.DNS {
+		section(w, fmt.Sprintf("DNS (CoreDNS of %s on %s, with the Corefile of docs/coredns.md)", d.Cluster, d.Addr))
+		tw = table(w)
+		for _, a := range s.DNS {
+			if a.Cluster != d.Cluster {
+				continue
+			}
+			answer := strings.Join(a.Addrs, ", ")
+			if a.Err != nil {
+				answer = "error: " + a.Err.Error()
+			}
+			for _, want := range dnsNames()[d.Cluster] {
+				if m, ok := findMirror(s, d.Cluster, want.Name()); ok && want.DNSName() == a.Name && slices.Equal(a.Addrs, []string{m.ClusterIP}) {
+					answer += fmt.Sprintf("\t(the ClusterIP of %s/%s)", semaphoreNamespace, m.Name)
+				}
+			}
+			fmt.Fprintf(tw, "  %s\t-> %s\n", a.Name, answer)
+		}
+		tw.Flush()
+		if names := dnsNames()[d.Cluster]; len(names) > 0 {
+			host, port, _ := net.SplitHostPort(d.Addr)
+			fmt.Fprintf(w, "  try: dig @%s -p %s +short %s\n", host, port, names[0].DNSName())
+		}
+	}
+
+	section(w, "Controllers")
+	tw = table(w)
+	for _, c := range s.Controllers {
+		ready := "ready"
+		if !c.Ready {
+			ready = "NOT READY (" + c.Detail + ")"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\thttp://%s/metrics\thttp://%s/readyz\tlog %s\n", c.Component, c.Cluster, ready, c.Admin, c.Admin, c.Log)
+	}
+	tw.Flush()
+
+	section(w, "Poke at it")
+	kubeconfig := func(cluster string) string {
+		for _, c := range st.Clusters {
+			if c.Name == cluster {
+				return c.Kubeconfig
+			}
+		}
+		return filepath.Join(st.Dir, "clusters", cluster, "kubeconfig")
+	}
+	var all []string
+	for _, c := range st.Clusters {
+		all = append(all, c.Kubeconfig)
+	}
+	fmt.Fprintf(w, "  kubectl --kubeconfig %s get svc,endpointslices -n %s\n", kubeconfig("gcp"), semaphoreNamespace)
+	fmt.Fprintf(w, "  kubectl --kubeconfig %s get svc,endpointslices -n %s\n", kubeconfig(fluentdCluster), sampleNamespace)
+	fmt.Fprintf(w, "  # stop mirroring fluentd, and watch its mirrors go:\n")
+	fmt.Fprintf(w, "  kubectl --kubeconfig %s -n %s label svc %s %s-\n", kubeconfig(fluentdCluster), sampleNamespace, fluentdName, mirrorLabel)
+	fmt.Fprintf(w, "  # all clusters at once (contexts %s):\n", strings.Join(clusterNames(), ", "))
+	fmt.Fprintf(w, "  export KUBECONFIG=%s\n", strings.Join(all, string(filepath.ListSeparator)))
+
+	section(w, "Not in the lab yet (later versions add them)")
+	fmt.Fprintf(w, "  semaphore-policy: GlobalNetworkSets for the %s pods in %s/%s, which are already there\n", forwarderName, forwarderCluster, sampleNamespace)
+	fmt.Fprintf(w, "  semaphore-wireguard: nodes as network namespaces, WireGuard peers and handshakes\n")
+	fmt.Fprintf(w, "  the semaphore-remote chart: the controllers read the remotes with admin kubeconfigs for now\n")
+	fmt.Fprintf(w, "  Prometheus scraping the controllers, with the alert rules\n")
+	fmt.Fprintln(w)
+}
+
+// printProblems lists what is wrong, if anything.
+func printProblems(w io.Writer, problems []string) {
+	if len(problems) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "PROBLEMS")
+	for _, p := range problems {
+		fmt.Fprintf(w, "  - %s\n", p)
+	}
+	fmt.Fprintln(w)
+}
+
+func section(w io.Writer, title string) {
+	fmt.Fprintf(w, "\n%s\n", title)
+}
+
+func table(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
