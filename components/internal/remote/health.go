@@ -84,6 +84,22 @@ func (h *Health) Up(name string) bool {
 	return ok && s.probed && s.err == nil
 }
 
+// Reachable is nil when the remote answered its last probe.
+func (h *Health) Reachable(name string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.remotes[name]
+	switch {
+	case !ok:
+		return errors.New("unknown remote")
+	case !s.probed:
+		return errors.New("not probed yet")
+	case s.err != nil:
+		return fmt.Errorf("unreachable: %v", s.err)
+	}
+	return nil
+}
+
 // Check is the readiness check of one remote: nil when it is reachable and synced.
 func (h *Health) Check(name string) error {
 	h.mu.Lock()

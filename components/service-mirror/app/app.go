@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -109,6 +110,7 @@ type App struct {
 	local    kubernetes.Interface
 	health   *remote.Health
 	ctrl     *controller.Controller
+	leading  atomic.Bool
 }
 
 // New builds everything that can fail on bad configuration, so the process fails at start:
@@ -138,7 +140,13 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	a := &App{cfg: cfg, log: log, Registry: reg, admin: admin.New(reg), listener: listener, local: local, health: in.health}
 	for _, r := range remotes {
 		a.health.Add(r.Name, remote.ProbeReadyz(r))
-		a.admin.AddReadyCheck("remote:"+r.Name, func() error { return a.health.Check(r.Name) })
+		a.admin.AddReadyCheck("remote:"+r.Name, func() error {
+			// Only the leader syncs caches; a standby is ready while the remote answers.
+			if a.leading.Load() {
+				return a.health.Check(r.Name)
+			}
+			return a.health.Reachable(r.Name)
+		})
 	}
 	a.ctrl = controller.New(controller.Options{
 		Namespace:     cfg.Namespace,
@@ -177,6 +185,7 @@ func (a *App) Run(ctx context.Context) error {
 	go a.health.Run(ctx)
 
 	err := leader.Run(ctx, a.cfg.LeaderElection, a.local, a.log, func(ctx context.Context) {
+		a.leading.Store(true)
 		close(leading)
 		a.ctrl.Run(ctx, a.cfg.Workers)
 	})

@@ -38,6 +38,15 @@ var (
 
 const mirrorLabel = "mirror.semaphore.uw.io/mirror-service"
 
+// testLabel carries, on every remote Service a test creates with remoteService, a value unique
+// to the test, and the test's controllers select on it too. The remotes are shared by every
+// test of the package and a controller watches all of a remote's namespaces: without this, one
+// test's controller would also mirror whatever other tests left behind, and counts (mirrors,
+// writes, drift) would depend on the order tests run in.
+const testLabel = "semaphore.test/name"
+
+func testLabelValue(t *testing.T) string { return testNamespace(t, "t") }
+
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
@@ -125,7 +134,7 @@ func newConfig(t *testing.T, remotes ...string) app.Config {
 			RetryPeriod:   500 * time.Millisecond,
 		},
 		Namespace:     ns,
-		LabelSelector: mirrorLabel + "=true",
+		LabelSelector: mirrorLabel + "=true," + testLabel + "=" + testLabelValue(t),
 		Workers:       4,
 		DriftInterval: 200 * time.Millisecond,
 	}
@@ -248,7 +257,7 @@ func remoteService(t *testing.T, c *testenv.Cluster, ns, name string, mutate fun
 		t.Fatal(err)
 	}
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{mirrorLabel: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{mirrorLabel: "true", testLabel: testLabelValue(t)}},
 		Spec: corev1.ServiceSpec{
 			Selector: map[string]string{"app": name},
 			Ports: []corev1.ServicePort{

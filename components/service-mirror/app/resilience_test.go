@@ -27,24 +27,6 @@ import (
 // The helpers of this file start with rs so they never clash with those of other test files
 // of the package.
 
-// rsTestLabel carries, on every remote Service a test of this file creates, a value unique to
-// the test; the test's controllers select on it too. The remotes are shared by every test of
-// the package and a controller watches all of a remote's namespaces: without this, one test's
-// controller would also mirror whatever other tests left behind, and counts (reconciles,
-// writes, drift) would depend on the order tests run in.
-const rsTestLabel = "semaphore.test/name"
-
-func rsLabelValue(t *testing.T) string { return testNamespace(t, "t") }
-
-// rsIsolate narrows cfg's selector to the Services this test creates with rsService.
-func rsIsolate(t *testing.T, cfg *app.Config) {
-	t.Helper()
-	cfg.LabelSelector = mirrorLabel + "=true," + rsTestLabel + "=" + rsLabelValue(t)
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // rsRemoteNamespace creates the test's namespace suffix in c and deletes the Services and
 // EndpointSlices in it when the test ends (no namespace controller runs here, so deleting the
 // namespace would not delete them).
@@ -65,17 +47,6 @@ func rsRemoteNamespace(t *testing.T, c *testenv.Cluster, suffix string) string {
 		_ = c.Client.DiscoveryV1().EndpointSlices(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	})
 	return ns
-}
-
-// rsService creates a remote Service selected by the test's controllers.
-func rsService(t *testing.T, c *testenv.Cluster, ns, name string, mutate func(*corev1.Service)) *corev1.Service {
-	t.Helper()
-	return remoteService(t, c, ns, name, func(s *corev1.Service) {
-		s.Labels[rsTestLabel] = rsLabelValue(t)
-		if mutate != nil {
-			mutate(s)
-		}
-	})
 }
 
 // rsMetricSum adds up the series of name whose labels include labels.
@@ -242,6 +213,13 @@ func rsLeaseHolder(cfg app.Config) (string, error) {
 	return ptr.Deref(l.Spec.HolderIdentity, ""), nil
 }
 
+func rsHolderErr(holder string, err error, want string) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("lease holder %q, want %q", holder, want)
+}
+
 // rsHold fails the test unless check keeps returning nil for d.
 func rsHold(t *testing.T, d time.Duration, what string, check func() error) {
 	t.Helper()
@@ -289,14 +267,13 @@ const rsRecovery = 60 * time.Second
 
 func TestRemoteOutage(t *testing.T) {
 	cfg := newConfig(t, "aws")
-	rsIsolate(t, &cfg)
 	ns := rsRemoteNamespace(t, aws, "src")
 
-	rsService(t, aws, ns, "gone", nil)
+	remoteService(t, aws, ns, "gone", nil)
 	remoteSlice(t, aws, ns, "gone", "gone-1", discoveryv1.AddressTypeIPv4, endpoint("10.10.0.1"), endpoint("10.10.0.2"))
-	rsService(t, aws, ns, "changed", nil)
+	remoteService(t, aws, ns, "changed", nil)
 	changedSlice := remoteSlice(t, aws, ns, "changed", "changed-1", discoveryv1.AddressTypeIPv4, endpoint("10.10.1.1"))
-	rsService(t, aws, ns, "stays", nil)
+	remoteService(t, aws, ns, "stays", nil)
 	remoteSlice(t, aws, ns, "stays", "stays-1", discoveryv1.AddressTypeIPv4, endpoint("10.10.2.1"))
 	gone := mirror.Source{Cluster: "aws", Namespace: ns, Name: "gone"}
 	changed := mirror.Source{Cluster: "aws", Namespace: ns, Name: "changed"}
@@ -421,12 +398,11 @@ func TestRemoteOutage(t *testing.T) {
 
 func TestStartWithRemoteDown(t *testing.T) {
 	cfg := newConfig(t, "aws", "gcp")
-	rsIsolate(t, &cfg)
 	nsA := rsRemoteNamespace(t, aws, "src")
 	nsG := rsRemoteNamespace(t, gcp, "src")
-	rsService(t, aws, nsA, "web", nil)
+	remoteService(t, aws, nsA, "web", nil)
 	remoteSlice(t, aws, nsA, "web", "web-1", discoveryv1.AddressTypeIPv4, endpoint("10.20.0.1"))
-	rsService(t, gcp, nsG, "db", nil)
+	remoteService(t, gcp, nsG, "db", nil)
 	remoteSlice(t, gcp, nsG, "db", "db-1", discoveryv1.AddressTypeIPv4, endpoint("10.30.0.1"), endpoint("10.30.0.2"))
 	web := mirror.Source{Cluster: "aws", Namespace: nsA, Name: "web"}
 	db := mirror.Source{Cluster: "gcp", Namespace: nsG, Name: "db"}
@@ -469,7 +445,7 @@ func TestStartWithRemoteDown(t *testing.T) {
 	r = start(t, cfg)
 	eventually(t, 30*time.Second, "second run leads, aws in sync, not ready because of gcp", func() error {
 		if h, err := rsLeaseHolder(cfg); err != nil || h != cfg.Identity {
-			return fmt.Errorf("lease holder %q, %v", h, err)
+			return rsHolderErr(h, err, cfg.Identity)
 		}
 		// Only the leader's controller computes the inventory.
 		if err := rsInSync(t, r, "aws", 1); err != nil {
@@ -481,19 +457,19 @@ func TestStartWithRemoteDown(t *testing.T) {
 		}
 		return nil
 	})
-	// The controller did look at the gcp mirror (its local add event) and left it alone.
-	eventually(t, 10*time.Second, "gcp mirror reconciled as skipped", func() error {
-		if v := metricValue(t, r.Registry, rsReconciles, map[string]string{"remote": "gcp", "result": "skipped"}); v < 1 {
-			return fmt.Errorf("reconcile_total{remote=gcp,result=skipped} = %v", v)
-		}
-		return nil
-	})
 	rsHold(t, 5*time.Second, "mirrors kept while gcp is down at start", func() error {
 		if got := rsObjectVersions(t, cfg, "gcp"); !maps.Equal(got, gcpBefore) {
 			return fmt.Errorf("gcp mirror objects %v, were %v", got, gcpBefore)
 		}
 		if got := rsObjectVersions(t, cfg, "aws"); !maps.Equal(got, awsBefore) {
 			return fmt.Errorf("aws mirror objects %v, were %v", got, awsBefore)
+		}
+		return nil
+	})
+	// The controller did look at the gcp mirror (its local add event) and left it alone.
+	eventually(t, time.Second, "gcp mirror reconciled as skipped", func() error {
+		if v := metricValue(t, r.Registry, rsReconciles, map[string]string{"remote": "gcp", "result": "skipped"}); v < 1 {
+			return fmt.Errorf("reconcile_total{remote=gcp,result=skipped} = %v", v)
 		}
 		return nil
 	})
@@ -510,7 +486,6 @@ func TestStartWithRemoteDown(t *testing.T) {
 
 func TestRestartMakesNoWrites(t *testing.T) {
 	cfg := newConfig(t, "aws", "gcp")
-	rsIsolate(t, &cfg)
 	nsA := rsRemoteNamespace(t, aws, "src")
 	nsG := rsRemoteNamespace(t, gcp, "src")
 	type expect struct {
@@ -520,7 +495,7 @@ func TestRestartMakesNoWrites(t *testing.T) {
 	want := map[mirror.Source]expect{}
 
 	// Dual-stack, three slices (two IPv4, one IPv6), a not-ready endpoint.
-	rsService(t, aws, nsA, "multi", func(s *corev1.Service) {
+	remoteService(t, aws, nsA, "multi", func(s *corev1.Service) {
 		s.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicyPreferDualStack)
 	})
 	notReady := endpoint("10.40.0.5")
@@ -534,7 +509,7 @@ func TestRestartMakesNoWrites(t *testing.T) {
 	}}
 
 	// Headless, StatefulSet-like: hostnames, not-ready addresses published.
-	rsService(t, aws, nsA, "headless", func(s *corev1.Service) {
+	remoteService(t, aws, nsA, "headless", func(s *corev1.Service) {
 		s.Spec.ClusterIP = corev1.ClusterIPNone
 		s.Spec.PublishNotReadyAddresses = true
 	})
@@ -548,7 +523,7 @@ func TestRestartMakesNoWrites(t *testing.T) {
 	want[mirror.Source{Cluster: "aws", Namespace: nsA, Name: "headless"}] = expect{1, rsReadyEndpoints("10.41.0.1", "10.41.0.2", "10.41.0.3")}
 
 	// Over 100 endpoints in one slice, and a second slice.
-	rsService(t, aws, nsA, "big", nil)
+	remoteService(t, aws, nsA, "big", nil)
 	var big []discoveryv1.Endpoint
 	bigAddrs := map[string]bool{}
 	for i := range 150 {
@@ -562,7 +537,7 @@ func TestRestartMakesNoWrites(t *testing.T) {
 	want[mirror.Source{Cluster: "aws", Namespace: nsA, Name: "big"}] = expect{2, bigAddrs}
 
 	// NodePort with session affinity: the mirror is ClusterIP without node ports.
-	rsService(t, aws, nsA, "nodeport", func(s *corev1.Service) {
+	remoteService(t, aws, nsA, "nodeport", func(s *corev1.Service) {
 		s.Spec.Type = corev1.ServiceTypeNodePort
 		s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
 	})
@@ -571,7 +546,7 @@ func TestRestartMakesNoWrites(t *testing.T) {
 
 	// LoadBalancer with a single unnamed port whose targetPort the API server defaults, and a
 	// slice without endpoints.
-	rsService(t, gcp, nsG, "lb", func(s *corev1.Service) {
+	remoteService(t, gcp, nsG, "lb", func(s *corev1.Service) {
 		s.Spec.Type = corev1.ServiceTypeLoadBalancer
 		s.Spec.Ports = []corev1.ServicePort{{Port: 443}}
 	})
@@ -618,7 +593,7 @@ func TestRestartMakesNoWrites(t *testing.T) {
 	eventually(t, 30*time.Second, "second run leads", func() error {
 		h, err := rsLeaseHolder(cfg)
 		if err != nil || h != cfg.Identity {
-			return fmt.Errorf("lease holder %q, %v", h, err)
+			return rsHolderErr(h, err, cfg.Identity)
 		}
 		return nil
 	})
@@ -654,18 +629,17 @@ func TestRestartMakesNoWrites(t *testing.T) {
 
 func TestRemovedRemoteIsGarbageCollected(t *testing.T) {
 	cfg := newConfig(t, "aws", "gcp")
-	rsIsolate(t, &cfg)
 	nsA := rsRemoteNamespace(t, aws, "src")
 	nsG := rsRemoteNamespace(t, gcp, "src")
-	rsService(t, aws, nsA, "keep-a", nil)
+	remoteService(t, aws, nsA, "keep-a", nil)
 	remoteSlice(t, aws, nsA, "keep-a", "keep-a-1", discoveryv1.AddressTypeIPv4, endpoint("10.60.0.1"))
 	remoteSlice(t, aws, nsA, "keep-a", "keep-a-2", discoveryv1.AddressTypeIPv6, endpoint("fd00:60::1"))
-	rsService(t, aws, nsA, "keep-b", nil)
+	remoteService(t, aws, nsA, "keep-b", nil)
 	remoteSlice(t, aws, nsA, "keep-b", "keep-b-1", discoveryv1.AddressTypeIPv4, endpoint("10.60.1.1"))
-	rsService(t, gcp, nsG, "drop-a", nil)
+	remoteService(t, gcp, nsG, "drop-a", nil)
 	remoteSlice(t, gcp, nsG, "drop-a", "drop-a-1", discoveryv1.AddressTypeIPv4, endpoint("10.70.0.1"))
 	remoteSlice(t, gcp, nsG, "drop-a", "drop-a-2", discoveryv1.AddressTypeIPv4, endpoint("10.70.0.2"))
-	rsService(t, gcp, nsG, "drop-b", func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone })
+	remoteService(t, gcp, nsG, "drop-b", func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone })
 	remoteSlice(t, gcp, nsG, "drop-b", "drop-b-1", discoveryv1.AddressTypeIPv4, endpoint("10.70.1.1"))
 
 	r := start(t, cfg)
@@ -746,11 +720,10 @@ func TestRemovedRemoteIsGarbageCollected(t *testing.T) {
 
 func TestLeaderElection(t *testing.T) {
 	cfgA := newConfig(t, "aws")
-	rsIsolate(t, &cfgA)
 	cfgB := cfgA
 	cfgB.Identity = "replica-b"
 	ns := rsRemoteNamespace(t, aws, "src")
-	rsService(t, aws, ns, "first", nil)
+	remoteService(t, aws, ns, "first", nil)
 	remoteSlice(t, aws, ns, "first", "first-1", discoveryv1.AddressTypeIPv4, endpoint("10.80.0.1"))
 	first := mirror.Source{Cluster: "aws", Namespace: ns, Name: "first"}
 
@@ -791,7 +764,7 @@ func TestLeaderElection(t *testing.T) {
 	// Exactly one leads, and keeps leading: the standby writes nothing, reconciles nothing.
 	rsHold(t, 2*time.Second, "one stable leader, a passive standby", func() error {
 		if h, err := rsLeaseHolder(cfgA); err != nil || h != leaderID {
-			return fmt.Errorf("lease holder %q (%v), want %q", h, err, leaderID)
+			return rsHolderErr(h, err, leaderID)
 		}
 		if n := rsMetricSum(t, standby.Registry, rsWrites, nil); n != 0 {
 			return fmt.Errorf("standby writes_total = %v", n)
@@ -809,12 +782,12 @@ func TestLeaderElection(t *testing.T) {
 	t0 := time.Now()
 	leader.stop()
 	stopped := time.Since(t0)
-	rsService(t, aws, ns, "second", nil)
+	remoteService(t, aws, ns, "second", nil)
 	remoteSlice(t, aws, ns, "second", "second-1", discoveryv1.AddressTypeIPv4, endpoint("10.80.1.1"))
 	second := mirror.Source{Cluster: "aws", Namespace: ns, Name: "second"}
 	eventually(t, 3*cfgA.LeaseDuration, "standby takes over and mirrors a new Service", func() error {
 		if h, err := rsLeaseHolder(cfgA); err != nil || h != standbyID {
-			return fmt.Errorf("lease holder %q (%v), want %q", h, err, standbyID)
+			return rsHolderErr(h, err, standbyID)
 		}
 		return rsMirrored(cfgA, second, 1, rsReadyEndpoints("10.80.1.1"))
 	})
