@@ -98,7 +98,7 @@ func TestReadyz(t *testing.T) {
 
 func TestReadyzRecovers(t *testing.T) {
 	s := admin.New(prometheus.NewRegistry())
-	var err error = errors.New("down")
+	err := errors.New("down")
 	s.AddReadyCheck("remote:aws", func() error { return err })
 	if code, _ := get(t, s.Handler(), http.MethodGet, "/readyz"); code != http.StatusServiceUnavailable {
 		t.Fatalf("GET /readyz with a failing check = %d, want 503", code)

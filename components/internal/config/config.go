@@ -53,7 +53,7 @@ const usageFormat = `Environment variables:
 func cleanEnvconfigError(err error) error {
 	var pe *envconfig.ParseError
 	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: invalid value %q: %v", pe.KeyName, pe.Value, pe.Err)
+		return fmt.Errorf("%s: invalid value %q: %w", pe.KeyName, pe.Value, pe.Err)
 	}
 	msg := err.Error()
 	// envconfig says "required key X missing value".

@@ -14,23 +14,23 @@ const MaxLabel = 63
 // two different long names collide with negligible probability.
 const hashLen = 10
 
-// MinShortened is the smallest max Shorten accepts: one character of prefix, a dash and the hash.
+// MinShortened is the smallest limit Shorten accepts: one character of prefix, a dash and the hash.
 const MinShortened = hashLen + 2
 
-// Shorten returns name unchanged when it fits max characters. Otherwise it returns a prefix of
-// name, a dash and a short hash of the whole name, max characters in all. The result is
+// Shorten returns name unchanged when it fits limit characters. Otherwise it returns a prefix of
+// name, a dash and a short hash of the whole name, limit characters in all. The result is
 // deterministic, still a DNS label when name is one, and differs for different long names.
-// max must be at least MinShortened.
-func Shorten(name string, max int) string {
-	if len(name) <= max {
+// limit must be at least MinShortened.
+func Shorten(name string, limit int) string {
+	if len(name) <= limit {
 		return name
 	}
-	if max < MinShortened {
-		panic("names.Shorten: max below MinShortened")
+	if limit < MinShortened {
+		panic("names.Shorten: limit below MinShortened")
 	}
 	sum := sha256.Sum256([]byte(name))
 	suffix := hex.EncodeToString(sum[:])[:hashLen]
 	// A prefix must not end in a dash ("a--hash" is valid but confusing) or a dot.
-	prefix := strings.TrimRight(name[:max-hashLen-1], "-.")
+	prefix := strings.TrimRight(name[:limit-hashLen-1], "-.")
 	return prefix + "-" + suffix
 }

@@ -101,23 +101,23 @@ func FuzzShorten(f *testing.F) {
 	f.Add(strings.Repeat("a-", 40), 20)
 	f.Add(strings.Repeat("a", 51)+"-"+strings.Repeat("b", 40), 63)
 	f.Add("", 20)
-	f.Fuzz(func(t *testing.T, name string, max int) {
-		if max < 20 || max > 1000 {
+	f.Fuzz(func(t *testing.T, name string, limit int) {
+		if limit < 20 || limit > 1000 {
 			t.Skip()
 		}
-		got := names.Shorten(name, max)
-		if len(got) > max {
-			t.Errorf("Shorten(%q, %d) = %q has %d characters, more than %d", name, max, got, len(got), max)
+		got := names.Shorten(name, limit)
+		if len(got) > limit {
+			t.Errorf("Shorten(%q, %d) = %q has %d characters, more than %d", name, limit, got, len(got), limit)
 		}
-		if len(name) <= max && got != name {
-			t.Errorf("Shorten(%q, %d) = %q, want the name unchanged", name, max, got)
+		if len(name) <= limit && got != name {
+			t.Errorf("Shorten(%q, %d) = %q, want the name unchanged", name, limit, got)
 		}
-		if again := names.Shorten(name, max); again != got {
-			t.Errorf("Shorten(%q, %d) not deterministic: %q then %q", name, max, got, again)
+		if again := names.Shorten(name, limit); again != got {
+			t.Errorf("Shorten(%q, %d) not deterministic: %q then %q", name, limit, got, again)
 		}
 		if len(validation.IsDNS1123Label(name)) == 0 {
 			if errs := validation.IsDNS1123Label(got); len(errs) > 0 {
-				t.Errorf("Shorten(%q, %d) = %q is not a DNS label any more: %v", name, max, got, errs)
+				t.Errorf("Shorten(%q, %d) = %q is not a DNS label any more: %v", name, limit, got, errs)
 			}
 		}
 	})

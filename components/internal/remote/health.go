@@ -95,7 +95,7 @@ func (h *Health) Reachable(name string) error {
 	case !s.probed:
 		return errors.New("not probed yet")
 	case s.err != nil:
-		return fmt.Errorf("unreachable: %v", s.err)
+		return fmt.Errorf("unreachable: %w", s.err)
 	}
 	return nil
 }
@@ -111,7 +111,7 @@ func (h *Health) Check(name string) error {
 	case !s.probed:
 		return errors.New("not probed yet")
 	case s.err != nil:
-		return fmt.Errorf("unreachable: %v", s.err)
+		return fmt.Errorf("unreachable: %w", s.err)
 	case !s.synced:
 		return errors.New("caches not synced yet")
 	}

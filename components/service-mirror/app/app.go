@@ -59,7 +59,7 @@ func (c *Config) Validate() error {
 	}
 	sel, err := k8slabels.Parse(c.LabelSelector)
 	if err != nil {
-		return fmt.Errorf("SEMAPHORE_MIRROR_LABEL_SELECTOR: %v", err)
+		return fmt.Errorf("SEMAPHORE_MIRROR_LABEL_SELECTOR: %w", err)
 	}
 	if sel.Empty() {
 		return errors.New("SEMAPHORE_MIRROR_LABEL_SELECTOR: must not be empty; mirroring every Service is never what you want")

@@ -128,10 +128,7 @@ func BenchmarkServiceMirror(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	for {
-		if converged(svcInformer, &seen) {
-			break
-		}
+	for !converged(svcInformer, &seen) {
 		if time.Since(t0) > convergeWait {
 			b.Fatalf("not converged after %v: %d services, see %s", convergeWait, len(svcInformer.GetStore().List()), logFile.Name())
 		}

@@ -137,8 +137,8 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, hea
 func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
 	rc := &remoteCache{name: r.Name}
 	selector := c.opts.Selector.String()
-	svcFactory := informers.NewFilteredSharedInformerFactory(r.Client, c.opts.ResyncPeriod, metav1.NamespaceAll,
-		func(o *metav1.ListOptions) { o.LabelSelector = selector })
+	svcFactory := informers.NewSharedInformerFactoryWithOptions(r.Client, c.opts.ResyncPeriod,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
 	sliceFactory := informers.NewSharedInformerFactory(r.Client, c.opts.ResyncPeriod)
 	rc.factories = []informers.SharedInformerFactory{svcFactory, sliceFactory}
 	svcInformer := svcFactory.Core().V1().Services()

@@ -153,11 +153,11 @@ func copyPtr[T any](p *T) *T {
 type Change int
 
 const (
-	// NoChange: the object matches; nothing is written.
+	// NoChange means the object matches; nothing is written.
 	NoChange Change = iota
-	// Update: an update with the returned object makes it match.
+	// Update means an update with the returned object makes it match.
 	Update
-	// Recreate: an immutable field differs (a Service's headlessness, a slice's address
+	// Recreate means an immutable field differs (a Service's headlessness, a slice's address
 	// type); the object must be deleted and created again.
 	Recreate
 )

@@ -1,0 +1,166 @@
+# Every target a developer or CI needs. `make` alone lists them (text after `##` is the help).
+#
+# Tools that are not Go or git (kube-apiserver and etcd for integration tests, golangci-lint) are
+# built from the Go module proxy by scripts under ci/ and cached outside the repository in
+# $SEMAPHORE_CACHE_DIR (default ~/.cache/semaphore), so a fresh machine needs nothing else.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+GO ?= go
+# Components are the directories under components/ that hold a main.go; binaries are named
+# semaphore-<component>, like the images and charts.
+COMPONENTS := $(patsubst components/%/main.go,%,$(wildcard components/*/main.go))
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/kube-semaphore/semaphore/components/internal/metrics.Version=$(VERSION)
+
+# Integration tests start two or three API servers (each an etcd and a kube-apiserver) per
+# package. On the 2-core CI machines more than two packages at once starves them and turns
+# timeouts into flakes, so the default is fixed rather than taken from the core count.
+TEST_PARALLEL ?= 2
+# -v so that every test's result line (--- PASS/FAIL with its duration) shows in CI logs.
+GOTESTFLAGS ?= -v
+TEST_TIMEOUT ?= 40m
+BENCHTIME ?= 1x
+# Files `generate` writes; `verify` fails when they differ from what is committed.
+GENERATED := docs/metrics.md docs/configuration.md
+
+# The directory holding kube-apiserver and etcd, for envtest. ci/kube-binaries.sh prints its
+# progress on stderr (a cold build takes minutes) and the directory as its last stdout line.
+KUBE_ASSETS = $${KUBEBUILDER_ASSETS:-$$(bash ci/kube-binaries.sh | tail -n 1)}
+# Tests find CoreDNS by running ci/coredns.sh themselves, but go test holds a package's output
+# until the package finishes; building it beforehand keeps a cold build's progress visible.
+PREBUILD_COREDNS = if [ -f ci/coredns.sh ]; then bash ci/coredns.sh >/dev/null; fi
+
+##@ General
+
+.PHONY: help
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} \
+		/^[a-zA-Z0-9_-]+:.*?##/ { printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2 } \
+		/^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: build
+build: ## Build the component binaries into ./bin/
+	@mkdir -p bin
+	@if [ -z "$(COMPONENTS)" ]; then echo "build: no components/*/main.go yet, nothing to build"; fi
+	@for c in $(COMPONENTS); do \
+		echo "$(GO) build -o bin/semaphore-$$c ./components/$$c"; \
+		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o "bin/semaphore-$$c" "./components/$$c"; \
+	done
+
+.PHONY: fmt
+fmt: ## Format all Go code (gofmt, and goimports through golangci-lint when available)
+	@$(GO_FILES) | xargs -0 -r gofmt -w
+	@gl=$$(bash ci/golangci-lint.sh | tail -n 1); \
+	if [ -n "$$gl" ]; then "$$gl" fmt; fi
+
+.PHONY: generate
+generate: ## Regenerate generated files (docs/metrics.md, docs/configuration.md) from the code
+	@mkdir -p docs; \
+	tmp=$$(mktemp); trap 'rm -f "$$tmp"' EXIT; \
+	for gen in metrics:docs/metrics.md config:docs/configuration.md; do \
+		$(GO) run ./components/internal/cmd/$${gen%%:*}doc >"$$tmp"; \
+		cat "$$tmp" >"$${gen#*:}"; \
+		echo "generate: wrote $${gen#*:}"; \
+	done
+
+.PHONY: clean
+clean: ## Remove build output (the tool cache in ~/.cache/semaphore is kept)
+	rm -rf bin
+
+##@ Checks
+
+# All .go files that are ours: not dot-directories (.git, a local .cache), build output or
+# testdata (which may hold deliberately odd Go).
+GO_FILES = find . -type f -name '*.go' -not -path './.*/*' -not -path './bin/*' \
+	-not -path '*/testdata/*' -print0
+
+.PHONY: lint
+lint: ## gofmt, go vet and golangci-lint (.golangci.yml); reports all three before failing
+	@failed=""; \
+	echo "gofmt -l"; \
+	unformatted=$$($(GO_FILES) | xargs -0 -r gofmt -l); \
+	if [ -n "$$unformatted" ]; then \
+		echo "these files are not gofmt-formatted (run make fmt):"; echo "$$unformatted"; failed="$$failed gofmt"; \
+	fi; \
+	echo "$(GO) vet ./..."; \
+	$(GO) vet ./... || failed="$$failed go-vet"; \
+	gl=$$(bash ci/golangci-lint.sh | tail -n 1); \
+	if [ -z "$$gl" ]; then \
+		echo "lint: golangci-lint is not available (see above), skipping it"; \
+	else \
+		echo "golangci-lint run ./..."; \
+		"$$gl" run ./... || failed="$$failed golangci-lint"; \
+	fi; \
+	if [ -n "$$failed" ]; then echo "lint: FAILED:$$failed"; exit 1; fi
+
+.PHONY: verify
+verify: generate ## Fail if generated files or go.mod/go.sum are not up to date
+	@$(GO) mod tidy -diff || { echo "verify: go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+	@git diff --exit-code -- $(GENERATED) || \
+		{ echo "verify: generated files changed: run make generate and commit the result"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- $(GENERATED)); \
+	if [ -n "$$untracked" ]; then \
+		echo "verify: generated files are not committed:"; echo "$$untracked"; exit 1; \
+	fi
+	@echo "verify: generated files are up to date"
+
+# `test` is what CI runs (.ci/run) and what the README tells contributors to run: lint, verify,
+# then every test. All three always run, so a formatting slip never hides test results; lint and
+# verify go first because they take seconds and the tests take many minutes. It fails if any of
+# them failed, and says which.
+.PHONY: test
+test: ## Lint, verify, run all tests against real API servers, then check the lab (what CI runs)
+	@failed=""; \
+	$(MAKE) lint || failed="$$failed lint"; \
+	$(MAKE) verify || failed="$$failed verify"; \
+	$(MAKE) test-go || failed="$$failed test-go"; \
+	$(MAKE) lab-check || failed="$$failed lab-check"; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
+	echo "make test: lint, verify and tests passed"
+
+.PHONY: test-go
+test-go: ## Only run the Go tests (unit and integration)
+	@assets="$(KUBE_ASSETS)"; \
+	if [ -z "$$assets" ]; then echo "test: ci/kube-binaries.sh printed no directory"; exit 1; fi; \
+	echo "KUBEBUILDER_ASSETS=$$assets"; \
+	export KUBEBUILDER_ASSETS="$$assets"; \
+	$(PREBUILD_COREDNS); \
+	set -x; \
+	$(GO) test -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./...
+
+# Benchmarks run one package at a time so that they do not compete for the two cores.
+.PHONY: bench
+bench: ## Run every benchmark (BENCHTIME=1x by default) against real API servers
+	@pkgs=$$({ grep -rlE --include='*_test.go' --exclude-dir=testdata '^func Benchmark' components ci || true; } \
+		| xargs -r -n 1 dirname | sort -u | sed 's|^|./|'); \
+	if [ -z "$$pkgs" ]; then echo "bench: no benchmarks yet"; exit 0; fi; \
+	assets="$(KUBE_ASSETS)"; \
+	if [ -z "$$assets" ]; then echo "bench: ci/kube-binaries.sh printed no directory"; exit 1; fi; \
+	export KUBEBUILDER_ASSETS="$$assets"; \
+	$(PREBUILD_COREDNS); \
+	set -x; \
+	$(GO) test -count=1 -p 1 -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 60m $$pkgs
+
+##@ Local lab
+
+.PHONY: lab
+lab: ## Bring up the local lab: three real clusters with Semaphore running (Ctrl-C stops it)
+	@bash ci/lab
+
+.PHONY: lab-down
+lab-down: ## Tear down a lab started in another terminal
+	@bash ci/lab down
+
+.PHONY: lab-status
+lab-status: ## Show the status of the running lab
+	@bash ci/lab status
+
+.PHONY: lab-check
+lab-check: ## Bring the lab up, assert what it shows, tear it down
+	@bash ci/lab check
