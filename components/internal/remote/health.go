@@ -102,17 +102,12 @@ func (h *Health) Reachable(name string) error {
 
 // Check is the readiness check of one remote: nil when it is reachable and synced.
 func (h *Health) Check(name string) error {
+	if err := h.Reachable(name); err != nil {
+		return err
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s, ok := h.remotes[name]
-	switch {
-	case !ok:
-		return errors.New("unknown remote")
-	case !s.probed:
-		return errors.New("not probed yet")
-	case s.err != nil:
-		return fmt.Errorf("unreachable: %w", s.err)
-	case !s.synced:
+	if !h.remotes[name].synced {
 		return errors.New("caches not synced yet")
 	}
 	return nil

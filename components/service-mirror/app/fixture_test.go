@@ -200,8 +200,22 @@ func eventually(t *testing.T, timeout time.Duration, what string, check func() e
 	}
 }
 
-// metricValue is the value of the series of name with the given labels in reg (0 if absent).
+// metricValue is the sum of the series of name whose labels include labels (0 if none).
 func metricValue(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	sum, _ := metricSeries(t, reg, name, labels)
+	return sum
+}
+
+// metricPresent reports whether a series of name with labels exists: metricValue reads an
+// absent series as 0, which a test waiting for a gauge to be 0 must not mistake for a value.
+func metricPresent(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) bool {
+	t.Helper()
+	_, n := metricSeries(t, reg, name, labels)
+	return n > 0
+}
+
+func metricSeries(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) (sum float64, n int) {
 	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
@@ -212,17 +226,19 @@ func metricValue(t *testing.T, reg prometheus.Gatherer, name string, labels map[
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if matches(m, labels) {
-				switch {
-				case m.Counter != nil:
-					return m.Counter.GetValue()
-				case m.Gauge != nil:
-					return m.Gauge.GetValue()
-				}
+			if !matches(m, labels) {
+				continue
+			}
+			n++
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
 			}
 		}
 	}
-	return 0
+	return sum, n
 }
 
 func matches(m *dto.Metric, labels map[string]string) bool {

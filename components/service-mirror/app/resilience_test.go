@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,54 +48,6 @@ func rsRemoteNamespace(t *testing.T, c *testenv.Cluster, suffix string) string {
 	return ns
 }
 
-// rsMetricSum adds up the series of name whose labels include labels.
-func rsMetricSum(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if !matches(m, labels) {
-				continue
-			}
-			switch {
-			case m.Counter != nil:
-				sum += m.Counter.GetValue()
-			case m.Gauge != nil:
-				sum += m.Gauge.GetValue()
-			}
-		}
-	}
-	return sum
-}
-
-// rsMetricPresent reports whether a series of name with labels exists: metricValue reads an
-// absent series as 0, which a test waiting for a gauge to be 0 must not mistake for a value.
-func rsMetricPresent(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) bool {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if matches(m, labels) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 const (
 	rsRemoteUp   = app.MetricsPrefix + "_remote_up"
 	rsDrift      = app.MetricsPrefix + "_mirror_drift"
@@ -112,7 +63,7 @@ const (
 func rsInSync(t *testing.T, r *running, remote string, want int) error {
 	t.Helper()
 	l := map[string]string{"remote": remote}
-	if !rsMetricPresent(t, r.Registry, rsDrift, l) {
+	if !metricPresent(t, r.Registry, rsDrift, l) {
 		return fmt.Errorf("no %s series for %s yet", rsDrift, remote)
 	}
 	drift := metricValue(t, r.Registry, rsDrift, l)
@@ -604,7 +555,7 @@ func TestRestartMakesNoWrites(t *testing.T) {
 		return converged(second)()
 	})
 	eventually(t, 30*time.Second, "second run reconciled every Service", func() error {
-		if n := rsMetricSum(t, second.Registry, rsReconciles, map[string]string{"result": "success"}); n < float64(len(want)) {
+		if n := metricValue(t, second.Registry, rsReconciles, map[string]string{"result": "success"}); n < float64(len(want)) {
 			return fmt.Errorf("%v successful reconciles, want at least %d", n, len(want))
 		}
 		return nil
@@ -621,10 +572,10 @@ func TestRestartMakesNoWrites(t *testing.T) {
 	if after := rsMirrorWrites(t, cfg); len(after) != len(baseline) {
 		t.Errorf("a restart against an in-sync cluster made %d writes:%s", len(after)-len(baseline), rsDescribe(after[len(baseline):]))
 	}
-	if n := rsMetricSum(t, second.Registry, rsWrites, nil); n != 0 {
+	if n := metricValue(t, second.Registry, rsWrites, nil); n != 0 {
 		t.Errorf("writes_total of the second run = %v, want 0", n)
 	}
-	t.Logf("second run: %v reconciles, 0 writes", rsMetricSum(t, second.Registry, rsReconciles, nil))
+	t.Logf("second run: %v reconciles, 0 writes", metricValue(t, second.Registry, rsReconciles, nil))
 }
 
 func TestRemovedRemoteIsGarbageCollected(t *testing.T) {
@@ -705,11 +656,11 @@ func TestRemovedRemoteIsGarbageCollected(t *testing.T) {
 		}
 	}
 	for _, verb := range []string{"create", "update"} {
-		if n := rsMetricSum(t, r.Registry, rsWrites, map[string]string{"verb": verb}); n != 0 {
+		if n := metricValue(t, r.Registry, rsWrites, map[string]string{"verb": verb}); n != 0 {
 			t.Errorf("writes_total{verb=%s} = %v, want 0", verb, n)
 		}
 	}
-	if rsMetricPresent(t, r.Registry, rsRemoteUp, map[string]string{"remote": "gcp"}) {
+	if metricPresent(t, r.Registry, rsRemoteUp, map[string]string{"remote": "gcp"}) {
 		t.Error("remote_up has a series for gcp, which is no longer configured")
 	}
 	// The remote side is only ever read.
@@ -766,15 +717,15 @@ func TestLeaderElection(t *testing.T) {
 		if h, err := rsLeaseHolder(cfgA); err != nil || h != leaderID {
 			return rsHolderErr(h, err, leaderID)
 		}
-		if n := rsMetricSum(t, standby.Registry, rsWrites, nil); n != 0 {
+		if n := metricValue(t, standby.Registry, rsWrites, nil); n != 0 {
 			return fmt.Errorf("standby writes_total = %v", n)
 		}
-		if n := rsMetricSum(t, standby.Registry, rsReconciles, nil); n != 0 {
+		if n := metricValue(t, standby.Registry, rsReconciles, nil); n != 0 {
 			return fmt.Errorf("standby reconcile_total = %v", n)
 		}
 		return nil
 	})
-	if n := rsMetricSum(t, leader.Registry, rsWrites, nil); n < 2 {
+	if n := metricValue(t, leader.Registry, rsWrites, nil); n < 2 {
 		t.Errorf("leader writes_total = %v, want at least a Service and a slice", n)
 	}
 
@@ -797,7 +748,7 @@ func TestLeaderElection(t *testing.T) {
 	if took > cfgA.LeaseDuration {
 		t.Errorf("takeover took %v, longer than the lease duration %v: was the lease released?", took, cfgA.LeaseDuration)
 	}
-	if n := rsMetricSum(t, standby.Registry, rsWrites, nil); n < 2 {
+	if n := metricValue(t, standby.Registry, rsWrites, nil); n < 2 {
 		t.Errorf("new leader writes_total = %v, want at least a Service and a slice", n)
 	}
 	eventually(t, 10*time.Second, "new leader ready", func() error { return rsReady(t, standby) })
