@@ -4,39 +4,20 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
+	"log/slog"
 
-	"github.com/kube-semaphore/semaphore/components/internal/config"
-	"github.com/kube-semaphore/semaphore/components/internal/logging"
+	"github.com/kube-semaphore/semaphore/components/internal/component"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/app"
 )
 
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", app.Name, err)
-		os.Exit(1)
-	}
-}
-
-func run() error {
 	var cfg app.Config
-	if err := config.Load(os.Args[1:], os.Stdout, &cfg); err != nil {
-		if errors.Is(err, config.ErrHelp) {
-			return nil
+	component.Main(app.Name, &cfg, func(ctx context.Context, log *slog.Logger) error {
+		a, err := app.New(cfg, log)
+		if err != nil {
+			return err
 		}
-		return err
-	}
-	log := logging.Setup(os.Stderr, cfg.LogLevel, app.Name)
-	a, err := app.New(cfg, log)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	log.Info("starting", "cluster", cfg.LocalCluster, "remotes", cfg.Remotes, "namespace", cfg.Namespace, "admin", a.AdminAddr())
-	return a.Run(ctx)
+		log.Info("starting", "cluster", cfg.LocalCluster, "remotes", cfg.Remotes, "namespace", cfg.Namespace, "admin", a.AdminAddr())
+		return a.Run(ctx)
+	})
 }

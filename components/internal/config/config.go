@@ -79,6 +79,9 @@ type Shared struct {
 	RemoteProbeInterval time.Duration `envconfig:"SEMAPHORE_REMOTE_PROBE_INTERVAL" default:"10s" desc:"how often each remote API server is probed for remote_up and /readyz"`
 }
 
+// Level is the configured log level.
+func (s *Shared) Level() slog.Level { return s.LogLevel }
+
 // Validate checks the shared settings.
 func (s *Shared) Validate() error {
 	if err := CheckClusterName("SEMAPHORE_LOCAL_CLUSTER", s.LocalCluster); err != nil {

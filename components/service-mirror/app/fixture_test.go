@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -153,7 +152,7 @@ type running struct {
 // start runs a controller until stop or the end of the test.
 func start(t *testing.T, cfg app.Config) *running {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("replica", cfg.Identity)
+	log := slog.New(slog.NewTextHandler(testenv.LogWriter(t), &slog.HandlerOptions{Level: slog.LevelInfo})).With("replica", cfg.Identity)
 	a, err := app.New(cfg, log)
 	if err != nil {
 		t.Fatal(err)
@@ -174,30 +173,10 @@ func (r *running) stop() {
 	<-r.done
 }
 
-// testWriter sends logs to the test's log, shown only on failure or with -v.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	defer func() { _ = recover() }() // a log line after the test ended
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
 // eventually retries check until it returns nil or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for {
-		if err = check(); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true after %v: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, timeout, what, check)
 }
 
 // metricValue is the sum of the series of name whose labels include labels (0 if none).
@@ -217,41 +196,7 @@ func metricPresent(t *testing.T, reg prometheus.Gatherer, name string, labels ma
 
 func metricSeries(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) (sum float64, n int) {
 	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if !matches(m, labels) {
-				continue
-			}
-			n++
-			switch {
-			case m.Counter != nil:
-				sum += m.Counter.GetValue()
-			case m.Gauge != nil:
-				sum += m.Gauge.GetValue()
-			}
-		}
-	}
-	return sum, n
-}
-
-func matches(m *dto.Metric, labels map[string]string) bool {
-	got := map[string]string{}
-	for _, l := range m.GetLabel() {
-		got[l.GetName()] = l.GetValue()
-	}
-	for k, v := range labels {
-		if got[k] != v {
-			return false
-		}
-	}
-	return true
+	return testenv.MetricSeries(t, reg, name, labels)
 }
 
 func readyz(t *testing.T, r *running) (int, string) {

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kube-semaphore/semaphore/components/internal/expectations"
 	"github.com/kube-semaphore/semaphore/components/internal/labels"
 	"github.com/kube-semaphore/semaphore/components/internal/remote"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
@@ -67,7 +68,7 @@ type Controller struct {
 	clashMu sync.Mutex
 	clashes map[string]mirror.Source
 
-	expect *expectations
+	expect *expectations.Expectations
 }
 
 type remoteCache struct {
@@ -103,7 +104,7 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, hea
 		metrics: m,
 		remotes: map[string]*remoteCache{},
 		clashes: map[string]mirror.Source{},
-		expect:  newExpectations(),
+		expect:  expectations.New(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[mirror.Source](),
 			workqueue.TypedRateLimitingQueueConfig[mirror.Source]{Name: "service_mirror", MetricsProvider: queueMetrics},

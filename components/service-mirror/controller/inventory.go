@@ -64,7 +64,7 @@ func (c *Controller) Inventory() map[string]Inventory {
 // updateInventory refreshes the inventory gauges. Series exist for configured remotes only:
 // mirrors of remotes no longer configured are garbage-collected at start.
 func (c *Controller) updateInventory(context.Context) {
-	c.expect.expire()
+	c.expect.Expire()
 	inv := c.Inventory()
 	for name := range c.remotes {
 		i := inv[name]

@@ -135,7 +135,7 @@ func (c *Controller) applyService(ctx context.Context, src mirror.Source, desire
 	key := kindService + "/" + desired.Name
 	actual, err := c.localServices.Services(c.opts.Namespace).Get(desired.Name)
 	if apierrors.IsNotFound(err) {
-		if !c.expect.satisfied(key, nil) {
+		if !c.expect.Satisfied(key, nil) {
 			return false, errStale
 		}
 		return false, c.createService(ctx, desired)
@@ -143,7 +143,7 @@ func (c *Controller) applyService(ctx context.Context, src mirror.Source, desire
 	if err != nil {
 		return false, err
 	}
-	if !c.expect.satisfied(key, actual) {
+	if !c.expect.Satisfied(key, actual) {
 		return false, errStale
 	}
 	if !c.owned(src, actual, actual, kindService) {
@@ -155,7 +155,7 @@ func (c *Controller) applyService(ctx context.Context, src mirror.Source, desire
 		out, err := services.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
 		c.countWrite(kindService, "update", err)
 		if err == nil {
-			c.expect.wrote(key, out.ResourceVersion)
+			c.expect.Wrote(key, out.ResourceVersion)
 		}
 		return false, err
 	case mirror.Recreate:
@@ -173,7 +173,7 @@ func (c *Controller) createService(ctx context.Context, svc *corev1.Service) err
 	out, err := c.local.CoreV1().Services(c.opts.Namespace).Create(ctx, svc, metav1.CreateOptions{FieldManager: fieldManager})
 	c.countWrite(kindService, "create", err)
 	if err == nil {
-		c.expect.wrote(kindService+"/"+svc.Name, out.ResourceVersion)
+		c.expect.Wrote(kindService+"/"+svc.Name, out.ResourceVersion)
 	}
 	return err
 }
@@ -186,7 +186,7 @@ func (c *Controller) deleteService(ctx context.Context, svc *corev1.Service) err
 	})
 	c.countWrite(kindService, "delete", err)
 	if err == nil {
-		c.expect.deleted(kindService+"/"+svc.Name, svc.ResourceVersion)
+		c.expect.Deleted(kindService+"/"+svc.Name, svc.ResourceVersion)
 	}
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -202,7 +202,7 @@ func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired
 		out, err := slices.Create(ctx, d, metav1.CreateOptions{FieldManager: fieldManager})
 		c.countWrite(kindEndpointSlice, "create", err)
 		if err == nil {
-			c.expect.wrote(kindEndpointSlice+"/"+d.Name, out.ResourceVersion)
+			c.expect.Wrote(kindEndpointSlice+"/"+d.Name, out.ResourceVersion)
 		}
 		return err
 	}
@@ -215,7 +215,7 @@ func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired
 			continue
 		}
 		if !exists {
-			if !c.expect.satisfied(key, nil) {
+			if !c.expect.Satisfied(key, nil) {
 				errs = append(errs, errStale)
 				continue
 			}
@@ -223,7 +223,7 @@ func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired
 			continue
 		}
 		actual := obj.(*discoveryv1.EndpointSlice)
-		if !c.expect.satisfied(key, actual) {
+		if !c.expect.Satisfied(key, actual) {
 			errs = append(errs, errStale)
 			continue
 		}
@@ -237,7 +237,7 @@ func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired
 			out, err := slices.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
 			c.countWrite(kindEndpointSlice, "update", err)
 			if err == nil {
-				c.expect.wrote(key, out.ResourceVersion)
+				c.expect.Wrote(key, out.ResourceVersion)
 			}
 			errs = append(errs, err)
 		case mirror.Recreate:
@@ -256,7 +256,7 @@ func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired
 	for _, o := range existing {
 		s := o.(*discoveryv1.EndpointSlice)
 		if !want[s.Name] {
-			if !c.expect.satisfied(kindEndpointSlice+"/"+s.Name, s) {
+			if !c.expect.Satisfied(kindEndpointSlice+"/"+s.Name, s) {
 				errs = append(errs, errStale)
 				continue
 			}
@@ -272,7 +272,7 @@ func (c *Controller) deleteSlice(ctx context.Context, s *discoveryv1.EndpointSli
 	})
 	c.countWrite(kindEndpointSlice, "delete", err)
 	if err == nil {
-		c.expect.deleted(kindEndpointSlice+"/"+s.Name, s.ResourceVersion)
+		c.expect.Deleted(kindEndpointSlice+"/"+s.Name, s.ResourceVersion)
 	}
 	if apierrors.IsNotFound(err) {
 		return nil

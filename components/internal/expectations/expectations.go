@@ -1,4 +1,5 @@
-package controller
+// Package expectations remembers a controller's own writes until its informer caches show them.
+package expectations
 
 import (
 	"sync"
@@ -8,13 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 )
 
-// expectations remember the writes this controller made until its informer caches show them.
+// Expectations remember the writes a controller made until its informer caches show them.
 //
 // Informer caches lag behind writes by a few milliseconds. A sync that runs in that window (a
 // remote change arriving right after we created a slice, say) would otherwise act on the old
 // state: create an object that exists, or update with an old resourceVersion, and fail. Such a
 // sync waits instead; the watch event of our own write enqueues the source again.
-type expectations struct {
+type Expectations struct {
 	mu sync.Mutex
 	m  map[string]expectation
 }
@@ -25,35 +26,38 @@ type expectation struct {
 	at              time.Time
 }
 
-// expectationTimeout bounds how long a sync waits for the cache, should the event of our write
+// Timeout bounds how long a sync waits for the cache, should the event of our write
 // never come (the object changed again in a way we cannot order).
-const expectationTimeout = 30 * time.Second
+const Timeout = 30 * time.Second
 
-func newExpectations() *expectations {
-	return &expectations{m: map[string]expectation{}}
+// New returns empty expectations.
+func New() *Expectations {
+	return &Expectations{m: map[string]expectation{}}
 }
 
-func (e *expectations) wrote(key, resourceVersion string) {
+// Wrote records that the controller created or updated key, which now has resourceVersion.
+func (e *Expectations) Wrote(key, resourceVersion string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.m[key] = expectation{resourceVersion: resourceVersion, at: time.Now()}
 }
 
-func (e *expectations) deleted(key, resourceVersion string) {
+// Deleted records that the controller deleted key, which had resourceVersion.
+func (e *Expectations) Deleted(key, resourceVersion string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.m[key] = expectation{resourceVersion: resourceVersion, deleted: true, at: time.Now()}
 }
 
-// satisfied reports whether the cached object (nil when absent) reflects our last write of key.
-func (e *expectations) satisfied(key string, cached metav1.Object) bool {
+// Satisfied reports whether the cached object (nil when absent) reflects our last write of key.
+func (e *Expectations) Satisfied(key string, cached metav1.Object) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	exp, ok := e.m[key]
 	if !ok {
 		return true
 	}
-	done := time.Since(exp.at) > expectationTimeout
+	done := time.Since(exp.at) > Timeout
 	if !done && cached != nil {
 		cmp, err := resourceversion.CompareResourceVersion(cached.GetResourceVersion(), exp.resourceVersion)
 		// After a write the cache must hold our version or a later one; after a delete the
@@ -69,13 +73,13 @@ func (e *expectations) satisfied(key string, cached metav1.Object) bool {
 	return done
 }
 
-// expire forgets expectations older than expectationTimeout, so those of objects that are
-// never looked at again (a deleted mirror) do not accumulate.
-func (e *expectations) expire() {
+// Expire forgets expectations older than Timeout, so those of objects that are never looked
+// at again (a deleted object) do not accumulate.
+func (e *Expectations) Expire() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for k, exp := range e.m {
-		if time.Since(exp.at) > expectationTimeout {
+		if time.Since(exp.at) > Timeout {
 			delete(e.m, k)
 		}
 	}

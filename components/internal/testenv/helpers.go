@@ -1,0 +1,82 @@
+package testenv
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// Eventually retries check until it returns nil, failing the test with check's last error
+// when timeout has passed.
+func Eventually(t testing.TB, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true after %v: %v", what, timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// MetricSeries returns the sum and the number of the series of name in reg whose labels
+// include labels.
+func MetricSeries(t testing.TB, reg prometheus.Gatherer, name string, labels map[string]string) (sum float64, n int) {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if !hasLabels(m, labels) {
+				continue
+			}
+			n++
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			}
+		}
+	}
+	return sum, n
+}
+
+func hasLabels(m *dto.Metric, labels map[string]string) bool {
+	got := map[string]string{}
+	for _, l := range m.GetLabel() {
+		got[l.GetName()] = l.GetValue()
+	}
+	for k, v := range labels {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// LogWriter sends what is written to it (a controller's log) to the test's log, shown only on
+// failure or with -v.
+func LogWriter(t testing.TB) *TestLog { return &TestLog{t: t} }
+
+// TestLog is the writer LogWriter returns.
+type TestLog struct{ t testing.TB }
+
+func (w *TestLog) Write(p []byte) (int, error) {
+	w.t.Helper()
+	defer func() { _ = recover() }() // a log line after the test ended
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

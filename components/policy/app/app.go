@@ -1,0 +1,109 @@
+// Package app assembles semaphore-policy from its configuration: clients, metrics, admin
+// server, leader election and the controller.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kube-semaphore/semaphore/components/internal/component"
+	"github.com/kube-semaphore/semaphore/components/internal/config"
+	"github.com/kube-semaphore/semaphore/components/internal/labels"
+	"github.com/kube-semaphore/semaphore/components/internal/metrics"
+	"github.com/kube-semaphore/semaphore/components/policy/calico"
+	"github.com/kube-semaphore/semaphore/components/policy/controller"
+)
+
+// Name is the component's name: its user agent, field manager and managed-by label value.
+const Name = labels.Policy
+
+// MetricsPrefix starts the name of every metric of this component.
+const MetricsPrefix = "semaphore_policy"
+
+// Config is semaphore-policy's configuration, read from the environment.
+type Config struct {
+	config.Shared
+	config.LeaderElection
+	PodLabel          string        `envconfig:"SEMAPHORE_POLICY_LABEL" default:"policy.semaphore.uw.io/name" desc:"label of remote pods whose value names their set"`
+	CalicoAPI         string        `envconfig:"SEMAPHORE_POLICY_CALICO_API" default:"projectcalico.org/v3" desc:"API group/version of the GlobalNetworkSets: projectcalico.org/v3 (Calico API server) or crd.projectcalico.org/v1 (Calico CRDs)"`
+	Workers           int           `envconfig:"SEMAPHORE_POLICY_WORKERS" default:"4" desc:"sets reconciled in parallel"`
+	InventoryInterval time.Duration `envconfig:"SEMAPHORE_POLICY_INVENTORY_INTERVAL" default:"10s" desc:"how often the set and address metrics are recomputed"`
+}
+
+// Validate checks the configuration; each error names its variable.
+func (c *Config) Validate() error {
+	if err := c.Shared.Validate(); err != nil {
+		return err
+	}
+	c.LeaderElection.Complete(Name)
+	if err := c.LeaderElection.Validate(); err != nil {
+		return err
+	}
+	if errs := validation.IsQualifiedName(c.PodLabel); len(errs) > 0 {
+		return fmt.Errorf("SEMAPHORE_POLICY_LABEL: %q is not a label key: %s", c.PodLabel, strings.Join(errs, "; "))
+	}
+	if _, err := calico.Resource(c.CalicoAPI); err != nil {
+		return fmt.Errorf("SEMAPHORE_POLICY_CALICO_API: %w", err)
+	}
+	if c.Workers < 1 {
+		return errors.New("SEMAPHORE_POLICY_WORKERS: must be at least 1")
+	}
+	if c.InventoryInterval <= 0 {
+		return errors.New("SEMAPHORE_POLICY_INVENTORY_INTERVAL: must be positive")
+	}
+	return nil
+}
+
+// MetricSpecs describes every metric the component exports (besides the standard go_* and
+// process_* ones), for the generated metrics reference.
+func MetricSpecs() []metrics.Spec {
+	in := component.NewInstruments(prometheus.NewRegistry(), MetricsPrefix, time.Second, slog.Default())
+	controller.NewMetrics(in.Factory)
+	return in.Factory.Specs()
+}
+
+// App is a configured semaphore-policy, ready to run.
+type App struct {
+	*component.Base
+	cfg  Config
+	ctrl *controller.Controller
+}
+
+// New builds everything that can fail on bad configuration, so the process fails at start.
+// cfg must have been validated.
+func New(cfg Config, log *slog.Logger) (*App, error) {
+	base, err := component.New(Name, MetricsPrefix, cfg.Shared, cfg.LeaderElection, log)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(base.LocalConfig)
+	if err != nil {
+		return nil, fmt.Errorf("SEMAPHORE_LOCAL_KUBECONFIG: %w", err)
+	}
+	resource, _ := calico.Resource(cfg.CalicoAPI) // checked by Validate
+	ctrl := controller.New(controller.Options{
+		PodLabel:          cfg.PodLabel,
+		API:               cfg.CalicoAPI,
+		Resource:          resource,
+		ResyncPeriod:      cfg.ResyncPeriod,
+		InventoryInterval: cfg.InventoryInterval,
+	}, base.Local, dyn, base.Remotes, base.Health, controller.NewMetrics(base.Factory), base.Queue, log)
+	return &App{Base: base, cfg: cfg, ctrl: ctrl}, nil
+}
+
+// Controller is the app's controller, for tests that inspect its inventory.
+func (a *App) Controller() *controller.Controller { return a.ctrl }
+
+// Run serves the admin endpoints, probes the remotes and, while this replica leads, runs the
+// controller, until ctx is done.
+func (a *App) Run(ctx context.Context) error {
+	return a.Base.Run(ctx, func(ctx context.Context) { a.ctrl.Run(ctx, a.cfg.Workers) }, a.ctrl.LocalSynced)
+}

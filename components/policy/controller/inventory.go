@@ -1,0 +1,52 @@
+package controller
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kube-semaphore/semaphore/components/internal/labels"
+	"github.com/kube-semaphore/semaphore/components/policy/netset"
+)
+
+// Inventory counts, per remote, the labelled pods seen there and the sets and addresses here.
+type Inventory struct {
+	RemotePods int
+	Sets       int
+	Addresses  int
+}
+
+// Inventory computes the inventory of every configured remote from the caches.
+func (c *Controller) Inventory() map[string]Inventory {
+	inv := map[string]Inventory{}
+	for _, o := range c.localSets.List() {
+		u := o.(*unstructured.Unstructured)
+		s, ok := netset.SourceOf(u.GetLabels())
+		if !ok || !labels.IsManagedBy(u.GetLabels(), labels.Policy) {
+			continue
+		}
+		nets, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "nets")
+		i := inv[s.Cluster]
+		i.Sets++
+		i.Addresses += len(nets)
+		inv[s.Cluster] = i
+	}
+	for name, rc := range c.remotes {
+		i := inv[name]
+		i.RemotePods = len(rc.pods.ListKeys())
+		inv[name] = i
+	}
+	return inv
+}
+
+// updateInventory refreshes the inventory gauges of the configured remotes.
+func (c *Controller) updateInventory(context.Context) {
+	c.expect.Expire()
+	inv := c.Inventory()
+	for name := range c.remotes {
+		i := inv[name]
+		c.metrics.sets.WithLabelValues(name).Set(float64(i.Sets))
+		c.metrics.addresses.WithLabelValues(name).Set(float64(i.Addresses))
+		c.metrics.remotePods.WithLabelValues(name).Set(float64(i.RemotePods))
+	}
+}

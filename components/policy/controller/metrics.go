@@ -1,0 +1,38 @@
+package controller
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kube-semaphore/semaphore/components/internal/metrics"
+)
+
+// Metrics are the policy controller's own metrics.
+type Metrics struct {
+	reconciles        *prometheus.CounterVec
+	reconcileDuration *prometheus.HistogramVec
+	writes            *prometheus.CounterVec
+	clashes           *prometheus.CounterVec
+	sets              *prometheus.GaugeVec
+	addresses         *prometheus.GaugeVec
+	remotePods        *prometheus.GaugeVec
+}
+
+// NewMetrics creates the policy controller's metrics on f.
+func NewMetrics(f *metrics.Factory) *Metrics {
+	return &Metrics{
+		reconciles: f.CounterVec("reconcile_total",
+			"Reconciliations of one set, by remote and result: success, error, clash (a set we did not create holds the name), skipped (the remote has not synced yet, or the cache lags our own write).", "remote", "result"),
+		reconcileDuration: f.HistogramVec("reconcile_duration_seconds",
+			"Time to reconcile one set, by remote.", metrics.LatencyBuckets, "remote"),
+		writes: f.CounterVec("writes_total",
+			"Write requests for GlobalNetworkSets made to the local cluster, by verb (create, update, delete).", "verb"),
+		clashes: f.CounterVec("clashes_total",
+			"Times a GlobalNetworkSet had a set's name but was not created by semaphore-policy; it is left alone.", "remote"),
+		sets: f.GaugeVec("sets",
+			"GlobalNetworkSets present in the local cluster for pods of a remote, by remote.", "remote"),
+		addresses: f.GaugeVec("addresses",
+			"Addresses (nets) in the GlobalNetworkSets of a remote, by remote.", "remote"),
+		remotePods: f.GaugeVec("remote_pods",
+			"Remote pods carrying the policy label, as last seen, by remote.", "remote"),
+	}
+}

@@ -1,0 +1,110 @@
+// Package netset computes, without any I/O, the network sets that stand for labelled remote
+// pods: their names, labels and nets.
+package netset
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kube-semaphore/semaphore/components/internal/labels"
+)
+
+// Label keys on every set, naming the pods it stands for. NetworkPolicies select on them.
+const (
+	LabelCluster   = "policy.semaphore.uw.io/cluster"
+	LabelNamespace = "policy.semaphore.uw.io/namespace"
+	LabelName      = "policy.semaphore.uw.io/name"
+)
+
+// Source identifies a set: the pods of one remote cluster and namespace whose policy label has
+// one value.
+type Source struct {
+	Cluster, Namespace, Name string
+}
+
+func (s Source) String() string { return s.Cluster + "/" + s.Namespace + "/" + s.Name }
+
+// Labels are the labels of the set of s.
+func (s Source) Labels() map[string]string {
+	return map[string]string{
+		labels.ManagedBy: labels.Policy,
+		LabelCluster:     s.Cluster,
+		LabelNamespace:   s.Namespace,
+		LabelName:        s.Name,
+	}
+}
+
+// SourceOf reads the source labels of a set.
+func SourceOf(l map[string]string) (Source, bool) {
+	s := Source{Cluster: l[LabelCluster], Namespace: l[LabelNamespace], Name: l[LabelName]}
+	return s, s.Cluster != "" && s.Namespace != "" && s.Name != ""
+}
+
+var notInName = regexp.MustCompile(`[^a-z0-9.-]`)
+
+// SetName is the name of the set of s: <cluster>-<namespace>-<name>. Cluster and namespace are
+// DNS labels already; a label value may also hold upper case and underscores, which object
+// names may not: such a name is lower-cased, the other characters become dashes, and a short
+// hash of the original keeps it distinct from the name of another value that maps alike.
+func SetName(s Source) string {
+	raw := s.Cluster + "-" + s.Namespace + "-" + s.Name
+	clean := notInName.ReplaceAllString(strings.ToLower(raw), "-")
+	if clean == raw {
+		return raw
+	}
+	sum := sha256.Sum256([]byte(raw))
+	return strings.Trim(clean, "-.") + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// Included reports whether a pod contributes to its set: it has an address and has not
+// finished (a Succeeded or Failed pod's address may already belong to another pod).
+func Included(p *corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	return p.Status.PodIP != "" || len(p.Status.PodIPs) > 0
+}
+
+// Nets returns the host networks (/32 for IPv4, /128 for IPv6) of the addresses of the
+// included pods, without duplicates, sorted by address (IPv4 first), and the addresses that did
+// not parse.
+func Nets(pods []*corev1.Pod) (nets []string, bad []string) {
+	seen := map[netip.Addr]bool{}
+	var addrs []netip.Addr
+	for _, p := range pods {
+		if !Included(p) {
+			continue
+		}
+		ips := []string{p.Status.PodIP}
+		for _, ip := range p.Status.PodIPs {
+			ips = append(ips, ip.IP)
+		}
+		for _, ip := range ips {
+			if ip == "" {
+				continue
+			}
+			a, err := netip.ParseAddr(ip)
+			if err != nil {
+				bad = append(bad, ip)
+				continue
+			}
+			a = a.Unmap().WithZone("")
+			if !seen[a] {
+				seen[a] = true
+				addrs = append(addrs, a)
+			}
+		}
+	}
+	slices.SortFunc(addrs, func(a, b netip.Addr) int { return a.Compare(b) })
+	nets = make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		nets = append(nets, netip.PrefixFrom(a, a.BitLen()).String())
+	}
+	return nets, bad
+}
