@@ -1,0 +1,190 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-semaphore/semaphore/components/internal/labels"
+	"github.com/kube-semaphore/semaphore/components/internal/testenv"
+	"github.com/kube-semaphore/semaphore/components/policy/calico"
+	"github.com/kube-semaphore/semaphore/components/policy/netset"
+)
+
+// Issue 3, case 1: labelled pods of gcp/sys-log become GlobalNetworkSet
+// gcp-<namespace>-forwarder with the four labels and the pods' addresses as sorted host
+// networks without duplicates, in both Calico API groups; aws pods of the same name and
+// namespace get their own set.
+func TestPodsBecomeNetworkSets(t *testing.T) {
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) {
+			cfg := newConfig(t, api, "aws", "gcp")
+			ns := testNamespace(t, "sys-log")
+			pod(t, gcp, ns, "forwarder-b", "forwarder", "198.18.0.10")
+			pod(t, gcp, ns, "forwarder-a", "forwarder", "198.18.0.9")
+			// A host-network pod shares its node's address with others: listed once.
+			pod(t, gcp, ns, "forwarder-host", "forwarder", "198.18.0.10")
+			pod(t, gcp, ns, "unlabelled", "", "198.18.0.99")
+			pod(t, aws, ns, "forwarder-x", "forwarder", "198.18.1.1")
+			r := start(t, cfg)
+
+			src := netset.Source{Cluster: "gcp", Namespace: ns, Name: "forwarder"}
+			testenv.Eventually(t, 30*time.Second, "gcp set", func() error {
+				return setHas(api, src, "198.18.0.9/32", "198.18.0.10/32")
+			})
+			set, err := getSet(api, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "gcp-" + ns + "-forwarder"; set.Name != want {
+				t.Errorf("set name %q, want %q", set.Name, want)
+			}
+			wantLabels := map[string]string{
+				labels.ManagedBy:      labels.Policy,
+				netset.LabelCluster:   "gcp",
+				netset.LabelNamespace: ns,
+				netset.LabelName:      "forwarder",
+			}
+			if diff := cmp.Diff(wantLabels, set.Labels); diff != "" {
+				t.Errorf("set labels (-want +got):\n%s", diff)
+			}
+			if set.APIVersion != api || set.Kind != calico.Kind {
+				t.Errorf("set is %s %s, want %s %s", set.APIVersion, set.Kind, api, calico.Kind)
+			}
+			testenv.Eventually(t, 30*time.Second, "aws set", func() error {
+				return setHas(api, netset.Source{Cluster: "aws", Namespace: ns, Name: "forwarder"}, "198.18.1.1/32")
+			})
+			testenv.Eventually(t, 10*time.Second, "inventory metrics", func() error {
+				if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_policy_sets", map[string]string{"remote": "gcp"}); v != 1 {
+					return fmt.Errorf("sets{gcp} = %v", v)
+				}
+				if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_policy_addresses", map[string]string{"remote": "gcp"}); v != 2 {
+					return fmt.Errorf("addresses{gcp} = %v", v)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// Issue 3, cases 2 and 3: a new pod, a changed address, a deleted pod, a finished pod, a pod
+// whose label value changes (it moves to the other set) and a pod whose label is removed are
+// all reflected; dual-stack pods contribute both addresses; a set left empty is deleted.
+func TestSetsFollowPods(t *testing.T) {
+	api := calico.APIv3
+	cfg := newConfig(t, api, "gcp")
+	ctx := context.Background()
+	ns := testNamespace(t, "app")
+	a := pod(t, gcp, ns, "a", "forwarder", "198.18.2.1")
+	b := pod(t, gcp, ns, "b", "forwarder", "198.18.2.2", "fd00:198:18::2")
+	start(t, cfg)
+	fwd := netset.Source{Cluster: "gcp", Namespace: ns, Name: "forwarder"}
+	other := netset.Source{Cluster: "gcp", Namespace: ns, Name: "collector"}
+	expect := func(what string, src netset.Source, nets ...string) {
+		t.Helper()
+		testenv.Eventually(t, 30*time.Second, what, func() error { return setHas(api, src, nets...) })
+	}
+	expect("dual-stack pod", fwd, "198.18.2.1/32", "198.18.2.2/32", "fd00:198:18::2/128")
+
+	c := pod(t, gcp, ns, "c", "forwarder", "198.18.2.3")
+	expect("new pod", fwd, "198.18.2.1/32", "198.18.2.2/32", "198.18.2.3/32", "fd00:198:18::2/128")
+
+	a = setPodStatus(t, gcp, a, corev1.PodRunning, "198.18.2.11")
+	expect("changed address", fwd, "198.18.2.2/32", "198.18.2.3/32", "198.18.2.11/32", "fd00:198:18::2/128")
+
+	setPodStatus(t, gcp, c, corev1.PodSucceeded, "198.18.2.3")
+	expect("finished pod", fwd, "198.18.2.2/32", "198.18.2.11/32", "fd00:198:18::2/128")
+
+	if err := gcp.Client.CoreV1().Pods(ns).Delete(ctx, b.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	expect("deleted pod", fwd, "198.18.2.11/32")
+
+	failed := pod(t, gcp, ns, "d", "collector", "198.18.2.4")
+	expect("second set", other, "198.18.2.4/32")
+	setPodStatus(t, gcp, failed, corev1.PodFailed, "198.18.2.4")
+	testenv.Eventually(t, 30*time.Second, "set of a failed pod deleted", func() error { return setGone(api, other) })
+
+	relabel := func(p *corev1.Pod, value string) {
+		t.Helper()
+		p, err := gcp.Client.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if value == "" {
+			delete(p.Labels, "policy.semaphore.uw.io/name")
+		} else {
+			p.Labels["policy.semaphore.uw.io/name"] = value
+		}
+		if _, err := gcp.Client.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relabel(a, "collector")
+	expect("pod moved to the other set", other, "198.18.2.11/32")
+	testenv.Eventually(t, 30*time.Second, "set left empty deleted", func() error { return setGone(api, fwd) })
+
+	relabel(a, "")
+	testenv.Eventually(t, 30*time.Second, "set of an unlabelled pod deleted", func() error { return setGone(api, other) })
+}
+
+// Issue 3, case 4: a GlobalNetworkSet with the set's name that we did not create is never
+// changed or deleted; the clash is logged, counted and recorded as an Event; once it goes,
+// our set takes the name.
+func TestNameClashLeavesForeignSetsAlone(t *testing.T) {
+	api := calico.APICRD
+	cfg := newConfig(t, api, "gcp")
+	ctx := context.Background()
+	ns := testNamespace(t, "x")
+	src := netset.Source{Cluster: "gcp", Namespace: ns, Name: "forwarder"}
+	foreign := createForeignSet(t, api, netset.SetName(src))
+	pod(t, gcp, ns, "a", "forwarder", "198.18.3.1")
+	r := start(t, cfg)
+
+	testenv.Eventually(t, 30*time.Second, "clash counted", func() error {
+		if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_policy_clashes_total", map[string]string{"remote": "gcp"}); v < 1 {
+			return fmt.Errorf("clashes_total{gcp} = %v", v)
+		}
+		return nil
+	})
+	testenv.Eventually(t, 30*time.Second, "clash event", func() error {
+		events, err := local.Client.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == "NetworkSetNameClash" && e.Type == corev1.EventTypeWarning && e.InvolvedObject.Name == foreign.GetName() {
+				return nil
+			}
+		}
+		return fmt.Errorf("no NetworkSetNameClash event for %s among %d events", foreign.GetName(), len(events.Items))
+	})
+	time.Sleep(time.Second)
+	got, err := getSet(api, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ResourceVersion != foreign.GetResourceVersion() || got.Labels["owner"] != "someone-else" {
+		t.Fatalf("foreign set changed: resourceVersion %s (was %s), labels %v", got.ResourceVersion, foreign.GetResourceVersion(), got.Labels)
+	}
+
+	res, _ := calico.Resource(api)
+	if err := dyn.Resource(res).Delete(ctx, foreign.GetName(), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "our set after the foreign one left", func() error {
+		s, err := getSet(api, src)
+		if err != nil {
+			return err
+		}
+		if !labels.IsManagedBy(s.Labels, labels.Policy) {
+			return fmt.Errorf("labels %v", s.Labels)
+		}
+		return setHas(api, src, "198.18.3.1/32")
+	})
+}
