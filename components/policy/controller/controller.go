@@ -6,9 +6,9 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +28,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/internal/expectations"
 	"github.com/kube-semaphore/semaphore/components/internal/labels"
+	"github.com/kube-semaphore/semaphore/components/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/components/internal/remote"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 )
@@ -60,14 +61,12 @@ type Controller struct {
 
 	remotes map[string]*remoteCache
 	queue   workqueue.TypedRateLimitingInterface[netset.Source]
+	loop    *reconcile.Loop[netset.Source]
 
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
 
-	// clashes remembers, by set name, the sources whose name is taken by a set we do not own,
-	// so they are retried when that set goes away.
-	clashMu sync.Mutex
-	clashes map[string]netset.Source
+	clashes *reconcile.Clashes[netset.Source]
 
 	expect *expectations.Expectations
 }
@@ -78,14 +77,7 @@ type remoteCache struct {
 	pods    cache.Indexer
 	synced  cache.InformerSynced
 
-	mu       sync.RWMutex
-	isSynced bool
-}
-
-func (r *remoteCache) ready() bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.isSynced
+	ready atomic.Bool // the cache has synced
 }
 
 const (
@@ -95,6 +87,10 @@ const (
 
 // New wires informers for the local sets and for each remote's labelled pods.
 func New(opts Options, local kubernetes.Interface, dyn dynamic.Interface, remotes []remote.Cluster, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) *Controller {
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[netset.Source](),
+		workqueue.TypedRateLimitingQueueConfig[netset.Source]{Name: "policy", MetricsProvider: queueMetrics},
+	)
 	c := &Controller{
 		opts:    opts,
 		log:     log,
@@ -103,12 +99,16 @@ func New(opts Options, local kubernetes.Interface, dyn dynamic.Interface, remote
 		health:  health,
 		metrics: m,
 		remotes: map[string]*remoteCache{},
-		clashes: map[string]netset.Source{},
+		clashes: reconcile.NewClashes[netset.Source](),
 		expect:  expectations.New(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[netset.Source](),
-			workqueue.TypedRateLimitingQueueConfig[netset.Source]{Name: "policy", MetricsProvider: queueMetrics},
-		),
+		queue:   queue,
+	}
+	c.loop = &reconcile.Loop[netset.Source]{
+		Queue:   queue,
+		Sync:    c.sync,
+		Remote:  func(s netset.Source) string { return s.Cluster },
+		Metrics: m.reconcile,
+		Log:     log,
 	}
 	c.localFactory = dynamicinformer.NewDynamicSharedInformerFactory(dyn, opts.ResyncPeriod)
 	setInformer := c.localFactory.ForResource(opts.Resource).Informer()
@@ -175,7 +175,7 @@ func (c *Controller) indexBySet(obj any) ([]string, error) {
 }
 
 func indexBySource(obj any) ([]string, error) {
-	m, err := metaOf(obj)
+	m, err := reconcile.MetaOf(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -188,19 +188,8 @@ func indexBySource(obj any) ([]string, error) {
 	return nil, nil
 }
 
-func metaOf(obj any) (metav1.Object, error) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return nil, fmt.Errorf("unexpected object %T", obj)
-	}
-	return m, nil
-}
-
 func (c *Controller) onRemotePod(remoteName string, obj any) {
-	m, err := metaOf(obj)
+	m, err := reconcile.MetaOf(obj)
 	if err != nil {
 		return
 	}
@@ -212,7 +201,7 @@ func (c *Controller) onRemotePod(remoteName string, obj any) {
 // onLocal enqueues the source of a changed set of ours (so a set someone edited or deleted is
 // repaired), and the source waiting for a name held by a set we do not own.
 func (c *Controller) onLocal(obj any) {
-	m, err := metaOf(obj)
+	m, err := reconcile.MetaOf(obj)
 	if err != nil {
 		return
 	}
@@ -222,10 +211,7 @@ func (c *Controller) onLocal(obj any) {
 		}
 		return
 	}
-	c.clashMu.Lock()
-	s, ok := c.clashes[m.GetName()]
-	c.clashMu.Unlock()
-	if ok {
+	if s, ok := c.clashes.Waiting(m.GetName()); ok {
 		c.queue.Add(s)
 	}
 }
@@ -255,22 +241,15 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	// Sets of remotes no longer configured are garbage-collected straight away.
 	c.enqueueSets(func(s netset.Source) bool { return c.remotes[s.Cluster] == nil })
 
-	for range workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
-	}
 	wg.Go(func() { wait.UntilWithContext(ctx, c.updateInventory, c.opts.InventoryInterval) })
-	<-ctx.Done()
-	// Workers block in queue.Get until the queue shuts down; the deferred wg.Wait needs that.
-	c.queue.ShutDown()
+	c.loop.Run(ctx, workers)
 }
 
 func (c *Controller) waitForRemote(ctx context.Context, rc *remoteCache) {
 	if !cache.WaitForCacheSync(ctx.Done(), rc.synced) {
 		return
 	}
-	rc.mu.Lock()
-	rc.isSynced = true
-	rc.mu.Unlock()
+	rc.ready.Store(true)
 	c.health.MarkSynced(rc.name)
 	c.log.Info("remote caches synced", "remote", rc.name)
 	for _, key := range rc.pods.ListIndexFuncValues(bySet) {
@@ -290,7 +269,7 @@ func (c *Controller) enqueueSets(match func(netset.Source) bool) {
 	for _, key := range c.localSets.ListIndexFuncValues(bySource) {
 		objs, _ := c.localSets.ByIndex(bySource, key)
 		for _, o := range objs {
-			m, err := metaOf(o)
+			m, err := reconcile.MetaOf(o)
 			if err != nil {
 				continue
 			}
@@ -299,30 +278,4 @@ func (c *Controller) enqueueSets(match func(netset.Source) bool) {
 			}
 		}
 	}
-}
-
-func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNext(ctx) {
-	}
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	src, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(src)
-	start := time.Now()
-	result, err := c.sync(ctx, src)
-	c.metrics.reconcileDuration.WithLabelValues(src.Cluster).Observe(time.Since(start).Seconds())
-	c.metrics.reconciles.WithLabelValues(src.Cluster, result).Inc()
-	if err != nil {
-		if ctx.Err() == nil {
-			c.log.Error("reconcile failed", "remote", src.Cluster, "namespace", src.Namespace, "name", src.Name, "err", err)
-		}
-		c.queue.AddRateLimited(src)
-		return true
-	}
-	c.queue.Forget(src)
-	return true
 }

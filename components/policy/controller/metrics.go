@@ -4,26 +4,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kube-semaphore/semaphore/components/internal/metrics"
+	"github.com/kube-semaphore/semaphore/components/internal/reconcile"
 )
 
 // Metrics are the policy controller's own metrics.
 type Metrics struct {
-	reconciles        *prometheus.CounterVec
-	reconcileDuration *prometheus.HistogramVec
-	writes            *prometheus.CounterVec
-	clashes           *prometheus.CounterVec
-	sets              *prometheus.GaugeVec
-	addresses         *prometheus.GaugeVec
-	remotePods        *prometheus.GaugeVec
+	reconcile  *reconcile.Metrics
+	writes     *prometheus.CounterVec
+	clashes    *prometheus.CounterVec
+	sets       *prometheus.GaugeVec
+	addresses  *prometheus.GaugeVec
+	remotePods *prometheus.GaugeVec
 }
 
 // NewMetrics creates the policy controller's metrics on f.
 func NewMetrics(f *metrics.Factory) *Metrics {
 	return &Metrics{
-		reconciles: f.CounterVec("reconcile_total",
-			"Reconciliations of one set, by remote and result: success, error, clash (a set we did not create holds the name), skipped (the remote has not synced yet, or the cache lags our own write).", "remote", "result"),
-		reconcileDuration: f.HistogramVec("reconcile_duration_seconds",
-			"Time to reconcile one set, by remote.", metrics.LatencyBuckets, "remote"),
+		reconcile: reconcile.NewMetrics(f, "one set"),
 		writes: f.CounterVec("writes_total",
 			"Write requests for GlobalNetworkSets made to the local cluster, by verb (create, update, delete).", "verb"),
 		clashes: f.CounterVec("clashes_total",

@@ -12,16 +12,17 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kube-semaphore/semaphore/components/internal/labels"
+	"github.com/kube-semaphore/semaphore/components/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 )
 
 // Reconcile results, the result label of reconcile_total.
 const (
-	resultSuccess = "success"
-	resultError   = "error"
-	resultClash   = "clash"
-	resultSkipped = "skipped"
+	resultSuccess = reconcile.Success
+	resultError   = reconcile.Error
+	resultClash   = reconcile.Clash
+	resultSkipped = reconcile.Skipped
 )
 
 const fieldManager = labels.Policy
@@ -34,7 +35,7 @@ func (c *Controller) sync(ctx context.Context, src netset.Source) (string, error
 	switch {
 	case rc == nil:
 		// The remote is no longer configured: its sets are orphans (nets stays empty).
-	case !rc.ready():
+	case !rc.ready.Load():
 		// Until the remote's caches have synced we do not know its pods; leave its sets alone.
 		return resultSkipped, nil
 	default:
@@ -102,16 +103,12 @@ func (c *Controller) result(err error) (string, error) {
 func (c *Controller) owned(src netset.Source, u *unstructured.Unstructured) bool {
 	if labels.IsManagedBy(u.GetLabels(), labels.Policy) {
 		if s, ok := netset.SourceOf(u.GetLabels()); ok && s == src {
-			c.forgetClash(u.GetName())
+			c.clashes.Forget(u.GetName())
 			return true
 		}
 	}
-	c.clashMu.Lock()
-	_, known := c.clashes[u.GetName()]
-	c.clashes[u.GetName()] = src
-	c.clashMu.Unlock()
 	c.metrics.clashes.WithLabelValues(src.Cluster).Inc()
-	if !known {
+	if c.clashes.Record(u.GetName(), src) {
 		c.log.Warn("name clash: a GlobalNetworkSet has the set's name but is not ours; leaving it alone",
 			"remote", src.Cluster, "name", u.GetName(), "source", src.String())
 		c.recorder.Eventf(u, corev1.EventTypeWarning, "NetworkSetNameClash",
@@ -119,12 +116,6 @@ func (c *Controller) owned(src netset.Source, u *unstructured.Unstructured) bool
 			u.GetName(), src, labels.Policy)
 	}
 	return false
-}
-
-func (c *Controller) forgetClash(name string) {
-	c.clashMu.Lock()
-	delete(c.clashes, name)
-	c.clashMu.Unlock()
 }
 
 func (c *Controller) create(ctx context.Context, src netset.Source, name string, nets []string) error {

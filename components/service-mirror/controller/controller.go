@@ -6,9 +6,9 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +28,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/internal/expectations"
 	"github.com/kube-semaphore/semaphore/components/internal/labels"
+	"github.com/kube-semaphore/semaphore/components/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/components/internal/remote"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 )
@@ -59,14 +60,12 @@ type Controller struct {
 
 	remotes map[string]*remoteCache
 	queue   workqueue.TypedRateLimitingInterface[mirror.Source]
+	loop    *reconcile.Loop[mirror.Source]
 
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
 
-	// clashes remembers, by local name, the sources whose mirror name is taken by an object
-	// we do not own, so they are retried when that object goes away.
-	clashMu sync.Mutex
-	clashes map[string]mirror.Source
+	clashes *reconcile.Clashes[mirror.Source]
 
 	expect *expectations.Expectations
 }
@@ -79,14 +78,7 @@ type remoteCache struct {
 	slices    cache.Indexer
 	synced    []cache.InformerSynced
 
-	mu       sync.RWMutex
-	isSynced bool
-}
-
-func (r *remoteCache) ready() bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.isSynced
+	ready atomic.Bool // the caches have synced
 }
 
 const (
@@ -96,6 +88,10 @@ const (
 
 // New wires informers for the local mirror namespace and for each remote.
 func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) *Controller {
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[mirror.Source](),
+		workqueue.TypedRateLimitingQueueConfig[mirror.Source]{Name: "service_mirror", MetricsProvider: queueMetrics},
+	)
 	c := &Controller{
 		opts:    opts,
 		log:     log,
@@ -103,12 +99,16 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, hea
 		health:  health,
 		metrics: m,
 		remotes: map[string]*remoteCache{},
-		clashes: map[string]mirror.Source{},
+		clashes: reconcile.NewClashes[mirror.Source](),
 		expect:  expectations.New(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[mirror.Source](),
-			workqueue.TypedRateLimitingQueueConfig[mirror.Source]{Name: "service_mirror", MetricsProvider: queueMetrics},
-		),
+		queue:   queue,
+	}
+	c.loop = &reconcile.Loop[mirror.Source]{
+		Queue:   queue,
+		Sync:    c.sync,
+		Remote:  func(s mirror.Source) string { return s.Cluster },
+		Metrics: m.reconcile,
+		Log:     log,
 	}
 
 	c.localFactory = informers.NewSharedInformerFactoryWithOptions(local, opts.ResyncPeriod, informers.WithNamespace(opts.Namespace))
@@ -163,7 +163,7 @@ func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
 }
 
 func indexBySource(obj any) ([]string, error) {
-	m, err := metaOf(obj)
+	m, err := reconcile.MetaOf(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func indexBySource(obj any) ([]string, error) {
 }
 
 func indexByServiceName(obj any) ([]string, error) {
-	m, err := metaOf(obj)
+	m, err := reconcile.MetaOf(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -187,19 +187,8 @@ func indexByServiceName(obj any) ([]string, error) {
 	return nil, nil
 }
 
-func metaOf(obj any) (metav1.Object, error) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return nil, fmt.Errorf("unexpected object %T", obj)
-	}
-	return m, nil
-}
-
 func (c *Controller) onRemoteService(remoteName string, obj any) {
-	m, err := metaOf(obj)
+	m, err := reconcile.MetaOf(obj)
 	if err != nil {
 		return
 	}
@@ -208,7 +197,7 @@ func (c *Controller) onRemoteService(remoteName string, obj any) {
 
 // onRemoteSlice enqueues the Service a remote slice belongs to, when that Service is selected.
 func (c *Controller) onRemoteSlice(rc *remoteCache, obj any) {
-	m, err := metaOf(obj)
+	m, err := reconcile.MetaOf(obj)
 	if err != nil {
 		return
 	}
@@ -225,7 +214,7 @@ func (c *Controller) onRemoteSlice(rc *remoteCache, obj any) {
 // onLocal enqueues the source of a changed mirror object (so a mirror someone edited or
 // deleted is repaired), and the source waiting for a name held by an object we do not own.
 func (c *Controller) onLocal(obj any) {
-	m, err := metaOf(obj)
+	m, err := reconcile.MetaOf(obj)
 	if err != nil {
 		return
 	}
@@ -235,10 +224,7 @@ func (c *Controller) onLocal(obj any) {
 		}
 		return
 	}
-	c.clashMu.Lock()
-	s, ok := c.clashes[m.GetName()]
-	c.clashMu.Unlock()
-	if ok {
+	if s, ok := c.clashes.Waiting(m.GetName()); ok {
 		c.queue.Add(s)
 	}
 }
@@ -248,7 +234,6 @@ func (c *Controller) onLocal(obj any) {
 // its mirrors are neither updated nor garbage-collected.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
 
 	c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.local.CoreV1().Events("")})
 	defer c.broadcaster.Shutdown()
@@ -256,6 +241,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	c.localFactory.Start(ctx.Done())
 	defer c.localFactory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.localSynced...) {
+		c.queue.ShutDown()
 		return
 	}
 	c.log.Info("local caches synced", "namespace", c.opts.Namespace)
@@ -272,22 +258,15 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	// Mirrors of remotes no longer configured are garbage-collected straight away.
 	c.enqueueMirrors(func(s mirror.Source) bool { return c.remotes[s.Cluster] == nil })
 
-	for range workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
-	}
 	wg.Go(func() { wait.UntilWithContext(ctx, c.updateInventory, c.opts.DriftInterval) })
-	<-ctx.Done()
-	// Workers block in queue.Get until the queue shuts down; the deferred wg.Wait needs that.
-	c.queue.ShutDown()
+	c.loop.Run(ctx, workers)
 }
 
 func (c *Controller) waitForRemote(ctx context.Context, rc *remoteCache) {
 	if !cache.WaitForCacheSync(ctx.Done(), rc.synced...) {
 		return
 	}
-	rc.mu.Lock()
-	rc.isSynced = true
-	rc.mu.Unlock()
+	rc.ready.Store(true)
 	c.health.MarkSynced(rc.name)
 	c.log.Info("remote caches synced", "remote", rc.name)
 	// Every selected Service was enqueued by its add event; the mirrors are enqueued too so
@@ -324,30 +303,4 @@ func (c *Controller) enqueueMirrors(match func(mirror.Source) bool) {
 			}
 		}
 	}
-}
-
-func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNext(ctx) {
-	}
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	src, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(src)
-	start := time.Now()
-	result, err := c.sync(ctx, src)
-	c.metrics.reconcileDuration.WithLabelValues(src.Cluster).Observe(time.Since(start).Seconds())
-	c.metrics.reconciles.WithLabelValues(src.Cluster, result).Inc()
-	if err != nil {
-		if ctx.Err() == nil {
-			c.log.Error("reconcile failed", "remote", src.Cluster, "namespace", src.Namespace, "name", src.Name, "err", err)
-		}
-		c.queue.AddRateLimited(src)
-		return true
-	}
-	c.queue.Forget(src)
-	return true
 }

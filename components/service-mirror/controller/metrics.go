@@ -4,27 +4,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kube-semaphore/semaphore/components/internal/metrics"
+	"github.com/kube-semaphore/semaphore/components/internal/reconcile"
 )
 
 // Metrics are the service mirror's own metrics.
 type Metrics struct {
-	reconciles        *prometheus.CounterVec
-	reconcileDuration *prometheus.HistogramVec
-	writes            *prometheus.CounterVec
-	clashes           *prometheus.CounterVec
-	remoteServices    *prometheus.GaugeVec
-	mirrors           *prometheus.GaugeVec
-	endpoints         *prometheus.GaugeVec
-	drift             *prometheus.GaugeVec
+	reconcile      *reconcile.Metrics
+	writes         *prometheus.CounterVec
+	clashes        *prometheus.CounterVec
+	remoteServices *prometheus.GaugeVec
+	mirrors        *prometheus.GaugeVec
+	endpoints      *prometheus.GaugeVec
+	drift          *prometheus.GaugeVec
 }
 
 // NewMetrics creates the service mirror's metrics on f.
 func NewMetrics(f *metrics.Factory) *Metrics {
 	return &Metrics{
-		reconciles: f.CounterVec("reconcile_total",
-			"Reconciliations of one remote Service, by remote and result: success, error, clash (a foreign object holds the name), skipped (the remote has not synced yet, or the cache lags our own write).", "remote", "result"),
-		reconcileDuration: f.HistogramVec("reconcile_duration_seconds",
-			"Time to reconcile one remote Service, by remote.", metrics.LatencyBuckets, "remote"),
+		reconcile: reconcile.NewMetrics(f, "one remote Service"),
 		writes: f.CounterVec("writes_total",
 			"Write requests made to the local cluster, by kind (Service, EndpointSlice) and verb (create, update, delete).", "kind", "verb"),
 		clashes: f.CounterVec("clashes_total",

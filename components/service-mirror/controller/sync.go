@@ -12,15 +12,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kube-semaphore/semaphore/components/internal/labels"
+	"github.com/kube-semaphore/semaphore/components/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 )
 
 // Reconcile results, the result label of reconcile_total.
 const (
-	resultSuccess = "success"
-	resultError   = "error"
-	resultClash   = "clash"
-	resultSkipped = "skipped"
+	resultSuccess = reconcile.Success
+	resultError   = reconcile.Error
+	resultClash   = reconcile.Clash
+	resultSkipped = reconcile.Skipped
 )
 
 // errStale says a cache does not show our last write yet; the sync is retried once it does.
@@ -39,7 +40,7 @@ func (c *Controller) sync(ctx context.Context, src mirror.Source) (string, error
 		// The remote is no longer configured: its mirrors are orphans.
 		return c.result(c.deleteMirror(ctx, src))
 	}
-	if !rc.ready() {
+	if !rc.ready.Load() {
 		// Until the remote's caches have synced we do not know what it holds; leave its
 		// mirrors alone. Everything is enqueued again once it has synced.
 		return resultSkipped, nil
@@ -105,16 +106,12 @@ func (c *Controller) resultOrClash(clashed bool, err error) (string, error) {
 func (c *Controller) owned(src mirror.Source, obj runtime.Object, m metav1.Object, kind string) bool {
 	if labels.IsManagedBy(m.GetLabels(), labels.ServiceMirror) {
 		if s, ok := mirror.SourceOf(m.GetLabels()); ok && s == src {
-			c.forgetClash(m.GetName())
+			c.clashes.Forget(m.GetName())
 			return true
 		}
 	}
-	c.clashMu.Lock()
-	_, known := c.clashes[m.GetName()]
-	c.clashes[m.GetName()] = src
-	c.clashMu.Unlock()
 	c.metrics.clashes.WithLabelValues(src.Cluster, kind).Inc()
-	if !known {
+	if c.clashes.Record(m.GetName(), src) {
 		c.log.Warn("name clash: a local object has the mirror's name but is not ours; leaving it alone",
 			"remote", src.Cluster, "namespace", m.GetNamespace(), "name", m.GetName(), "kind", kind, "source", src.String())
 		c.recorder.Eventf(obj, corev1.EventTypeWarning, "MirrorNameClash",
@@ -122,12 +119,6 @@ func (c *Controller) owned(src mirror.Source, obj runtime.Object, m metav1.Objec
 			kind, m.GetNamespace(), m.GetName(), src, labels.ServiceMirror)
 	}
 	return false
-}
-
-func (c *Controller) forgetClash(name string) {
-	c.clashMu.Lock()
-	delete(c.clashes, name)
-	c.clashMu.Unlock()
 }
 
 func (c *Controller) applyService(ctx context.Context, src mirror.Source, desired *corev1.Service) (clashed bool, err error) {
@@ -289,7 +280,7 @@ func (c *Controller) deleteMirror(ctx context.Context, src mirror.Source) error 
 		errs = append(errs, c.deleteSlice(ctx, o.(*discoveryv1.EndpointSlice)))
 	}
 	name := mirror.ServiceName(src)
-	c.forgetClash(name)
+	c.clashes.Forget(name)
 	svc, err := c.localServices.Services(c.opts.Namespace).Get(name)
 	if err == nil && labels.IsManagedBy(svc.Labels, labels.ServiceMirror) {
 		if s, ok := mirror.SourceOf(svc.Labels); ok && s == src {
