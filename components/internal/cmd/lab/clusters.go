@@ -71,6 +71,9 @@ func (l *lab) buildBinaries(ctx context.Context) error {
 		{"semaphore-service-mirror", func() (string, error) {
 			return l.goBuild(ctx, "semaphore-service-mirror", "./components/service-mirror")
 		}, &l.bin.serviceMirror},
+		{"semaphore-policy", func() (string, error) {
+			return l.goBuild(ctx, "semaphore-policy", "./components/policy")
+		}, &l.bin.policy},
 	}
 	errs := make([]error, len(builds))
 	var wg sync.WaitGroup
@@ -103,7 +106,8 @@ func (l *lab) goBuild(ctx context.Context, name, pkg string) (string, error) {
 	return out, nil
 }
 
-// startClusters starts one API server per cluster, in parallel.
+// startClusters starts one API server per cluster, in parallel, each with the GlobalNetworkSet
+// CRD that stands in for the Calico API server (calicoCRD).
 func (l *lab) startClusters(context.Context) error {
 	// envtest keeps each API server's certificates and etcd's data in temporary directories.
 	// Under the lab directory they are removed with it even after a lab that was killed, and
@@ -124,6 +128,8 @@ func (l *lab) startClusters(context.Context) error {
 			clusters[i], errs[i] = testenv.StartCluster(spec.Name, testenv.Options{
 				Dir:          l.path("clusters", spec.Name),
 				ServiceCIDRs: spec.ServiceCIDR,
+				// envtest takes single files as well as directories.
+				CRDDirs: []string{calicoCRD},
 			})
 		})
 	}

@@ -13,21 +13,27 @@ import (
 // startServiceMirrors runs semaphore-service-mirror for every cluster, mirroring the Services
 // of all the other clusters into the semaphore namespace.
 func (l *lab) startServiceMirrors(context.Context) error {
+	return l.startControllers("service-mirror", l.bin.serviceMirror, []string{
+		"SEMAPHORE_MIRROR_NAMESPACE=" + semaphoreNamespace,
+	})
+}
+
+// startControllers runs one controller of component for every cluster (see startController),
+// and stops them all when the lab goes down.
+func (l *lab) startControllers(component, binary string, extraEnv []string) error {
 	var started []*child
 	l.onTeardown(func() {
 		stopAll(started, syscall.SIGTERM, 10*time.Second)
-		l.logf("stopped semaphore-service-mirror")
+		l.logf("stopped semaphore-%s", component)
 	})
 	for _, spec := range clusterSpecs {
-		c, err := l.startController("service-mirror", l.bin.serviceMirror, spec.Name, []string{
-			"SEMAPHORE_MIRROR_NAMESPACE=" + semaphoreNamespace,
-		})
+		c, err := l.startController(component, binary, spec.Name, extraEnv)
 		if err != nil {
 			return fmt.Errorf("%s: %w", spec.Name, err)
 		}
 		started = append(started, c)
 	}
-	l.logf("started semaphore-service-mirror in %s", strings.Join(clusterNames(), ", "))
+	l.logf("started semaphore-%s in %s", component, strings.Join(clusterNames(), ", "))
 	return nil
 }
 

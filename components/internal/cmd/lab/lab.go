@@ -39,6 +39,7 @@ type lab struct {
 type binaries struct {
 	coredns       string
 	serviceMirror string
+	policy        string
 }
 
 // part is one piece of the lab. Parts come up in order; each registers with onTeardown how
@@ -50,10 +51,10 @@ type part struct {
 
 // parts are the pieces of the lab, in the order they come up. Later versions add theirs:
 // the semaphore-remote chart's credentials replace the admin kubeconfigs of
-// installRemoteCredentials; semaphore-policy and semaphore-wireguard start like
-// startServiceMirrors does (startController); nodes as network namespaces come before
-// wireguard, and Prometheus after the controllers. Each part that exposes something to look at
-// adds it to collect, printStatus and problems.
+// installRemoteCredentials; semaphore-wireguard starts like the other controllers do
+// (startControllers); nodes as network namespaces come before wireguard, and Prometheus after
+// the controllers. Each part that exposes something to look at adds it to collect, printStatus
+// and problems.
 func (l *lab) parts() []part {
 	return []part{
 		{"binaries", l.buildBinaries},
@@ -61,6 +62,7 @@ func (l *lab) parts() []part {
 		{"remote credentials", l.installRemoteCredentials},
 		{"sample workloads", l.createSampleWorkloads},
 		{"semaphore-service-mirror", l.startServiceMirrors},
+		{"semaphore-policy", l.startPolicies},
 		{"CoreDNS", l.startCoreDNS},
 	}
 }
@@ -104,7 +106,7 @@ func (l *lab) run(ctx context.Context, timeout time.Duration, check bool) int {
 		}
 	}
 
-	l.logf("waiting for the mirrors, DNS and controller readiness…")
+	l.logf("waiting for the mirrors, network sets, DNS and controller readiness…")
 	st, problems := waitReady(ctx, l.snapshot(), timeout, l.exited)
 	if ctx.Err() != nil {
 		l.logf("interrupted")

@@ -8,9 +8,9 @@
 //	lab [-dir DIR] status print the status of the running lab
 //	lab [-dir DIR] check  bring the lab up, check what it prints, tear it down; exit 0 or 1
 //
-// Version 1 has the service mirror and CoreDNS. The semaphore-remote chart's credentials,
-// semaphore-policy, nodes as network namespaces with semaphore-wireguard, and Prometheus each
-// become one more part (see lab.parts).
+// It has the service mirror with CoreDNS, and semaphore-policy (with a CRD standing in for the
+// Calico API server). The semaphore-remote chart's credentials, nodes as network namespaces with
+// semaphore-wireguard, and Prometheus each become one more part (see lab.parts).
 package main
 
 import (

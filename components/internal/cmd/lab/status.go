@@ -16,6 +16,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kube-semaphore/semaphore/components/internal/labels"
@@ -28,6 +29,8 @@ import (
 type Status struct {
 	Mirrors     map[string][]MirrorStatus // by cluster
 	MirrorErrs  map[string]error          // by cluster: the cluster could not be read
+	NetSets     map[string][]NetSetStatus // by cluster
+	NetSetErrs  map[string]error          // by cluster: the cluster could not be read
 	DNS         []DNSAnswer
 	Controllers []ControllerStatus
 }
@@ -58,7 +61,10 @@ type ControllerStatus struct {
 
 // collect reads the status of the lab described by st.
 func collect(ctx context.Context, st *State) *Status {
-	s := &Status{Mirrors: map[string][]MirrorStatus{}, MirrorErrs: map[string]error{}}
+	s := &Status{
+		Mirrors: map[string][]MirrorStatus{}, MirrorErrs: map[string]error{},
+		NetSets: map[string][]NetSetStatus{}, NetSetErrs: map[string]error{},
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, c := range st.Clusters {
@@ -67,6 +73,12 @@ func collect(ctx context.Context, st *State) *Status {
 			mu.Lock()
 			defer mu.Unlock()
 			s.Mirrors[c.Name], s.MirrorErrs[c.Name] = mirrors, err
+		})
+		wg.Go(func() {
+			sets, err := listNetworkSets(ctx, c.DirectKubeconfig)
+			mu.Lock()
+			defer mu.Unlock()
+			s.NetSets[c.Name], s.NetSetErrs[c.Name] = sets, err
 		})
 	}
 	names := dnsNames()
@@ -93,11 +105,10 @@ func collect(ctx context.Context, st *State) *Status {
 
 // listMirrors lists the service mirror's Services and EndpointSlices in a cluster.
 func listMirrors(ctx context.Context, kubeconfig string) ([]MirrorStatus, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := clientConfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Timeout = 5 * time.Second
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -137,6 +148,16 @@ func listMirrors(ctx context.Context, kubeconfig string) ([]MirrorStatus, error)
 	return out, nil
 }
 
+// clientConfig is the client configuration of kubeconfig, for the short reads of collect.
+func clientConfig(kubeconfig string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = 5 * time.Second
+	return cfg, nil
+}
+
 // readiness asks a controller's /readyz.
 func readiness(ctx context.Context, c ControllerState) ControllerStatus {
 	s := ControllerStatus{ControllerState: c}
@@ -168,8 +189,9 @@ func readiness(ctx context.Context, c ControllerState) ControllerStatus {
 }
 
 // findProblems compares the status with what the lab must show: fluentd's mirror with its
-// endpoints in every other cluster, the DNS name resolving to the mirror's ClusterIP, and
-// every controller ready.
+// endpoints in every other cluster, the DNS name resolving to the mirror's ClusterIP, the
+// forwarders' network set with exactly their nets in every other cluster, and every controller
+// running in every cluster and ready.
 func findProblems(st *State, s *Status) []string {
 	var problems []string
 	for _, c := range st.Clusters {
@@ -189,6 +211,25 @@ func findProblems(st *State, s *Status) []string {
 			problems = append(problems, fmt.Sprintf("%s: mirror %s has ready endpoints %v, want %v", want.Cluster, want.Name(), got.Ready, want.Endpoints))
 		}
 	}
+	for _, c := range st.Clusters {
+		if err := s.NetSetErrs[c.Name]; err != nil {
+			problems = append(problems, fmt.Sprintf("%s: listing GlobalNetworkSets: %v", c.Name, err))
+		}
+	}
+	for _, want := range expectedSets() {
+		if s.NetSetErrs[want.Cluster] != nil {
+			continue
+		}
+		got, ok := findNetSet(s, want.Cluster, want.Name())
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("%s: no GlobalNetworkSet %s of %s", want.Cluster, want.Name(), want.Source))
+		case got.Source != want.Source:
+			problems = append(problems, fmt.Sprintf("%s: GlobalNetworkSet %s has source labels %s, want %s", want.Cluster, want.Name(), got.Source, want.Source))
+		case !slices.Equal(got.Nets, want.Nets):
+			problems = append(problems, fmt.Sprintf("%s: GlobalNetworkSet %s has nets %v, want %v", want.Cluster, want.Name(), got.Nets, want.Nets))
+		}
+	}
 	for _, d := range st.DNS {
 		for _, want := range dnsNames()[d.Cluster] {
 			m, ok := findMirror(s, d.Cluster, want.Name())
@@ -201,6 +242,15 @@ func findProblems(st *State, s *Status) []string {
 				problems = append(problems, fmt.Sprintf("%s: CoreDNS: %s: %v", d.Cluster, want.DNSName(), a.Err))
 			case !slices.Equal(a.Addrs, []string{m.ClusterIP}):
 				problems = append(problems, fmt.Sprintf("%s: CoreDNS answers %v for %s, want %s (the ClusterIP of %s)", d.Cluster, a.Addrs, want.DNSName(), m.ClusterIP, want.Name()))
+			}
+		}
+	}
+	for _, component := range []string{labels.ServiceMirror, labels.Policy} {
+		for _, cluster := range clusterNames() {
+			if !slices.ContainsFunc(st.Controllers, func(c ControllerState) bool {
+				return c.Component == component && c.Cluster == cluster
+			}) {
+				problems = append(problems, fmt.Sprintf("%s does not run in %s", component, cluster))
 			}
 		}
 	}
@@ -219,6 +269,15 @@ func findMirror(s *Status, cluster, name string) (MirrorStatus, bool) {
 		}
 	}
 	return MirrorStatus{}, false
+}
+
+func findNetSet(s *Status, cluster, name string) (NetSetStatus, bool) {
+	for _, n := range s.NetSets[cluster] {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return NetSetStatus{}, false
 }
 
 func findAnswer(s *Status, cluster, name string) (DNSAnswer, bool) {
@@ -285,6 +344,28 @@ func printStatus(w io.Writer, st *State, s *Status) {
 	}
 	tw.Flush()
 
+	section(w, fmt.Sprintf("Network sets (semaphore-policy, GlobalNetworkSets %s)", calicoAPI))
+	tw = table(w)
+	for _, c := range st.Clusters {
+		if err := s.NetSetErrs[c.Name]; err != nil {
+			fmt.Fprintf(tw, "  %s\terror: %v\n", c.Name, err)
+			continue
+		}
+		if len(s.NetSets[c.Name]) == 0 {
+			fmt.Fprintf(tw, "  %s\t(none)\n", c.Name)
+		}
+		for _, n := range s.NetSets[c.Name] {
+			src := "of " + n.Source.String()
+			if !n.SourceOK {
+				src = "(source labels missing)"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Name, n.Name, strings.Join(n.Nets, ", "), src)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "  a CRD stands in for the Calico API server, and no Calico enforces anything here;\n")
+	fmt.Fprintf(w, "  docs/policy.md shows the Calico NetworkPolicy that selects a set by its labels\n")
+
 	for _, d := range st.DNS {
 		section(w, fmt.Sprintf("DNS (CoreDNS of %s on %s, with the Corefile of docs/coredns.md)", d.Cluster, d.Addr))
 		tw = table(w)
@@ -336,13 +417,15 @@ func printStatus(w io.Writer, st *State, s *Status) {
 	}
 	fmt.Fprintf(w, "  kubectl --kubeconfig %s get svc,endpointslices -n %s\n", kubeconfig("gcp"), semaphoreNamespace)
 	fmt.Fprintf(w, "  kubectl --kubeconfig %s get svc,endpointslices -n %s\n", kubeconfig(fluentdCluster), sampleNamespace)
+	fmt.Fprintf(w, "  kubectl --kubeconfig %s get globalnetworksets.projectcalico.org -o yaml\n", kubeconfig(remotesOf(forwarderCluster)[0]))
 	fmt.Fprintf(w, "  # stop mirroring fluentd, and watch its mirrors go:\n")
 	fmt.Fprintf(w, "  kubectl --kubeconfig %s -n %s label svc %s %s-\n", kubeconfig(fluentdCluster), sampleNamespace, fluentdName, mirrorLabel)
+	fmt.Fprintf(w, "  # take %s-1 out of its network set, and watch the sets shrink:\n", forwarderName)
+	fmt.Fprintf(w, "  kubectl --kubeconfig %s -n %s label pod %s-1 %s-\n", kubeconfig(forwarderCluster), sampleNamespace, forwarderName, policyLabel)
 	fmt.Fprintf(w, "  # all clusters at once (contexts %s):\n", strings.Join(clusterNames(), ", "))
 	fmt.Fprintf(w, "  export KUBECONFIG=%s\n", strings.Join(all, string(filepath.ListSeparator)))
 
 	section(w, "Not in the lab yet (later versions add them)")
-	fmt.Fprintf(w, "  semaphore-policy: GlobalNetworkSets for the %s pods in %s/%s, which are already there\n", forwarderName, forwarderCluster, sampleNamespace)
 	fmt.Fprintf(w, "  semaphore-wireguard: nodes as network namespaces, WireGuard peers and handshakes\n")
 	fmt.Fprintf(w, "  the semaphore-remote chart: the controllers read the remotes with admin kubeconfigs for now\n")
 	fmt.Fprintf(w, "  Prometheus scraping the controllers, with the alert rules\n")

@@ -100,9 +100,8 @@ func (l *lab) createFluentd(ctx context.Context) error {
 	return err
 }
 
-// createForwarders creates the pods that carry the policy label. They are there for
-// semaphore-policy, which a later version of the lab runs: it turns them into a
-// GlobalNetworkSet in the other clusters.
+// createForwarders creates the pods that carry the policy label: semaphore-policy turns them
+// into a GlobalNetworkSet in each of the other clusters (see expectedSets).
 func (l *lab) createForwarders(ctx context.Context) error {
 	c := l.clusters[forwarderCluster]
 	// EnsureNamespace also creates the default ServiceAccount, which pods need.
