@@ -73,6 +73,21 @@ func (e *Expectations) Satisfied(key string, cached metav1.Object) bool {
 	return done
 }
 
+// ObservedDeletion is called when the informer sees key deleted at resourceVersion. If that is
+// the object we wrote (or a later version of it), nothing will ever show our write again: the
+// expectation is dropped rather than waited out.
+func (e *Expectations) ObservedDeletion(key, resourceVersion string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	exp, ok := e.m[key]
+	if !ok || exp.deleted {
+		return
+	}
+	if cmp, err := resourceversion.CompareResourceVersion(resourceVersion, exp.resourceVersion); err != nil || cmp >= 0 {
+		delete(e.m, key)
+	}
+}
+
 // Expire forgets expectations older than Timeout, so those of objects that are never looked
 // at again (a deleted object) do not accumulate.
 func (e *Expectations) Expire() {

@@ -136,6 +136,16 @@ func (c *Clashes[K]) Forget(name string) {
 	delete(c.m, name)
 }
 
+// Resolve drops the clash on name if key is the one waiting for it: key now holds the name.
+// Another key waiting for the same name (two sources whose names coincide) keeps waiting.
+func (c *Clashes[K]) Resolve(name string, key K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m[name] == key {
+		delete(c.m, name)
+	}
+}
+
 // Waiting returns the key waiting for name, if any.
 func (c *Clashes[K]) Waiting(name string) (K, bool) {
 	c.mu.Lock()

@@ -103,3 +103,18 @@ func TestMetaOfUnwrapsTombstones(t *testing.T) {
 		t.Error("MetaOf accepted a string")
 	}
 }
+
+// Two sources whose names coincide: the one that holds the name resolving its (non-)clash
+// must not drop the other's wait.
+func TestClashesResolveKeepsOtherWaiter(t *testing.T) {
+	c := reconcile.NewClashes[string]()
+	c.Record("gcp-team-a-b", "gcp/team-a/b")
+	c.Resolve("gcp-team-a-b", "gcp/team/a-b")
+	if k, ok := c.Waiting("gcp-team-a-b"); !ok || k != "gcp/team-a/b" {
+		t.Fatalf("waiter dropped by another key's Resolve: %q, %v", k, ok)
+	}
+	c.Resolve("gcp-team-a-b", "gcp/team-a/b")
+	if _, ok := c.Waiting("gcp-team-a-b"); ok {
+		t.Fatal("Resolve by the waiting key kept the clash")
+	}
+}

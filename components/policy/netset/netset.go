@@ -46,15 +46,22 @@ func SourceOf(l map[string]string) (Source, bool) {
 	return s, s.Cluster != "" && s.Namespace != "" && s.Name != ""
 }
 
-var notInName = regexp.MustCompile(`[^a-z0-9.-]`)
+var (
+	notInName = regexp.MustCompile(`[^a-z0-9.-]`)
+	// dotRun is a run of dashes and dots holding a dot: in a DNS subdomain every dot-separated
+	// part starts and ends with a letter or digit, so such a run becomes one dot.
+	dotRun = regexp.MustCompile(`[-.]*\.[-.]*`)
+)
 
 // SetName is the name of the set of s: <cluster>-<namespace>-<name>. Cluster and namespace are
-// DNS labels already; a label value may also hold upper case and underscores, which object
-// names may not: such a name is lower-cased, the other characters become dashes, and a short
-// hash of the original keeps it distinct from the name of another value that maps alike.
+// DNS labels already; a label value may also hold upper case, underscores and dots in places
+// object names may not: such a name is lower-cased, other characters become dashes, runs of
+// dashes and dots around a dot become that dot, and a short hash of the original keeps it
+// distinct from the name of another value that maps alike.
 func SetName(s Source) string {
 	raw := s.Cluster + "-" + s.Namespace + "-" + s.Name
 	clean := notInName.ReplaceAllString(strings.ToLower(raw), "-")
+	clean = dotRun.ReplaceAllString(clean, ".")
 	if clean == raw {
 		return raw
 	}
@@ -91,7 +98,10 @@ func Nets(pods []*corev1.Pod) (nets []string, bad []string) {
 			}
 			a, err := netip.ParseAddr(ip)
 			if err != nil {
-				bad = append(bad, ip)
+				// PodIP repeats PodIPs[0]: report each bad address once.
+				if !slices.Contains(bad, ip) {
+					bad = append(bad, ip)
+				}
 				continue
 			}
 			a = a.Unmap().WithZone("")
