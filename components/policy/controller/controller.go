@@ -118,7 +118,7 @@ func New(opts Options, local kubernetes.Interface, dyn dynamic.Interface, remote
 	_, _ = setInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onLocal,
 		UpdateFunc: func(_, obj any) { c.onLocal(obj) },
-		DeleteFunc: c.onLocal,
+		DeleteFunc: c.onLocalDelete,
 	})
 	for _, r := range remotes {
 		c.remotes[r.Name] = c.newRemoteCache(r)
@@ -139,13 +139,13 @@ func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
 	rc.pods = podInformer.GetIndexer()
 	rc.synced = podInformer.HasSynced
 	_, _ = podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.onRemotePod(r.Name, obj) },
+		AddFunc: func(obj any) { c.onRemotePod(rc, obj) },
 		UpdateFunc: func(old, obj any) {
 			// A pod whose label changed leaves its old set and joins the new one.
-			c.onRemotePod(r.Name, old)
-			c.onRemotePod(r.Name, obj)
+			c.onRemotePod(rc, old)
+			c.onRemotePod(rc, obj)
 		},
-		DeleteFunc: func(obj any) { c.onRemotePod(r.Name, obj) },
+		DeleteFunc: func(obj any) { c.onRemotePod(rc, obj) },
 	})
 	return rc
 }
@@ -188,13 +188,15 @@ func indexBySource(obj any) ([]string, error) {
 	return nil, nil
 }
 
-func (c *Controller) onRemotePod(remoteName string, obj any) {
+// onRemotePod enqueues the set of a changed pod. Until the remote's cache has synced, events
+// are not queued: waitForRemote enqueues every set the cache holds once it has.
+func (c *Controller) onRemotePod(rc *remoteCache, obj any) {
 	m, err := reconcile.MetaOf(obj)
-	if err != nil {
+	if err != nil || !rc.ready.Load() {
 		return
 	}
 	if v := m.GetLabels()[c.opts.PodLabel]; v != "" {
-		c.queue.Add(netset.Source{Cluster: remoteName, Namespace: m.GetNamespace(), Name: v})
+		c.queue.Add(netset.Source{Cluster: rc.name, Namespace: m.GetNamespace(), Name: v})
 	}
 }
 
@@ -209,11 +211,20 @@ func (c *Controller) onLocal(obj any) {
 		if s, ok := netset.SourceOf(m.GetLabels()); ok {
 			c.queue.Add(s)
 		}
-		return
 	}
+	// Also when the holder is a set of another source whose name coincides.
 	if s, ok := c.clashes.Waiting(m.GetName()); ok {
 		c.queue.Add(s)
 	}
+}
+
+// onLocalDelete is onLocal for a deletion, which also settles our expectation of the set: a
+// set deleted before our cache saw our write of it will never show that write.
+func (c *Controller) onLocalDelete(obj any) {
+	if m, err := reconcile.MetaOf(obj); err == nil {
+		c.expect.ObservedDeletion(m.GetName(), m.GetResourceVersion())
+	}
+	c.onLocal(obj)
 }
 
 // Run starts the informers and workers and blocks until ctx is done. Each remote syncs on its

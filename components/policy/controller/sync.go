@@ -103,7 +103,7 @@ func (c *Controller) result(err error) (string, error) {
 func (c *Controller) owned(src netset.Source, u *unstructured.Unstructured) bool {
 	if labels.IsManagedBy(u.GetLabels(), labels.Policy) {
 		if s, ok := netset.SourceOf(u.GetLabels()); ok && s == src {
-			c.clashes.Forget(u.GetName())
+			c.clashes.Resolve(u.GetName(), src)
 			return true
 		}
 	}

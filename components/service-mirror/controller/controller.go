@@ -121,10 +121,17 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, hea
 	localHandler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onLocal,
 		UpdateFunc: func(_, obj any) { c.onLocal(obj) },
-		DeleteFunc: c.onLocal,
 	}
-	_, _ = svcInformer.Informer().AddEventHandler(localHandler)
-	_, _ = sliceInformer.Informer().AddEventHandler(localHandler)
+	_, _ = svcInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    localHandler.AddFunc,
+		UpdateFunc: localHandler.UpdateFunc,
+		DeleteFunc: func(obj any) { c.onLocalDelete(kindService, obj) },
+	})
+	_, _ = sliceInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    localHandler.AddFunc,
+		UpdateFunc: localHandler.UpdateFunc,
+		DeleteFunc: func(obj any) { c.onLocalDelete(kindEndpointSlice, obj) },
+	})
 
 	for _, r := range remotes {
 		c.remotes[r.Name] = c.newRemoteCache(r)
@@ -150,9 +157,9 @@ func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
 	rc.synced = []cache.InformerSynced{svcInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced}
 
 	_, _ = svcInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onRemoteService(r.Name, obj) },
-		UpdateFunc: func(_, obj any) { c.onRemoteService(r.Name, obj) },
-		DeleteFunc: func(obj any) { c.onRemoteService(r.Name, obj) },
+		AddFunc:    func(obj any) { c.onRemoteService(rc, obj) },
+		UpdateFunc: func(_, obj any) { c.onRemoteService(rc, obj) },
+		DeleteFunc: func(obj any) { c.onRemoteService(rc, obj) },
 	})
 	_, _ = sliceInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onRemoteSlice(rc, obj) },
@@ -187,18 +194,20 @@ func indexByServiceName(obj any) ([]string, error) {
 	return nil, nil
 }
 
-func (c *Controller) onRemoteService(remoteName string, obj any) {
+// onRemoteService enqueues a changed remote Service. Until the remote's caches have synced,
+// events are not queued: waitForRemote enqueues everything the caches hold once they have.
+func (c *Controller) onRemoteService(rc *remoteCache, obj any) {
 	m, err := reconcile.MetaOf(obj)
-	if err != nil {
+	if err != nil || !rc.ready.Load() {
 		return
 	}
-	c.queue.Add(mirror.Source{Cluster: remoteName, Namespace: m.GetNamespace(), Name: m.GetName()})
+	c.queue.Add(mirror.Source{Cluster: rc.name, Namespace: m.GetNamespace(), Name: m.GetName()})
 }
 
 // onRemoteSlice enqueues the Service a remote slice belongs to, when that Service is selected.
 func (c *Controller) onRemoteSlice(rc *remoteCache, obj any) {
 	m, err := reconcile.MetaOf(obj)
-	if err != nil {
+	if err != nil || !rc.ready.Load() {
 		return
 	}
 	name := m.GetLabels()[discoveryv1.LabelServiceName]
@@ -222,11 +231,20 @@ func (c *Controller) onLocal(obj any) {
 		if s, ok := mirror.SourceOf(m.GetLabels()); ok {
 			c.queue.Add(s)
 		}
-		return
 	}
+	// Also when the holder is a mirror of another source whose name coincides.
 	if s, ok := c.clashes.Waiting(m.GetName()); ok {
 		c.queue.Add(s)
 	}
+}
+
+// onLocalDelete is onLocal for a deletion, which also settles our expectation of the object:
+// a mirror deleted before our cache saw our write of it will never show that write.
+func (c *Controller) onLocalDelete(kind string, obj any) {
+	if m, err := reconcile.MetaOf(obj); err == nil {
+		c.expect.ObservedDeletion(kind+"/"+m.GetName(), m.GetResourceVersion())
+	}
+	c.onLocal(obj)
 }
 
 // Run starts the informers and workers and blocks until ctx is done. A remote whose API server
@@ -269,8 +287,8 @@ func (c *Controller) waitForRemote(ctx context.Context, rc *remoteCache) {
 	rc.ready.Store(true)
 	c.health.MarkSynced(rc.name)
 	c.log.Info("remote caches synced", "remote", rc.name)
-	// Every selected Service was enqueued by its add event; the mirrors are enqueued too so
-	// those whose source went away while we were not watching are removed.
+	// Every selected Service, and the mirrors too, so that those whose source went away while
+	// we were not watching are removed. Events from here on are queued by the handlers.
 	services, _ := rc.services.List(k8slabels.Everything())
 	for _, s := range services {
 		c.queue.Add(mirror.Source{Cluster: rc.name, Namespace: s.Namespace, Name: s.Name})

@@ -106,7 +106,7 @@ func (c *Controller) resultOrClash(clashed bool, err error) (string, error) {
 func (c *Controller) owned(src mirror.Source, obj runtime.Object, m metav1.Object, kind string) bool {
 	if labels.IsManagedBy(m.GetLabels(), labels.ServiceMirror) {
 		if s, ok := mirror.SourceOf(m.GetLabels()); ok && s == src {
-			c.clashes.Forget(m.GetName())
+			c.clashes.Resolve(m.GetName(), src)
 			return true
 		}
 	}
