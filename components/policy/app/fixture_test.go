@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -255,13 +256,17 @@ func setHas(api string, src netset.Source, nets ...string) error {
 	return nil
 }
 
-// setGone is nil when the set of src does not exist.
+// setGone is nil when the set of src does not exist; a failed read does not count as gone.
 func setGone(api string, src netset.Source) error {
 	s, err := getSet(api, src)
-	if err == nil {
+	switch {
+	case err == nil:
 		return fmt.Errorf("set %s still exists with nets %v", s.Name, s.Spec.Nets)
+	case apierrors.IsNotFound(err):
+		return nil
+	default:
+		return err
 	}
-	return nil
 }
 
 // createForeignSet creates a set we do not own in api.

@@ -1,62 +1,17 @@
 package app_test
 
 import (
-	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kube-semaphore/semaphore/components/internal/remote"
 	"github.com/kube-semaphore/semaphore/components/internal/testenv"
 )
 
-// rsBuildBinary builds the real semaphore-service-mirror binary into a temporary directory.
-func rsBuildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "semaphore-service-mirror")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/kube-semaphore/semaphore/components/service-mirror")
-	cmd.Dir = testenv.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-type rsRun struct {
-	code           int
-	stdout, stderr string
-}
-
-// rsExec runs bin with args and exactly the environment env plus PATH and HOME.
-func rsExec(t *testing.T, bin string, env []string, args ...string) rsRun {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("%s did not exit within 30s; stderr:\n%s", bin, stderr.String())
-	}
-	r := rsRun{stdout: stdout.String(), stderr: stderr.String()}
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		r.code = exit.ExitCode()
-	case err != nil:
-		t.Fatal(err)
-	}
-	return r
-}
-
 func TestBadConfiguration(t *testing.T) {
-	bin := rsBuildBinary(t)
+	bin := testenv.BuildBinary(t, "github.com/kube-semaphore/semaphore/components/service-mirror")
 
 	// Remote kubeconfig fixtures: none at all, and one that is not YAML a kubeconfig can be.
 	noRemotes := t.TempDir()
@@ -127,38 +82,38 @@ func TestBadConfiguration(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := rsExec(t, bin, tc.env)
-			if r.code == 0 {
+			r := testenv.RunBinary(t, bin, tc.env)
+			if r.Code == 0 {
 				t.Errorf("exit code 0, want non-zero")
 			}
-			lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+			lines := strings.Split(strings.TrimSuffix(r.Stderr, "\n"), "\n")
 			if len(lines) != 1 || lines[0] == "" {
-				t.Fatalf("stderr has %d lines, want exactly one:\n%s", len(lines), r.stderr)
+				t.Fatalf("stderr has %d lines, want exactly one:\n%s", len(lines), r.Stderr)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(lines[0], w) {
 					t.Errorf("stderr %q does not name %q", lines[0], w)
 				}
 			}
-			if strings.Contains(r.stderr, "panic") || strings.Contains(r.stderr, "goroutine ") {
-				t.Errorf("stderr looks like a crash: %s", r.stderr)
+			if strings.Contains(r.Stderr, "panic") || strings.Contains(r.Stderr, "goroutine ") {
+				t.Errorf("stderr looks like a crash: %s", r.Stderr)
 			}
-			t.Logf("exit %d: %s", r.code, lines[0])
+			t.Logf("exit %d: %s", r.Code, lines[0])
 		})
 	}
 
 	t.Run("help", func(t *testing.T) {
-		r := rsExec(t, bin, nil, "-h")
-		if r.code != 0 {
-			t.Errorf("-h exit code %d, want 0; stderr: %s", r.code, r.stderr)
+		r := testenv.RunBinary(t, bin, nil, "-h")
+		if r.Code != 0 {
+			t.Errorf("-h exit code %d, want 0; stderr: %s", r.Code, r.Stderr)
 		}
 		for _, v := range []string{"SEMAPHORE_MIRROR_NAMESPACE", "SEMAPHORE_LOCAL_CLUSTER", "SEMAPHORE_REMOTES"} {
-			if !strings.Contains(r.stdout, v) {
-				t.Errorf("-h output does not list %s:\n%s", v, r.stdout)
+			if !strings.Contains(r.Stdout, v) {
+				t.Errorf("-h output does not list %s:\n%s", v, r.Stdout)
 			}
 		}
-		if r.stderr != "" {
-			t.Errorf("-h wrote to stderr: %s", r.stderr)
+		if r.Stderr != "" {
+			t.Errorf("-h wrote to stderr: %s", r.Stderr)
 		}
 	})
 }

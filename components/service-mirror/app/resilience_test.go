@@ -126,42 +126,16 @@ func rsObjectVersions(t *testing.T, cfg app.Config, remote string) map[string]st
 }
 
 // rsMirrorWrites returns the write requests the service mirror made to objects in its mirror
-// namespace, from the local API server's audit log (written before each response: blocking
-// mode). Writes to Leases are left out: renewing the lease is leader election's heartbeat, not
-// mirroring, and happens every retry period whether or not anything changes.
-func rsMirrorWrites(t *testing.T, cfg app.Config) []testenv.AuditEvent {
+// namespace (Leases left out, see WritesBut).
+func rsMirrorWrites(t *testing.T, cfg app.Config) testenv.AuditEvents {
 	t.Helper()
-	events, err := local.Writes(app.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []testenv.AuditEvent
-	for _, e := range events {
-		if e.ObjectRef.Namespace == cfg.Namespace && e.ObjectRef.Resource != "leases" {
+	var out testenv.AuditEvents
+	for _, e := range local.WritesBut(t, app.Name) {
+		if e.ObjectRef.Namespace == cfg.Namespace {
 			out = append(out, e)
 		}
 	}
 	return out
-}
-
-func rsDescribe(events []testenv.AuditEvent) string {
-	var b strings.Builder
-	for _, e := range events {
-		fmt.Fprintf(&b, "\n  %s %s/%s %d", e.Verb, e.ObjectRef.Resource, e.ObjectRef.Name, e.ResponseStatus.Code)
-	}
-	return b.String()
-}
-
-// rsLeaseHolder is the holder of cfg's leader election Lease ("" when released or absent).
-func rsLeaseHolder(cfg app.Config) (string, error) {
-	l, err := local.Client.CoordinationV1().Leases(cfg.LeaderElection.Namespace).Get(context.Background(), cfg.LeaderElection.LeaseName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	return ptr.Deref(l.Spec.HolderIdentity, ""), nil
 }
 
 func rsHolderErr(holder string, err error, want string) error {
@@ -169,39 +143,6 @@ func rsHolderErr(holder string, err error, want string) error {
 		return err
 	}
 	return fmt.Errorf("lease holder %q, want %q", holder, want)
-}
-
-// rsHold fails the test unless check keeps returning nil for d.
-func rsHold(t *testing.T, d time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if err := check(); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func rsCut(t *testing.T, c *testenv.Cluster) {
-	t.Helper()
-	// Registered before cutting, so the shared remote is restored for the other tests whatever
-	// happens to this one.
-	t.Cleanup(func() {
-		if err := c.SetReachable(true); err != nil {
-			t.Errorf("restoring %s: %v", c.Name, err)
-		}
-	})
-	if err := c.SetReachable(false); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func rsRestore(t *testing.T, c *testenv.Cluster) {
-	t.Helper()
-	if err := c.SetReachable(true); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func rsReadyEndpoints(addrs ...string) map[string]bool {
@@ -255,7 +196,7 @@ func TestRemoteOutage(t *testing.T) {
 	})
 	versions := rsObjectVersions(t, cfg, "aws")
 
-	rsCut(t, aws)
+	aws.Cut(t)
 	cut := time.Now()
 	eventually(t, 10*time.Second, "remote_up{remote=aws} drops to 0", func() error {
 		if v := metricValue(t, r.Registry, rsRemoteUp, map[string]string{"remote": "aws"}); v != 0 {
@@ -293,7 +234,7 @@ func TestRemoteOutage(t *testing.T) {
 	}
 
 	// An outage never deletes or changes mirrors by itself.
-	rsHold(t, 5*time.Second, "mirrors untouched during the outage", func() error {
+	testenv.Hold(t, 5*time.Second, "mirrors untouched during the outage", func() error {
 		if err := allMirrored(before)(); err != nil {
 			return err
 		}
@@ -309,7 +250,7 @@ func TestRemoteOutage(t *testing.T) {
 		return nil
 	})
 
-	rsRestore(t, aws)
+	aws.Restore(t)
 	restored := time.Now()
 	eventually(t, rsRecovery, "deleted Service's mirror and slices removed", func() error { return mirrorGone(cfg, gone) })
 	eventually(t, rsRecovery, "changed endpoints mirrored", func() error {
@@ -361,7 +302,7 @@ func TestStartWithRemoteDown(t *testing.T) {
 	dbAddrs := rsReadyEndpoints("10.30.0.1", "10.30.0.2")
 
 	// First run: gcp is down from the start; aws must not wait for it.
-	rsCut(t, gcp)
+	gcp.Cut(t)
 	r := start(t, cfg)
 	eventually(t, 30*time.Second, "aws mirrored while gcp is down", func() error { return rsMirrored(cfg, web, 1, webAddrs) })
 	eventually(t, 10*time.Second, "/readyz names gcp, not aws", func() error {
@@ -378,7 +319,7 @@ func TestStartWithRemoteDown(t *testing.T) {
 		t.Errorf("mirror of %s while gcp was never reachable: err %v", db, err)
 	}
 
-	rsRestore(t, gcp)
+	gcp.Restore(t)
 	restored := time.Now()
 	eventually(t, rsRecovery, "gcp mirrored once it is back", func() error { return rsMirrored(cfg, db, 1, dbAddrs) })
 	t.Logf("gcp mirrored %v after restore", time.Since(restored).Round(time.Millisecond))
@@ -392,10 +333,10 @@ func TestStartWithRemoteDown(t *testing.T) {
 	if len(gcpBefore) != 2 {
 		t.Fatalf("gcp mirror objects after the first run: %v, want a Service and a slice", gcpBefore)
 	}
-	rsCut(t, gcp)
+	gcp.Cut(t)
 	r = start(t, cfg)
 	eventually(t, 30*time.Second, "second run leads, aws in sync, not ready because of gcp", func() error {
-		if h, err := rsLeaseHolder(cfg); err != nil || h != cfg.Identity {
+		if h, err := local.LeaseHolder(cfg.LeaderElection.Namespace, cfg.LeaderElection.LeaseName); err != nil || h != cfg.Identity {
 			return rsHolderErr(h, err, cfg.Identity)
 		}
 		// Only the leader's controller computes the inventory.
@@ -408,7 +349,7 @@ func TestStartWithRemoteDown(t *testing.T) {
 		}
 		return nil
 	})
-	rsHold(t, 5*time.Second, "mirrors kept while gcp is down at start", func() error {
+	testenv.Hold(t, 5*time.Second, "mirrors kept while gcp is down at start", func() error {
 		if got := rsObjectVersions(t, cfg, "gcp"); !maps.Equal(got, gcpBefore) {
 			return fmt.Errorf("gcp mirror objects %v, were %v", got, gcpBefore)
 		}
@@ -424,7 +365,7 @@ func TestStartWithRemoteDown(t *testing.T) {
 		}
 		return nil
 	})
-	rsRestore(t, gcp)
+	gcp.Restore(t)
 	eventually(t, rsRecovery, "ready once gcp is back", func() error { return rsReady(t, r) })
 	eventually(t, 10*time.Second, "gcp in sync", func() error { return rsInSync(t, r, "gcp", 1) })
 	if got := rsObjectVersions(t, cfg, "gcp"); !maps.Equal(got, gcpBefore) {
@@ -537,12 +478,12 @@ func TestRestartMakesNoWrites(t *testing.T) {
 	baseline := rsMirrorWrites(t, cfg)
 	// 5 Services and 9 slices were created: the audit log does see the controller's writes.
 	if len(baseline) < 14 {
-		t.Fatalf("the audit log shows %d writes by the first run, want at least 14:%s", len(baseline), rsDescribe(baseline))
+		t.Fatalf("the audit log shows %d writes by the first run, want at least 14:%s", len(baseline), baseline.String())
 	}
 
 	second := start(t, cfg)
 	eventually(t, 30*time.Second, "second run leads", func() error {
-		h, err := rsLeaseHolder(cfg)
+		h, err := local.LeaseHolder(cfg.LeaderElection.Namespace, cfg.LeaderElection.LeaseName)
 		if err != nil || h != cfg.Identity {
 			return rsHolderErr(h, err, cfg.Identity)
 		}
@@ -570,7 +511,7 @@ func TestRestartMakesNoWrites(t *testing.T) {
 	})
 
 	if after := rsMirrorWrites(t, cfg); len(after) != len(baseline) {
-		t.Errorf("a restart against an in-sync cluster made %d writes:%s", len(after)-len(baseline), rsDescribe(after[len(baseline):]))
+		t.Errorf("a restart against an in-sync cluster made %d writes:%s", len(after)-len(baseline), after[len(baseline):].String())
 	}
 	if n := metricValue(t, second.Registry, rsWrites, nil); n != 0 {
 		t.Errorf("writes_total of the second run = %v, want 0", n)
@@ -684,7 +625,7 @@ func TestLeaderElection(t *testing.T) {
 	}
 	var leaderID, standbyID string
 	eventually(t, 30*time.Second, "one replica leads", func() error {
-		h, err := rsLeaseHolder(cfgA)
+		h, err := local.LeaseHolder(cfgA.LeaderElection.Namespace, cfgA.LeaderElection.LeaseName)
 		if err != nil {
 			return err
 		}
@@ -713,8 +654,8 @@ func TestLeaderElection(t *testing.T) {
 		return nil
 	})
 	// Exactly one leads, and keeps leading: the standby writes nothing, reconciles nothing.
-	rsHold(t, 2*time.Second, "one stable leader, a passive standby", func() error {
-		if h, err := rsLeaseHolder(cfgA); err != nil || h != leaderID {
+	testenv.Hold(t, 2*time.Second, "one stable leader, a passive standby", func() error {
+		if h, err := local.LeaseHolder(cfgA.LeaderElection.Namespace, cfgA.LeaderElection.LeaseName); err != nil || h != leaderID {
 			return rsHolderErr(h, err, leaderID)
 		}
 		if n := metricValue(t, standby.Registry, rsWrites, nil); n != 0 {
@@ -737,7 +678,7 @@ func TestLeaderElection(t *testing.T) {
 	remoteSlice(t, aws, ns, "second", "second-1", discoveryv1.AddressTypeIPv4, endpoint("10.80.1.1"))
 	second := mirror.Source{Cluster: "aws", Namespace: ns, Name: "second"}
 	eventually(t, 3*cfgA.LeaseDuration, "standby takes over and mirrors a new Service", func() error {
-		if h, err := rsLeaseHolder(cfgA); err != nil || h != standbyID {
+		if h, err := local.LeaseHolder(cfgA.LeaderElection.Namespace, cfgA.LeaderElection.LeaseName); err != nil || h != standbyID {
 			return rsHolderErr(h, err, standbyID)
 		}
 		return rsMirrored(cfgA, second, 1, rsReadyEndpoints("10.80.1.1"))

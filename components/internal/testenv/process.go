@@ -1,0 +1,135 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// BuildBinary builds the command pkg (an import path) into a temporary directory.
+func BuildBinary(t testing.TB, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
+// Run is how a binary run by RunBinary ended.
+type Run struct {
+	Code           int
+	Stdout, Stderr string
+}
+
+// RunBinary runs bin with args and exactly the environment env plus PATH and HOME, as a
+// container would get it, and fails the test if it does not exit within 30 s.
+func RunBinary(t testing.TB, bin string, env []string, args ...string) Run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%s did not exit within 30s; stderr:\n%s", bin, stderr.String())
+	}
+	r := Run{Stdout: stdout.String(), Stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		r.Code = exit.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Hold fails the test unless check keeps returning nil for d.
+func Hold(t testing.TB, d time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if err := check(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Cut makes c unreachable through its proxy (the kubeconfig controllers use) and restores it
+// when the test ends, whatever happens to the test: clusters are shared between tests.
+func (c *Cluster) Cut(t testing.TB) {
+	t.Helper()
+	t.Cleanup(func() {
+		if err := c.SetReachable(true); err != nil {
+			t.Errorf("restoring %s: %v", c.Name, err)
+		}
+	})
+	if err := c.SetReachable(false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Restore makes c reachable again after Cut.
+func (c *Cluster) Restore(t testing.TB) {
+	t.Helper()
+	if err := c.SetReachable(true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// LeaseHolder is the holder of the Lease namespace/name in c ("" when released or absent).
+func (c *Cluster) LeaseHolder(namespace, name string) (string, error) {
+	l, err := c.Client.CoordinationV1().Leases(namespace).Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return ptr.Deref(l.Spec.HolderIdentity, ""), nil
+}
+
+// WritesBut returns the write requests in the audit log whose user agent starts with
+// userAgent, leaving out those to Leases: renewing a lease is leader election's heartbeat,
+// made every retry period whether or not anything changes.
+func (c *Cluster) WritesBut(t testing.TB, userAgent string) AuditEvents {
+	t.Helper()
+	events, err := c.Writes(userAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out AuditEvents
+	for _, e := range events {
+		if e.ObjectRef.Resource != "leases" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// AuditEvents are audit log entries, printable one per line.
+type AuditEvents []AuditEvent
+
+func (events AuditEvents) String() string {
+	var b strings.Builder
+	for _, e := range events {
+		fmt.Fprintf(&b, "\n  %s %s %s/%s %d", e.Verb, e.ObjectRef.Resource, e.ObjectRef.Namespace, e.ObjectRef.Name, e.ResponseStatus.Code)
+	}
+	return b.String()
+}
