@@ -1,0 +1,344 @@
+// Package bench measures semaphore-policy against real API servers: convergence of a fresh
+// local cluster on 5,000 labelled remote pods in 500 sets, the delay from a pod change to its
+// set being updated under 50 changes per second, writes made versus changes, writes at rest,
+// and the controller's peak memory. Run it with `make bench`.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kube-semaphore/semaphore/components/internal/remote"
+	"github.com/kube-semaphore/semaphore/components/internal/testenv"
+	"github.com/kube-semaphore/semaphore/components/policy/calico"
+	"github.com/kube-semaphore/semaphore/components/policy/netset"
+)
+
+const (
+	pods         = 5000
+	sets         = 500
+	perSet       = pods / sets
+	namespaces   = 5
+	changeRate   = 50 // pod changes per second
+	changeSecs   = 30
+	changes      = changeRate * changeSecs
+	podLabel     = "policy.semaphore.uw.io/name"
+	userAgent    = "semaphore-policy"
+	leaseNS      = "semaphore"
+	api          = calico.APIv3
+	convergeWait = 5 * time.Minute
+)
+
+// podIP is the address pod i starts with: 198.18.0.1 to 198.18.19.250.
+func podIP(i int) string { return fmt.Sprintf("198.18.%d.%d", i/250, i%250+1) }
+
+// markerIP is the address the k-th change gives a pod: unique, and outside podIP's range.
+func markerIP(k int) string { return fmt.Sprintf("198.19.%d.%d", k/250, k%250+1) }
+
+// setOf is the set (label value) and namespace of pod i.
+func setOf(i int) (ns, set string) {
+	s := i % sets
+	return fmt.Sprintf("team-%d", s%namespaces), fmt.Sprintf("set-%03d", s)
+}
+
+// pendingChange is a change whose marker address the local sets do not show yet.
+type pendingChange struct {
+	at  time.Time
+	set string // the value of the set's name label
+}
+
+func BenchmarkPolicy(b *testing.B) {
+	b.StopTimer()
+	dir := b.TempDir()
+	crds := filepath.Join(testenv.RepoRoot(), "components", "policy", "testdata", "crds")
+	clusters := testenv.Start(b, testenv.Options{Audit: true, CRDDirs: []string{crds}}, "local", "gcp")
+	local, gcp := clusters[0], clusters[1]
+	ctx := context.Background()
+
+	cfg := rest.CopyConfig(gcp.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	gcpClient := kubernetes.NewForConfigOrDie(cfg)
+	if err := local.EnsureNamespace(ctx, leaseNS); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	remotePods := populate(b, gcp, gcpClient)
+	b.Logf("created %d remote pods in %d sets in %v", pods, sets, time.Since(start).Round(time.Millisecond))
+
+	// The local view: an informer on the GlobalNetworkSets, as a user's kubectl --watch would be.
+	var (
+		pending   sync.Map // marker net -> pendingChange
+		latMu     sync.Mutex
+		latencies []time.Duration
+		misplaced atomic.Int64 // markers seen in a set other than their pod's
+	)
+	record := func(obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		now := time.Now()
+		nets, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "nets")
+		for _, n := range nets {
+			if v, ok := pending.LoadAndDelete(n); ok {
+				c := v.(pendingChange)
+				if u.GetLabels()[netset.LabelName] != c.set {
+					misplaced.Add(1)
+				}
+				latMu.Lock()
+				latencies = append(latencies, now.Sub(c.at))
+				latMu.Unlock()
+			}
+		}
+	}
+	res, _ := calico.Resource(api)
+	setInformer := dynamicinformer.NewDynamicSharedInformerFactory(dynamic.NewForConfigOrDie(local.Config), 0).ForResource(res).Informer()
+	_, _ = setInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: record, UpdateFunc: func(_, o any) { record(o) }})
+	stop := make(chan struct{})
+	defer close(stop)
+	go setInformer.Run(stop)
+	cache.WaitForCacheSync(stop, setInformer.HasSynced)
+
+	bin := buildController(b, dir)
+	remotesDir := filepath.Join(dir, "remotes")
+	kubeconfig, err := os.ReadFile(gcp.Kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(remote.KubeconfigPath(remotesDir, "gcp")), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(remote.KubeconfigPath(remotesDir, "gcp"), kubeconfig, 0o600); err != nil {
+		b.Fatal(err)
+	}
+
+	// Phase 1: a fresh local cluster converges on the remote.
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(),
+		"SEMAPHORE_LOCAL_CLUSTER=local",
+		"SEMAPHORE_REMOTES=gcp",
+		"SEMAPHORE_REMOTES_DIR="+remotesDir,
+		"SEMAPHORE_LOCAL_KUBECONFIG="+local.DirectKubeconfig,
+		"SEMAPHORE_ADMIN_ADDR=127.0.0.1:0",
+		"SEMAPHORE_LEADER_ELECT_NAMESPACE="+leaseNS,
+		"SEMAPHORE_POLICY_CALICO_API="+api,
+		"SEMAPHORE_LOG_LEVEL=warn",
+	)
+	logFile, err := os.Create(filepath.Join(dir, "controller.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	writesBefore := countWrites(b, local)
+	b.StartTimer()
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	for {
+		n, complete := completeSets(setInformer.GetStore())
+		if complete == sets {
+			break
+		}
+		if time.Since(t0) > convergeWait {
+			b.Fatalf("not converged after %v: %d sets, %d of them complete; see %s", convergeWait, n, complete, logFile.Name())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	convergence := time.Since(t0)
+	b.StopTimer()
+	time.Sleep(2 * time.Second) // let the last watch events arrive before counting
+	convergeWrites := countWrites(b, local) - writesBefore
+
+	// Phase 2: at rest, nothing is written.
+	rest0 := countWrites(b, local)
+	time.Sleep(5 * time.Second)
+	idleWrites := countWrites(b, local) - rest0
+
+	// Phase 3: steady state, changeRate pod changes per second, each giving one pod a new
+	// address; consecutive changes go to different sets (a stride coprime with the pod count).
+	steady0 := countWrites(b, local)
+	phase := time.Now()
+	for k := range changes {
+		if d := time.Until(phase.Add(time.Duration(k) * time.Second / changeRate)); d > 0 {
+			time.Sleep(d)
+		}
+		i := (k * 37) % pods
+		p := remotePods[i].DeepCopy()
+		marker := markerIP(k)
+		p.Status.PodIP, p.Status.PodIPs = marker, []corev1.PodIP{{IP: marker}}
+		_, set := setOf(i)
+		pending.Store(marker+"/32", pendingChange{at: time.Now(), set: set})
+		out, err := gcpClient.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		remotePods[i] = out
+	}
+	changePhase := time.Since(phase)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		latMu.Lock()
+		n := len(latencies)
+		latMu.Unlock()
+		if n == changes {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("only %d of %d changes arrived; see %s", n, changes, logFile.Name())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+	steadyWrites := countWrites(b, local) - steady0
+	rss := peakRSS(b, cmd.Process.Pid)
+	if m := misplaced.Load(); m > 0 {
+		b.Errorf("%d marker addresses showed up in a set other than their pod's", m)
+	}
+
+	slices.Sort(latencies)
+	p50 := latencies[len(latencies)/2]
+	p99 := latencies[len(latencies)*99/100]
+	maxLat := latencies[len(latencies)-1]
+	b.ReportMetric(convergence.Seconds(), "converge-s")
+	b.ReportMetric(float64(convergeWrites), "converge-writes")
+	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(steadyWrites)/changes, "writes/change")
+	b.ReportMetric(float64(idleWrites), "idle-writes")
+	b.ReportMetric(rss/(1<<20), "peak-RSS-MiB")
+	b.ReportMetric(0, "ns/op")
+	fmt.Printf("policy: %d remote pods in %d sets converged in %v with %d writes (%d sets)\n",
+		pods, sets, convergence.Round(time.Millisecond), convergeWrites, sets)
+	fmt.Printf("policy: steady state, %d pod changes in %v (%.1f/s): p50 %v, p99 %v, max %v; %d writes for %d changes (%.2f per change)\n",
+		changes, changePhase.Round(time.Millisecond), float64(changes)/changePhase.Seconds(),
+		p50.Round(100*time.Microsecond), p99.Round(100*time.Microsecond), maxLat.Round(100*time.Microsecond),
+		steadyWrites, changes, float64(steadyWrites)/changes)
+	fmt.Printf("policy: writes at rest over 5s: %d; controller peak RSS %.1f MiB\n", idleWrites, rss/(1<<20))
+	if convergence > 10*time.Second || p99 > 500*time.Millisecond || steadyWrites > changes || idleWrites > 0 {
+		fmt.Printf("policy: aims missed (converge < 10s, p99 < 500ms, writes <= changes, none at rest); controller log: %s\n", logFile.Name())
+	}
+}
+
+// completeSets counts the sets in store and those of them holding all their pods' addresses.
+func completeSets(store cache.Store) (n, complete int) {
+	for _, o := range store.List() {
+		nets, _, _ := unstructured.NestedStringSlice(o.(*unstructured.Unstructured).Object, "spec", "nets")
+		n++
+		if len(nets) == perSet {
+			complete++
+		}
+	}
+	return n, complete
+}
+
+// populate creates the labelled remote pods with their addresses and returns them.
+func populate(b *testing.B, gcp *testenv.Cluster, client kubernetes.Interface) []*corev1.Pod {
+	ctx := context.Background()
+	for n := range namespaces {
+		if err := gcp.EnsureNamespace(ctx, fmt.Sprintf("team-%d", n)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	out := make([]*corev1.Pod, pods)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range 16 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= pods || failed.Load() != nil {
+					return
+				}
+				ns, set := setOf(i)
+				p := &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%04d", i), Namespace: ns, Labels: map[string]string{podLabel: set, "app": set}},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+				}
+				p, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				p.Status.Phase = corev1.PodRunning
+				p.Status.PodIP, p.Status.PodIPs = podIP(i), []corev1.PodIP{{IP: podIP(i)}}
+				if p, err = client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+					failed.Store(err)
+					return
+				}
+				out[i] = p
+			}
+		})
+	}
+	wg.Wait()
+	if err, ok := failed.Load().(error); ok {
+		b.Fatal(err)
+	}
+	return out
+}
+
+// countWrites counts the controller's write requests in the local audit log, leaving out
+// lease renewals (leader election's heartbeat).
+func countWrites(b *testing.B, c *testenv.Cluster) int {
+	events, err := c.Writes(userAgent)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for _, e := range events {
+		if e.ObjectRef.Resource != "leases" {
+			n++
+		}
+	}
+	return n
+}
+
+func buildController(b *testing.B, dir string) string {
+	bin := filepath.Join(dir, "semaphore-policy")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/kube-semaphore/semaphore/components/policy")
+	cmd.Dir = testenv.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// peakRSS reads the high-water mark of a process's resident memory, in bytes.
+func peakRSS(b *testing.B, pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb * 1024
+		}
+	}
+	b.Fatal("no VmHWM in /proc status")
+	return 0
+}
