@@ -57,6 +57,12 @@ func (f *Factory) Specs() []Spec {
 	return out
 }
 
+// External records a metric that a custom collector of the component exports (for example
+// one that reads device statistics at scrape time) and returns its full name.
+func (f *Factory) External(name, typ, help string, labels ...string) string {
+	return f.record(name, typ, help, labels)
+}
+
 // Counter creates and registers a counter.
 func (f *Factory) Counter(name, help string) prometheus.Counter {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: f.record(name, "counter", help, nil), Help: help})

@@ -1,0 +1,364 @@
+// Package controller keeps, on one node, a WireGuard device per remote cluster in line with that
+// cluster's nodes: informers on each remote's Nodes feed a workqueue keyed by remote; each sync
+// computes the desired peers and routes with package peers and applies only the difference, so
+// unchanged peers keep their sessions.
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kube-semaphore/semaphore/components/internal/reconcile"
+	"github.com/kube-semaphore/semaphore/components/internal/remote"
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+)
+
+// Devices is what the controller needs of the host's WireGuard devices and routes.
+type Devices interface {
+	Ensure(name string, key wgtypes.Key, listenPort, mtu int) error
+	Peers(name string) ([]wgtypes.Peer, error)
+	ConfigurePeers(name string, changes []wgtypes.PeerConfig) error
+	SyncRoutes(name string, want []net.IPNet) (added, removed int, err error)
+}
+
+// RemoteDevice is the device of one remote cluster.
+type RemoteDevice struct {
+	Remote     string
+	Device     string
+	Key        wgtypes.Key
+	ListenPort int
+}
+
+// Options configure a Controller.
+type Options struct {
+	LocalCluster string
+	NodeName     string
+	// EndpointAddress is the address other clusters reach this node at; empty means the
+	// node's first InternalIP.
+	EndpointAddress string
+	MTU             int
+	Keepalive       time.Duration
+	ResyncPeriod    time.Duration
+}
+
+// Controller manages this node's devices.
+type Controller struct {
+	opts    Options
+	log     *slog.Logger
+	local   kubernetes.Interface
+	devices Devices
+	health  *remote.Health
+	metrics *Metrics
+
+	remotes map[string]*remoteCache
+	queue   workqueue.TypedRateLimitingInterface[string]
+	loop    *reconcile.Loop[string]
+}
+
+type remoteCache struct {
+	dev     RemoteDevice
+	factory informers.SharedInformerFactory
+	nodes   corelisters.NodeLister
+	synced  cache.InformerSynced
+	ready   atomic.Bool
+
+	mu      sync.Mutex
+	byKey   map[wgtypes.Key]string // public key -> node name, of the last desired peers
+	skipped map[string]string      // node -> reason, to log a skip once
+}
+
+// New wires an informer on the Nodes of each remote.
+func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, devs []RemoteDevice, devices Devices, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) *Controller {
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "wireguard", MetricsProvider: queueMetrics},
+	)
+	c := &Controller{opts: opts, log: log, local: local, devices: devices, health: health, metrics: m, remotes: map[string]*remoteCache{}, queue: queue}
+	c.loop = &reconcile.Loop[string]{Queue: queue, Sync: c.sync, Remote: func(r string) string { return r }, Metrics: m.reconcile, Log: log}
+	byName := map[string]RemoteDevice{}
+	for _, d := range devs {
+		byName[d.Remote] = d
+	}
+	for _, r := range remotes {
+		rc := &remoteCache{dev: byName[r.Name], byKey: map[wgtypes.Key]string{}, skipped: map[string]string{}}
+		rc.factory = informers.NewSharedInformerFactory(r.Client, opts.ResyncPeriod)
+		inf := rc.factory.Core().V1().Nodes()
+		rc.nodes = inf.Lister()
+		rc.synced = inf.Informer().HasSynced
+		enqueue := func(any) {
+			if rc.ready.Load() {
+				queue.Add(r.Name)
+			}
+		}
+		_, _ = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    enqueue,
+			UpdateFunc: func(_, obj any) { enqueue(obj) },
+			DeleteFunc: enqueue,
+		})
+		c.remotes[r.Name] = rc
+	}
+	m.stats.source = c.stats
+	m.stats.log = log
+	return c
+}
+
+// Setup creates the devices (leaving in-sync ones untouched) and publishes this node's public
+// keys and endpoints in its annotations, removing those of remotes no longer configured.
+func (c *Controller) Setup(ctx context.Context) error {
+	for _, rc := range c.remotes {
+		if err := c.devices.Ensure(rc.dev.Device, rc.dev.Key, rc.dev.ListenPort, c.opts.MTU); err != nil {
+			return fmt.Errorf("device %s for remote %s: %w", rc.dev.Device, rc.dev.Remote, err)
+		}
+	}
+	return c.annotateNode(ctx)
+}
+
+func (c *Controller) annotateNode(ctx context.Context) error {
+	node, err := c.local.CoreV1().Nodes().Get(ctx, c.opts.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("SEMAPHORE_WG_NODE_NAME: node %s: %w", c.opts.NodeName, err)
+	}
+	addr, err := c.endpointAddress(node)
+	if err != nil {
+		return err
+	}
+	want := map[string]*string{}
+	for _, rc := range c.remotes {
+		key := rc.dev.Key.PublicKey().String()
+		endpoint := netip.AddrPortFrom(addr, uint16(rc.dev.ListenPort)).String()
+		want[peers.PubKeyAnnotation(rc.dev.Remote)] = &key
+		want[peers.EndpointAnnotation(rc.dev.Remote)] = &endpoint
+	}
+	patch := map[string]*string{}
+	for k, v := range node.Annotations {
+		if w, ok := want[k]; ok {
+			if *w != v {
+				patch[k] = w
+			}
+			continue
+		}
+		if isOurAnnotation(k) {
+			patch[k] = nil // a remote no longer configured
+		}
+	}
+	for k, w := range want {
+		if _, ok := node.Annotations[k]; !ok {
+			patch[k] = w
+		}
+	}
+	if len(patch) == 0 {
+		return nil
+	}
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
+	if err != nil {
+		return err
+	}
+	if _, err := c.local.CoreV1().Nodes().Patch(ctx, c.opts.NodeName, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("annotating node %s: %w", c.opts.NodeName, err)
+	}
+	c.log.Info("published public keys and endpoints", "node", c.opts.NodeName, "annotations", len(patch))
+	return nil
+}
+
+// isOurAnnotation matches <cluster>.wireguard.semaphore.uw.io/{pubKey,endpoint}.
+func isOurAnnotation(k string) bool {
+	prefix, name, ok := strings.Cut(k, "/")
+	cluster, domain, ok2 := strings.Cut(prefix, ".")
+	return ok && ok2 && cluster != "" && domain == "wireguard.semaphore.uw.io" &&
+		(k == peers.PubKeyAnnotation(cluster) || k == peers.EndpointAnnotation(cluster)) && name != ""
+}
+
+func (c *Controller) endpointAddress(node *corev1.Node) (netip.Addr, error) {
+	if c.opts.EndpointAddress != "" {
+		a, err := netip.ParseAddr(c.opts.EndpointAddress)
+		if err != nil {
+			return netip.Addr{}, fmt.Errorf("SEMAPHORE_WG_ENDPOINT_ADDRESS: %w", err)
+		}
+		return a, nil
+	}
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			if ip, err := netip.ParseAddr(a.Address); err == nil {
+				return ip, nil
+			}
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("node %s has no InternalIP; set SEMAPHORE_WG_ENDPOINT_ADDRESS", node.Name)
+}
+
+// Run starts the informers and workers and blocks until ctx is done. A remote whose API server
+// is unreachable keeps its peers: nothing is removed until its cache has synced and says so.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for name, rc := range c.remotes {
+		rc.factory.Start(ctx.Done())
+		defer rc.factory.Shutdown()
+		wg.Go(func() {
+			if !cache.WaitForCacheSync(ctx.Done(), rc.synced) {
+				return
+			}
+			rc.ready.Store(true)
+			c.health.MarkSynced(name)
+			c.log.Info("remote caches synced", "remote", name)
+			c.queue.Add(name)
+		})
+	}
+	c.loop.Run(ctx, workers)
+}
+
+// sync makes the device of one remote hold exactly the desired peers and routes.
+func (c *Controller) sync(_ context.Context, name string) (string, error) {
+	rc := c.remotes[name]
+	if rc == nil || !rc.ready.Load() {
+		return reconcile.Skipped, nil
+	}
+	list, err := rc.nodes.List(k8slabels.Everything())
+	if err != nil {
+		return reconcile.Error, err
+	}
+	nodes := make([]peers.Node, 0, len(list))
+	for _, n := range list {
+		nodes = append(nodes, peers.Node{Name: n.Name, Annotations: n.Annotations, PodCIDRs: podCIDRs(n)})
+	}
+	desired, skipped := peers.Desired(c.opts.LocalCluster, nodes)
+	c.recordSkips(rc, skipped)
+
+	actual, err := c.devices.Peers(rc.dev.Device)
+	if err != nil {
+		return reconcile.Error, err
+	}
+	changes := peers.Changes(desired, actual, c.opts.Keepalive)
+	if len(changes) > 0 {
+		if err := c.devices.ConfigurePeers(rc.dev.Device, changes); err != nil {
+			return reconcile.Error, fmt.Errorf("configuring peers of %s: %w", rc.dev.Device, err)
+		}
+		c.countChanges(rc, actual, changes)
+	}
+	byKey := map[wgtypes.Key]string{}
+	for _, p := range desired {
+		byKey[p.PublicKey] = p.Node
+	}
+	rc.mu.Lock()
+	rc.byKey = byKey
+	rc.mu.Unlock()
+
+	added, removed, err := c.devices.SyncRoutes(rc.dev.Device, peers.Routes(desired))
+	c.metrics.changes.WithLabelValues(name, "route_add").Add(float64(added))
+	c.metrics.changes.WithLabelValues(name, "route_remove").Add(float64(removed))
+	if err != nil {
+		return reconcile.Error, fmt.Errorf("routes of %s: %w", rc.dev.Device, err)
+	}
+	return reconcile.Success, nil
+}
+
+func podCIDRs(n *corev1.Node) []string {
+	if len(n.Spec.PodCIDRs) > 0 {
+		return n.Spec.PodCIDRs
+	}
+	if n.Spec.PodCIDR != "" {
+		return []string{n.Spec.PodCIDR}
+	}
+	return nil
+}
+
+func (c *Controller) countChanges(rc *remoteCache, actual []wgtypes.Peer, changes []wgtypes.PeerConfig) {
+	had := map[wgtypes.Key]bool{}
+	for _, a := range actual {
+		had[a.PublicKey] = true
+	}
+	for _, ch := range changes {
+		op := "peer_update"
+		switch {
+		case ch.Remove:
+			op = "peer_remove"
+		case !had[ch.PublicKey]:
+			op = "peer_add"
+		}
+		c.metrics.changes.WithLabelValues(rc.dev.Remote, op).Inc()
+		c.log.Info("peer "+strings.TrimPrefix(op, "peer_")+"d", "remote", rc.dev.Remote, "device", rc.dev.Device, "peer", ch.PublicKey.String())
+	}
+}
+
+// recordSkips sets the skipped-peers gauge and logs each node's skip once, when it starts.
+func (c *Controller) recordSkips(rc *remoteCache, skipped []peers.Skip) {
+	counts := map[string]int{}
+	now := map[string]string{}
+	for _, s := range skipped {
+		counts[s.Reason]++
+		now[s.Node] = s.Reason
+		if s.Reason == peers.ReasonNotAnnotated {
+			continue
+		}
+		rc.mu.Lock()
+		prev := rc.skipped[s.Node]
+		rc.mu.Unlock()
+		if prev != s.Reason {
+			c.log.Warn("remote node skipped", "remote", rc.dev.Remote, "peer", s.Node, "reason", s.Reason, "err", s.Detail)
+		}
+	}
+	rc.mu.Lock()
+	rc.skipped = now
+	rc.mu.Unlock()
+	for _, reason := range allReasons {
+		c.metrics.skipped.WithLabelValues(rc.dev.Remote, reason).Set(float64(counts[reason]))
+	}
+}
+
+var allReasons = []string{peers.ReasonNotAnnotated, peers.ReasonBadKey, peers.ReasonBadEndpoint, peers.ReasonNoPodCIDR,
+	peers.ReasonBadPodCIDR, peers.ReasonDuplicateKey, peers.ReasonOverlappingIP}
+
+// stats reads every device's peers for the statistics collector.
+func (c *Controller) stats() []DeviceStats {
+	names := make([]string, 0, len(c.remotes))
+	for n := range c.remotes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var out []DeviceStats
+	for _, n := range names {
+		rc := c.remotes[n]
+		ps, err := c.devices.Peers(rc.dev.Device)
+		if err != nil {
+			c.log.Warn("reading device statistics", "device", rc.dev.Device, "err", err)
+			continue
+		}
+		rc.mu.Lock()
+		d := DeviceStats{Device: rc.dev.Device, Remote: n}
+		for _, p := range ps {
+			node := rc.byKey[p.PublicKey]
+			if node == "" {
+				node = p.PublicKey.String()
+			}
+			hs := 0.0
+			if !p.LastHandshakeTime.IsZero() {
+				hs = float64(p.LastHandshakeTime.UnixNano()) / 1e9
+			}
+			d.Peers = append(d.Peers, PeerStats{Node: node, LastHandshakeUnix: hs, ReceivedBytes: p.ReceiveBytes, Sent: p.TransmitBytes})
+		}
+		rc.mu.Unlock()
+		out = append(out, d)
+	}
+	return out
+}
+

@@ -1,0 +1,379 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-semaphore/semaphore/components/internal/component"
+	"github.com/kube-semaphore/semaphore/components/internal/remote"
+	"github.com/kube-semaphore/semaphore/components/internal/testenv"
+	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+)
+
+// fakeDevices is an in-memory stand-in for the host's WireGuard devices with wgctrl's
+// semantics, counting every configuration call. The data path with real devices is tested in
+// the device package and the data-path test; this one is about what the controller asks for.
+type fakeDevices struct {
+	mu        sync.Mutex
+	peers     map[string]map[wgtypes.Key]wgtypes.Peer
+	routes    map[string][]string
+	ensures   int
+	configs   int
+	peerOps   int
+	routeOps  int
+	failPeers bool
+}
+
+func newFake() *fakeDevices {
+	return &fakeDevices{peers: map[string]map[wgtypes.Key]wgtypes.Peer{}, routes: map[string][]string{}}
+}
+
+func (f *fakeDevices) Ensure(name string, _ wgtypes.Key, _, _ int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.peers[name] == nil {
+		f.peers[name] = map[wgtypes.Key]wgtypes.Peer{}
+		f.ensures++
+	}
+	return nil
+}
+
+func (f *fakeDevices) Peers(name string) ([]wgtypes.Peer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []wgtypes.Peer
+	for _, p := range f.peers[name] {
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (f *fakeDevices) ConfigurePeers(name string, changes []wgtypes.PeerConfig) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.configs++
+	for _, c := range changes {
+		f.peerOps++
+		if c.Remove {
+			delete(f.peers[name], c.PublicKey)
+			continue
+		}
+		f.peers[name][c.PublicKey] = wgtypes.Peer{PublicKey: c.PublicKey, Endpoint: c.Endpoint, AllowedIPs: c.AllowedIPs, PersistentKeepaliveInterval: *c.PersistentKeepaliveInterval}
+	}
+	return nil
+}
+
+func (f *fakeDevices) SyncRoutes(name string, want []net.IPNet) (int, int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var w []string
+	for _, n := range want {
+		w = append(w, n.String())
+	}
+	sort.Strings(w)
+	have := f.routes[name]
+	added, removed := 0, 0
+	for _, r := range w {
+		if !slices.Contains(have, r) {
+			added++
+		}
+	}
+	for _, r := range have {
+		if !slices.Contains(w, r) {
+			removed++
+		}
+	}
+	f.routes[name] = w
+	f.routeOps += added + removed
+	return added, removed, nil
+}
+
+// endpoints returns node name -> endpoint of the peers of device name, via the keys in nodes.
+func (f *fakeDevices) snapshot(name string) (map[string]string, []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]string{}
+	for k, p := range f.peers[name] {
+		out[k.String()] = p.Endpoint.String()
+	}
+	return out, slices.Clone(f.routes[name])
+}
+
+func (f *fakeDevices) counts() (configs, peerOps int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.configs, f.peerOps
+}
+
+var local, aws *testenv.Cluster
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		var errs [2]error
+		var wg sync.WaitGroup
+		wg.Go(func() { local, errs[0] = testenv.StartCluster("gcp", testenv.Options{}) })
+		wg.Go(func() { aws, errs[1] = testenv.StartCluster("aws", testenv.Options{}) })
+		wg.Wait()
+		for _, c := range []*testenv.Cluster{local, aws} {
+			if c != nil {
+				defer c.Stop()
+			}
+		}
+		for _, err := range errs {
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+		return m.Run()
+	}())
+}
+
+func node(t *testing.T, c *testenv.Cluster, name, internalIP string, annotations map[string]string, podCIDRs ...string) *corev1.Node {
+	t.Helper()
+	ctx := context.Background()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}, Spec: corev1.NodeSpec{PodCIDRs: podCIDRs}}
+	if len(podCIDRs) > 0 {
+		n.Spec.PodCIDR = podCIDRs[0]
+	}
+	n, err := c.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	if internalIP != "" {
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: internalIP}}
+		if n, err = c.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
+}
+
+func key(t *testing.T) wgtypes.Key {
+	t.Helper()
+	k, err := wgtypes.GeneratePrivateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// remoteNode is an aws node running semaphore-wireguard for gcp.
+func remoteNode(t *testing.T, name string, pub wgtypes.Key, endpoint string, podCIDRs ...string) {
+	node(t, aws, name, "", map[string]string{
+		peers.PubKeyAnnotation("gcp"):   pub.String(),
+		peers.EndpointAnnotation("gcp"): endpoint,
+	}, podCIDRs...)
+}
+
+type running struct {
+	ctrl   *controller.Controller
+	reg    *prometheus.Registry
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// start runs a controller for node gcp-node-1 of gcp with remote aws, on fake devices.
+func start(t *testing.T, devs *fakeDevices, devKey wgtypes.Key) *running {
+	t.Helper()
+	dir := t.TempDir()
+	data, err := os.ReadFile(aws.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "aws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(remote.KubeconfigPath(dir, "aws"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(testenv.LogWriter(t), nil))
+	remotes, err := remote.LoadRemotes(dir, []string{"aws"}, remote.ClientOptions{UserAgent: "semaphore-wireguard", QPS: 100, Burst: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	in := component.NewInstruments(reg, "semaphore_wg", 200*time.Millisecond, log)
+	for _, r := range remotes {
+		in.Health.Add(r.Name, remote.ProbeReadyz(r))
+	}
+	ctrl := controller.New(controller.Options{LocalCluster: "gcp", NodeName: "gcp-node-1", MTU: 1420, Keepalive: 25 * time.Second},
+		local.Client, remotes, []controller.RemoteDevice{{Remote: "aws", Device: "wg-aws", Key: devKey, ListenPort: 51821}},
+		devs, in.Health, controller.NewMetrics(in.Factory, reg), in.Queue, log)
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := ctrl.Setup(ctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	r := &running{ctrl: ctrl, reg: reg, cancel: cancel, done: make(chan struct{})}
+	go func() { ctrl.Run(ctx, 1); close(r.done) }()
+	go in.Health.Run(ctx)
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *running) stop() {
+	if r.cancel != nil {
+		r.cancel()
+		<-r.done
+		r.cancel = nil
+	}
+}
+
+// The controller publishes this node's key and endpoint for aws, configures one peer per
+// annotated aws node with its pod CIDRs and routes them; a new node, a re-keyed node and a
+// deleted node each change exactly that peer; bad annotations are skipped and counted while
+// the other peers stay; a restart against an in-sync device changes nothing.
+func TestPeersFollowRemoteNodes(t *testing.T) {
+	ctx := context.Background()
+	node(t, local, "gcp-node-1", "192.0.2.21", nil, "198.18.21.0/24")
+	devKey := key(t)
+	k1, k2, k3 := key(t), key(t), key(t)
+	remoteNode(t, "aws-node-1", k1.PublicKey(), "192.0.2.11:51822", "198.18.11.0/24")
+	remoteNode(t, "aws-node-2", k2.PublicKey(), "192.0.2.12:51822", "198.18.12.0/24", "fd00:198:12::/64")
+	node(t, aws, "aws-node-plain", "", nil, "198.18.19.0/24") // no semaphore-wireguard there
+
+	devs := newFake()
+	r := start(t, devs, devKey)
+
+	// Our node's annotations.
+	testenv.Eventually(t, 10*time.Second, "node annotations", func() error {
+		n, err := local.Client.CoreV1().Nodes().Get(ctx, "gcp-node-1", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got := n.Annotations[peers.PubKeyAnnotation("aws")]; got != devKey.PublicKey().String() {
+			return fmt.Errorf("pubKey annotation %q", got)
+		}
+		if got := n.Annotations[peers.EndpointAnnotation("aws")]; got != "192.0.2.21:51821" {
+			return fmt.Errorf("endpoint annotation %q", got)
+		}
+		return nil
+	})
+	expect := func(what string, want map[string]string, routes ...string) {
+		t.Helper()
+		sort.Strings(routes)
+		testenv.Eventually(t, 30*time.Second, what, func() error {
+			got, gotRoutes := devs.snapshot("wg-aws")
+			if fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(gotRoutes) != fmt.Sprint(routes) {
+				return fmt.Errorf("peers %v routes %v, want %v %v", got, gotRoutes, want, routes)
+			}
+			return nil
+		})
+	}
+	expect("two peers", map[string]string{k1.PublicKey().String(): "192.0.2.11:51822", k2.PublicKey().String(): "192.0.2.12:51822"},
+		"198.18.11.0/24", "198.18.12.0/24", "fd00:198:12::/64")
+	_, ops := devs.counts()
+
+	remoteNode(t, "aws-node-3", k3.PublicKey(), "[fd00::13]:51822", "198.18.13.0/24")
+	expect("new node", map[string]string{k1.PublicKey().String(): "192.0.2.11:51822", k2.PublicKey().String(): "192.0.2.12:51822", k3.PublicKey().String(): "[fd00::13]:51822"},
+		"198.18.11.0/24", "198.18.12.0/24", "198.18.13.0/24", "fd00:198:12::/64")
+	if _, now := devs.counts(); now-ops != 1 {
+		t.Errorf("a new node took %d peer operations, want 1", now-ops)
+	}
+
+	// Re-keyed node: its old peer goes, the new one comes; the others are untouched.
+	_, ops = devs.counts()
+	k1b := key(t)
+	n1, err := aws.Client.CoreV1().Nodes().Get(ctx, "aws-node-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n1.Annotations[peers.PubKeyAnnotation("gcp")] = k1b.PublicKey().String()
+	if _, err := aws.Client.CoreV1().Nodes().Update(ctx, n1, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("re-keyed node", map[string]string{k1b.PublicKey().String(): "192.0.2.11:51822", k2.PublicKey().String(): "192.0.2.12:51822", k3.PublicKey().String(): "[fd00::13]:51822"},
+		"198.18.11.0/24", "198.18.12.0/24", "198.18.13.0/24", "fd00:198:12::/64")
+	if _, now := devs.counts(); now-ops != 2 {
+		t.Errorf("re-keying one node took %d peer operations, want 2 (add the new key, remove the old)", now-ops)
+	}
+
+	// Bad annotations: skipped and counted; the others keep working.
+	node(t, aws, "aws-bad-key", "", map[string]string{peers.PubKeyAnnotation("gcp"): "not-a-key", peers.EndpointAnnotation("gcp"): "192.0.2.14:51822"}, "198.18.14.0/24")
+	node(t, aws, "aws-bad-endpoint", "", map[string]string{peers.PubKeyAnnotation("gcp"): key(t).PublicKey().String(), peers.EndpointAnnotation("gcp"): "node-15:51822"}, "198.18.15.0/24")
+	node(t, aws, "aws-no-cidr", "", map[string]string{peers.PubKeyAnnotation("gcp"): key(t).PublicKey().String(), peers.EndpointAnnotation("gcp"): "192.0.2.16:51822"})
+	testenv.Eventually(t, 30*time.Second, "skipped peers counted", func() error {
+		for _, reason := range []string{peers.ReasonBadKey, peers.ReasonBadEndpoint, peers.ReasonNoPodCIDR} {
+			if v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_skipped_peers", map[string]string{"remote": "aws", "reason": reason}); v != 1 {
+				return fmt.Errorf("skipped_peers{reason=%s} = %v", reason, v)
+			}
+		}
+		return nil
+	})
+	if got, _ := devs.snapshot("wg-aws"); len(got) != 3 {
+		t.Errorf("bad nodes changed the peers: %v", got)
+	}
+
+	// Deleted node: only its peer and route go.
+	_, ops = devs.counts()
+	if err := aws.Client.CoreV1().Nodes().Delete(ctx, "aws-node-2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("deleted node", map[string]string{k1b.PublicKey().String(): "192.0.2.11:51822", k3.PublicKey().String(): "[fd00::13]:51822"},
+		"198.18.11.0/24", "198.18.13.0/24")
+	if _, now := devs.counts(); now-ops != 1 {
+		t.Errorf("a deleted node took %d peer operations, want 1", now-ops)
+	}
+
+	// Peers metric from the devices.
+	if v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_peers", map[string]string{"remote": "aws", "device": "wg-aws"}); v != 2 {
+		t.Errorf("peers metric = %v, want 2", v)
+	}
+
+	// Restart against the in-sync device: no peer changes, no annotation writes.
+	r.stop()
+	configs, _ := devs.counts()
+	n, err := local.Client.CoreV1().Nodes().Get(ctx, "gcp-node-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := start(t, devs, devKey)
+	testenv.Eventually(t, 10*time.Second, "restarted controller synced", func() error {
+		if v, _ := testenv.MetricSeries(t, r2.reg, "semaphore_wg_reconcile_total", map[string]string{"remote": "aws", "result": "success"}); v < 1 {
+			return fmt.Errorf("no successful reconcile yet")
+		}
+		return nil
+	})
+	if now, _ := devs.counts(); now != configs {
+		t.Errorf("restart reconfigured the in-sync device %d times", now-configs)
+	}
+	n2, err := local.Client.CoreV1().Nodes().Get(ctx, "gcp-node-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n2.ResourceVersion != n.ResourceVersion {
+		t.Error("restart rewrote the node's annotations although they were unchanged")
+	}
+
+	// A remote outage keeps the peers.
+	aws.Cut(t)
+	testenv.Eventually(t, 10*time.Second, "remote down", func() error {
+		if v, _ := testenv.MetricSeries(t, r2.reg, "semaphore_wg_remote_up", map[string]string{"remote": "aws"}); v != 0 {
+			return fmt.Errorf("remote_up = %v", v)
+		}
+		return nil
+	})
+	testenv.Hold(t, 2*time.Second, "peers kept during the outage", func() error {
+		if got, _ := devs.snapshot("wg-aws"); len(got) != 2 {
+			return fmt.Errorf("peers %v", got)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,86 @@
+package controller
+
+import (
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kube-semaphore/semaphore/components/internal/metrics"
+	"github.com/kube-semaphore/semaphore/components/internal/reconcile"
+)
+
+// Metrics are semaphore-wireguard's own metrics.
+type Metrics struct {
+	reconcile *reconcile.Metrics
+	changes   *prometheus.CounterVec
+	skipped   *prometheus.GaugeVec
+	stats     *statsCollector
+}
+
+// NewMetrics creates the metrics on f; the per-peer statistics are read from the devices at
+// scrape time by a collector registered on reg.
+func NewMetrics(f *metrics.Factory, reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		reconcile: reconcile.NewMetrics(f, "one remote's device"),
+		changes: f.CounterVec("device_changes_total",
+			"Changes made to a device, by remote and operation: peer_add, peer_update, peer_remove, route_add, route_remove, device_create.", "remote", "operation"),
+		skipped: f.GaugeVec("skipped_peers",
+			"Remote nodes not configured as peers, by remote and reason: not_annotated, bad_key, bad_endpoint, no_pod_cidr, bad_pod_cidr, duplicate_key, overlapping_pod_cidr.", "remote", "reason"),
+		stats: &statsCollector{
+			peers: prometheus.NewDesc(f.External("peers", "gauge",
+				"Peers configured on the device of a remote, by device and remote.", "device", "remote"), "Peers configured on the device of a remote, by device and remote.", []string{"device", "remote"}, nil),
+			handshake: prometheus.NewDesc(f.External("peer_last_handshake_timestamp_seconds", "gauge",
+				"Unix time of the last handshake with a peer (0 before the first), by remote and peer node.", "remote", "peer"), "Unix time of the last handshake with a peer (0 before the first), by remote and peer node.", []string{"remote", "peer"}, nil),
+			received: prometheus.NewDesc(f.External("peer_received_bytes_total", "counter",
+				"Bytes received from a peer, by remote and peer node.", "remote", "peer"), "Bytes received from a peer, by remote and peer node.", []string{"remote", "peer"}, nil),
+			sent: prometheus.NewDesc(f.External("peer_sent_bytes_total", "counter",
+				"Bytes sent to a peer, by remote and peer node.", "remote", "peer"), "Bytes sent to a peer, by remote and peer node.", []string{"remote", "peer"}, nil),
+		},
+	}
+	if reg != nil {
+		reg.MustRegister(m.stats)
+	}
+	return m
+}
+
+// statsCollector reads peer statistics from the devices when Prometheus scrapes, so they are
+// never stale and removed peers leave no series behind.
+type statsCollector struct {
+	peers, handshake, received, sent *prometheus.Desc
+	source                           func() []DeviceStats
+	log                              *slog.Logger
+}
+
+// DeviceStats are the statistics of one device.
+type DeviceStats struct {
+	Device, Remote string
+	Peers          []PeerStats
+}
+
+// PeerStats are the statistics of one peer.
+type PeerStats struct {
+	Node                string
+	LastHandshakeUnix   float64
+	ReceivedBytes, Sent int64
+}
+
+func (s *statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- s.peers
+	ch <- s.handshake
+	ch <- s.received
+	ch <- s.sent
+}
+
+func (s *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	if s.source == nil {
+		return
+	}
+	for _, d := range s.source() {
+		ch <- prometheus.MustNewConstMetric(s.peers, prometheus.GaugeValue, float64(len(d.Peers)), d.Device, d.Remote)
+		for _, p := range d.Peers {
+			ch <- prometheus.MustNewConstMetric(s.handshake, prometheus.GaugeValue, p.LastHandshakeUnix, d.Remote, p.Node)
+			ch <- prometheus.MustNewConstMetric(s.received, prometheus.CounterValue, float64(p.ReceivedBytes), d.Remote, p.Node)
+			ch <- prometheus.MustNewConstMetric(s.sent, prometheus.CounterValue, float64(p.Sent), d.Remote, p.Node)
+		}
+	}
+}

@@ -1,0 +1,259 @@
+// Package peers computes, without any I/O, what a node's WireGuard device for one remote
+// cluster should hold: the device's name, the desired peers from the remote cluster's nodes,
+// the routes to their pod CIDRs, and the minimal changes from the device's actual peers.
+package peers
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+)
+
+// Annotation key suffixes. A node publishes, for each remote cluster <remote> it peers with,
+// <remote>.wireguard.semaphore.uw.io/pubKey and .../endpoint.
+const (
+	annotationDomain = "wireguard.semaphore.uw.io"
+	pubKeySuffix     = "pubKey"
+	endpointSuffix   = "endpoint"
+)
+
+// PubKeyAnnotation is the annotation holding a node's public key for the device that peers
+// with cluster.
+func PubKeyAnnotation(cluster string) string { return cluster + "." + annotationDomain + "/" + pubKeySuffix }
+
+// EndpointAnnotation is the annotation holding a node's host:port for cluster.
+func EndpointAnnotation(cluster string) string {
+	return cluster + "." + annotationDomain + "/" + endpointSuffix
+}
+
+// MaxDeviceName is Linux's limit on interface names (IFNAMSIZ - 1).
+const MaxDeviceName = 15
+
+// DevicePrefix starts the name of every device semaphore-wireguard owns.
+const DevicePrefix = "wg-"
+
+// DeviceName is the name of the device that peers with cluster: wg-<cluster> when it fits,
+// otherwise wg- and a prefix of the name with a short hash, always within 15 characters.
+func DeviceName(cluster string) string {
+	name := DevicePrefix + cluster
+	if len(name) <= MaxDeviceName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(cluster))
+	hash := hex.EncodeToString(sum[:])[:6]
+	keep := MaxDeviceName - len(DevicePrefix) - len(hash) - 1
+	return DevicePrefix + strings.TrimRight(cluster[:keep], "-") + "-" + hash
+}
+
+// CheckDeviceNames reports an error when two clusters would share a device name.
+func CheckDeviceNames(clusters []string) error {
+	seen := map[string]string{}
+	for _, c := range clusters {
+		d := DeviceName(c)
+		if other, ok := seen[d]; ok {
+			return fmt.Errorf("clusters %q and %q would share WireGuard device %q", other, c, d)
+		}
+		seen[d] = c
+	}
+	return nil
+}
+
+// Node is what the computation needs of a remote node.
+type Node struct {
+	Name        string
+	Annotations map[string]string
+	PodCIDRs    []string
+}
+
+// Peer is one desired WireGuard peer: a remote node.
+type Peer struct {
+	Node       string
+	PublicKey  wgtypes.Key
+	Endpoint   *net.UDPAddr
+	AllowedIPs []net.IPNet
+}
+
+// Reasons a node is skipped, the reason label of the skipped-peers metric.
+const (
+	ReasonNotAnnotated  = "not_annotated"
+	ReasonBadKey        = "bad_key"
+	ReasonBadEndpoint   = "bad_endpoint"
+	ReasonNoPodCIDR     = "no_pod_cidr"
+	ReasonBadPodCIDR    = "bad_pod_cidr"
+	ReasonDuplicateKey  = "duplicate_key"
+	ReasonOverlappingIP = "overlapping_pod_cidr"
+)
+
+// Skip is a node that cannot be a peer, and why.
+type Skip struct {
+	Node   string
+	Reason string
+	Detail string
+}
+
+// Desired returns the peers for the device of a cluster named local from the remote nodes,
+// sorted by node name, and the nodes it had to skip. A node is a peer when it carries a valid
+// public key and endpoint for local and at least one valid pod CIDR; it is skipped otherwise,
+// and so are nodes whose key or pod CIDRs another node already uses (WireGuard routes each
+// address to one peer only).
+func Desired(local string, nodes []Node) ([]Peer, []Skip) {
+	nodes = slices.Clone(nodes)
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	var peers []Peer
+	var skipped []Skip
+	keys := map[wgtypes.Key]string{}
+	var taken []netip.Prefix
+	for _, n := range nodes {
+		keyText, hasKey := n.Annotations[PubKeyAnnotation(local)]
+		endpointText, hasEndpoint := n.Annotations[EndpointAnnotation(local)]
+		if !hasKey && !hasEndpoint {
+			// Not (yet) running semaphore-wireguard for our cluster: not an error.
+			skipped = append(skipped, Skip{n.Name, ReasonNotAnnotated, "no " + PubKeyAnnotation(local) + " and " + EndpointAnnotation(local)})
+			continue
+		}
+		key, err := wgtypes.ParseKey(keyText)
+		if err != nil {
+			skipped = append(skipped, Skip{n.Name, ReasonBadKey, fmt.Sprintf("%s=%q: %v", PubKeyAnnotation(local), keyText, err)})
+			continue
+		}
+		endpoint, err := parseEndpoint(endpointText)
+		if err != nil {
+			skipped = append(skipped, Skip{n.Name, ReasonBadEndpoint, fmt.Sprintf("%s=%q: %v", EndpointAnnotation(local), endpointText, err)})
+			continue
+		}
+		if len(n.PodCIDRs) == 0 {
+			skipped = append(skipped, Skip{n.Name, ReasonNoPodCIDR, "spec.podCIDRs is empty"})
+			continue
+		}
+		var allowed []netip.Prefix
+		var bad string
+		for _, c := range n.PodCIDRs {
+			p, err := netip.ParsePrefix(c)
+			if err != nil {
+				bad = fmt.Sprintf("%q: %v", c, err)
+				break
+			}
+			allowed = append(allowed, p.Masked())
+		}
+		if bad != "" {
+			skipped = append(skipped, Skip{n.Name, ReasonBadPodCIDR, bad})
+			continue
+		}
+		if other, ok := keys[key]; ok {
+			skipped = append(skipped, Skip{n.Name, ReasonDuplicateKey, "public key already used by node " + other})
+			continue
+		}
+		if overlap := overlapping(allowed, taken); overlap != "" {
+			skipped = append(skipped, Skip{n.Name, ReasonOverlappingIP, overlap})
+			continue
+		}
+		keys[key] = n.Name
+		taken = append(taken, allowed...)
+		peers = append(peers, Peer{Node: n.Name, PublicKey: key, Endpoint: endpoint, AllowedIPs: toIPNets(allowed)})
+	}
+	return peers, skipped
+}
+
+func overlapping(ps, taken []netip.Prefix) string {
+	for _, p := range ps {
+		for _, t := range taken {
+			if p.Overlaps(t) {
+				return fmt.Sprintf("pod CIDR %s overlaps %s of another node", p, t)
+			}
+		}
+	}
+	return ""
+}
+
+// parseEndpoint accepts host:port with an IP address (IPv6 in brackets).
+func parseEndpoint(s string) (*net.UDPAddr, error) {
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return nil, err
+	}
+	if ap.Port() == 0 {
+		return nil, fmt.Errorf("port 0")
+	}
+	return net.UDPAddrFromAddrPort(netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())), nil
+}
+
+func toIPNets(ps []netip.Prefix) []net.IPNet {
+	out := make([]net.IPNet, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())})
+	}
+	return out
+}
+
+// Routes are the pod CIDRs of all peers, which the device routes.
+func Routes(peers []Peer) []net.IPNet {
+	var out []net.IPNet
+	for _, p := range peers {
+		out = append(out, p.AllowedIPs...)
+	}
+	return out
+}
+
+// Changes returns the minimal peer configuration that turns actual into desired: new peers
+// added, peers whose endpoint, allowed IPs or keepalive differ updated (replacing their allowed
+// IPs), peers no longer wanted removed. A peer that matches is left out entirely, so its
+// session is never disturbed.
+func Changes(desired []Peer, actual []wgtypes.Peer, keepalive time.Duration) []wgtypes.PeerConfig {
+	have := map[wgtypes.Key]wgtypes.Peer{}
+	for _, a := range actual {
+		have[a.PublicKey] = a
+	}
+	want := map[wgtypes.Key]bool{}
+	var changes []wgtypes.PeerConfig
+	for _, d := range desired {
+		want[d.PublicKey] = true
+		a, ok := have[d.PublicKey]
+		if ok && sameEndpoint(a.Endpoint, d.Endpoint) && sameNets(a.AllowedIPs, d.AllowedIPs) && a.PersistentKeepaliveInterval == keepalive {
+			continue
+		}
+		ka := keepalive
+		changes = append(changes, wgtypes.PeerConfig{
+			PublicKey:                   d.PublicKey,
+			Endpoint:                    d.Endpoint,
+			PersistentKeepaliveInterval: &ka,
+			ReplaceAllowedIPs:           true,
+			AllowedIPs:                  d.AllowedIPs,
+		})
+	}
+	for _, a := range actual {
+		if !want[a.PublicKey] {
+			changes = append(changes, wgtypes.PeerConfig{PublicKey: a.PublicKey, Remove: true})
+		}
+	}
+	return changes
+}
+
+func sameEndpoint(a, b *net.UDPAddr) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.AddrPort() == b.AddrPort() || (a.AddrPort().Addr().Unmap() == b.AddrPort().Addr().Unmap() && a.Port == b.Port)
+}
+
+func sameNets(a, b []net.IPNet) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	key := func(ns []net.IPNet) []string {
+		out := make([]string, 0, len(ns))
+		for _, n := range ns {
+			out = append(out, n.String())
+		}
+		sort.Strings(out)
+		return out
+	}
+	return slices.Equal(key(a), key(b))
+}
