@@ -361,4 +361,3 @@ func (c *Controller) stats() []DeviceStats {
 	}
 	return out
 }
-

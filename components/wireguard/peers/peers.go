@@ -27,7 +27,9 @@ const (
 
 // PubKeyAnnotation is the annotation holding a node's public key for the device that peers
 // with cluster.
-func PubKeyAnnotation(cluster string) string { return cluster + "." + annotationDomain + "/" + pubKeySuffix }
+func PubKeyAnnotation(cluster string) string {
+	return cluster + "." + annotationDomain + "/" + pubKeySuffix
+}
 
 // EndpointAnnotation is the annotation holding a node's host:port for cluster.
 func EndpointAnnotation(cluster string) string {
