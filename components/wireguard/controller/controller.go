@@ -242,6 +242,16 @@ func (c *Controller) sync(_ context.Context, name string) (string, error) {
 		nodes = append(nodes, peers.Node{Name: n.Name, Annotations: n.Annotations, PodCIDRs: podCIDRs(n)})
 	}
 	desired, skipped := peers.Desired(c.opts.LocalCluster, nodes)
+	// A remote node publishing our own key (a copied key directory) cannot be a peer:
+	// WireGuard ignores it, and asking for it again on every sync would never settle.
+	own := rc.dev.Key.PublicKey()
+	desired = slices.DeleteFunc(desired, func(p peers.Peer) bool {
+		if p.PublicKey == own {
+			skipped = append(skipped, peers.Skip{Node: p.Node, Reason: peers.ReasonDuplicateKey, Detail: "the node publishes this device's own public key"})
+			return true
+		}
+		return false
+	})
 	c.recordSkips(rc, skipped)
 
 	actual, err := c.devices.Peers(rc.dev.Device)

@@ -122,6 +122,9 @@ func Desired(local string, nodes []Node) ([]Peer, []Skip) {
 			continue
 		}
 		key, err := wgtypes.ParseKey(keyText)
+		if err == nil && key == (wgtypes.Key{}) {
+			err = fmt.Errorf("the all-zero key")
+		}
 		if err != nil {
 			skipped = append(skipped, Skip{n.Name, ReasonBadKey, fmt.Sprintf("%s=%q: %v", PubKeyAnnotation(local), keyText, err)})
 			continue
@@ -144,6 +147,16 @@ func Desired(local string, nodes []Node) ([]Peer, []Skip) {
 				break
 			}
 			allowed = append(allowed, p.Masked())
+		}
+		if bad == "" {
+			// A node's own CIDRs must not overlap either: WireGuard would keep one of them.
+			for i := range allowed {
+				for j := i + 1; j < len(allowed) && bad == ""; j++ {
+					if allowed[i].Overlaps(allowed[j]) {
+						bad = fmt.Sprintf("pod CIDRs %s and %s overlap", allowed[i], allowed[j])
+					}
+				}
+			}
 		}
 		if bad != "" {
 			skipped = append(skipped, Skip{n.Name, ReasonBadPodCIDR, bad})
@@ -184,7 +197,12 @@ func parseEndpoint(s string) (*net.UDPAddr, error) {
 	if ap.Port() == 0 {
 		return nil, fmt.Errorf("port 0")
 	}
-	return net.UDPAddrFromAddrPort(netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())), nil
+	a := ap.Addr().Unmap()
+	// Addresses nothing can be sent to, as a node might publish before it knows its own.
+	if a.IsUnspecified() || a.IsLoopback() || a.IsMulticast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) || a.Zone() != "" {
+		return nil, fmt.Errorf("%s cannot be reached from another node", a)
+	}
+	return net.UDPAddrFromAddrPort(netip.AddrPortFrom(a, ap.Port())), nil
 }
 
 func toIPNets(ps []netip.Prefix) []net.IPNet {
