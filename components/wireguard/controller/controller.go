@@ -306,7 +306,7 @@ func (c *Controller) countChanges(rc *remoteCache, actual []wgtypes.Peer, change
 			op = "peer_add"
 		}
 		c.metrics.changes.WithLabelValues(rc.dev.Remote, op).Inc()
-		c.log.Info("peer "+strings.TrimPrefix(op, "peer_")+"d", "remote", rc.dev.Remote, "device", rc.dev.Device, "peer", ch.PublicKey.String())
+		c.log.Info("peer changed", "operation", op, "remote", rc.dev.Remote, "device", rc.dev.Device, "peer", ch.PublicKey.String())
 	}
 }
 

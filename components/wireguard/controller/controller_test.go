@@ -29,14 +29,13 @@ import (
 // semantics, counting every configuration call. The data path with real devices is tested in
 // the device package and the data-path test; this one is about what the controller asks for.
 type fakeDevices struct {
-	mu        sync.Mutex
-	peers     map[string]map[wgtypes.Key]wgtypes.Peer
-	routes    map[string][]string
-	ensures   int
-	configs   int
-	peerOps   int
-	routeOps  int
-	failPeers bool
+	mu       sync.Mutex
+	peers    map[string]map[wgtypes.Key]wgtypes.Peer
+	routes   map[string][]string
+	ensures  int
+	configs  int
+	peerOps  int
+	routeOps int
 }
 
 func newFake() *fakeDevices {

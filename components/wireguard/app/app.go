@@ -1,0 +1,183 @@
+// Package app assembles semaphore-wireguard from its configuration: keys, devices, clients,
+// metrics, admin server and the controller.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kube-semaphore/semaphore/components/internal/component"
+	"github.com/kube-semaphore/semaphore/components/internal/config"
+	"github.com/kube-semaphore/semaphore/components/internal/labels"
+	"github.com/kube-semaphore/semaphore/components/internal/metrics"
+	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
+	"github.com/kube-semaphore/semaphore/components/wireguard/device"
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+)
+
+// Name is the component's name: its user agent and log tag.
+const Name = labels.WireGuard
+
+// MetricsPrefix starts the name of every metric of this component.
+const MetricsPrefix = "semaphore_wg"
+
+// Config is semaphore-wireguard's configuration, read from the environment. It runs on every
+// node (a DaemonSet), so there is no leader election.
+type Config struct {
+	config.Shared
+	NodeName        string         `envconfig:"SEMAPHORE_WG_NODE_NAME" required:"true" desc:"name of the Node this instance runs on (from the downward API)"`
+	KeyDir          string         `envconfig:"SEMAPHORE_WG_KEY_DIR" default:"/var/lib/semaphore-wireguard" desc:"host directory holding one private key per device (mode 0600), kept across restarts"`
+	ListenPorts     map[string]int `envconfig:"SEMAPHORE_WG_LISTEN_PORTS" desc:"UDP listen port of each remote's device, as remote:port pairs, e.g. aws:51821,merit:51822 (required for every remote)"`
+	MTU             int            `envconfig:"SEMAPHORE_WG_MTU" default:"1420" desc:"MTU of the WireGuard devices"`
+	Mode            device.Mode    `envconfig:"SEMAPHORE_WG_MODE" default:"auto" desc:"WireGuard implementation: auto (kernel when available), kernel or userspace"`
+	Keepalive       time.Duration  `envconfig:"SEMAPHORE_WG_KEEPALIVE" default:"25s" desc:"persistent keepalive interval of every peer (0 disables)"`
+	EndpointAddress string         `envconfig:"SEMAPHORE_WG_ENDPOINT_ADDRESS" desc:"address remote nodes reach this node at (defaults to the Node's InternalIP)"`
+}
+
+// Validate checks the configuration; each error names its variable.
+func (c *Config) Validate() error {
+	if err := c.Shared.Validate(); err != nil {
+		return err
+	}
+	if c.NodeName == "" {
+		return errors.New("SEMAPHORE_WG_NODE_NAME: must not be empty")
+	}
+	if c.KeyDir == "" || !filepath.IsAbs(c.KeyDir) {
+		return fmt.Errorf("SEMAPHORE_WG_KEY_DIR: %q must be an absolute path", c.KeyDir)
+	}
+	ports := map[int]string{}
+	for _, r := range c.Remotes {
+		p, ok := c.ListenPorts[r]
+		if !ok {
+			return fmt.Errorf("SEMAPHORE_WG_LISTEN_PORTS: no port for remote %q", r)
+		}
+		if p < 1 || p > 65535 {
+			return fmt.Errorf("SEMAPHORE_WG_LISTEN_PORTS: port %d of %q is not 1-65535", p, r)
+		}
+		if other, dup := ports[p]; dup {
+			return fmt.Errorf("SEMAPHORE_WG_LISTEN_PORTS: %q and %q share port %d", other, r, p)
+		}
+		ports[p] = r
+	}
+	for r := range c.ListenPorts {
+		if !slices.Contains(c.Remotes, r) {
+			return fmt.Errorf("SEMAPHORE_WG_LISTEN_PORTS: %q is not in SEMAPHORE_REMOTES", r)
+		}
+	}
+	if err := peers.CheckDeviceNames(c.Remotes); err != nil {
+		return fmt.Errorf("SEMAPHORE_REMOTES: %w", err)
+	}
+	if c.MTU < 1280 || c.MTU > 9000 {
+		return fmt.Errorf("SEMAPHORE_WG_MTU: %d is not 1280-9000", c.MTU)
+	}
+	switch c.Mode {
+	case device.ModeAuto, device.ModeKernel, device.ModeUserspace:
+	default:
+		return fmt.Errorf("SEMAPHORE_WG_MODE: %q is not auto, kernel or userspace", c.Mode)
+	}
+	if c.Keepalive < 0 {
+		return errors.New("SEMAPHORE_WG_KEEPALIVE: must not be negative")
+	}
+	return nil
+}
+
+// MetricSpecs describes every metric the component exports (besides the standard go_* and
+// process_* ones), for the generated metrics reference.
+func MetricSpecs() []metrics.Spec {
+	in := component.NewInstruments(prometheus.NewRegistry(), MetricsPrefix, time.Second, slog.Default())
+	controller.NewMetrics(in.Factory, nil)
+	return in.Factory.Specs()
+}
+
+// App is a configured semaphore-wireguard, ready to run.
+type App struct {
+	*component.Base
+	cfg     Config
+	devices *device.Manager
+	ctrl    *controller.Controller
+	stale   []string
+}
+
+// New loads or creates the keys, opens the device manager and builds the controller. cfg must
+// have been validated.
+func New(cfg Config, log *slog.Logger) (*App, error) {
+	base, err := component.New(Name, MetricsPrefix, cfg.Shared, config.LeaderElection{}, log)
+	if err != nil {
+		return nil, err
+	}
+	var devs []controller.RemoteDevice
+	for _, r := range cfg.Remotes {
+		name := peers.DeviceName(r)
+		key, created, err := device.LoadOrCreateKey(cfg.KeyDir, name)
+		if err != nil {
+			return nil, fmt.Errorf("SEMAPHORE_WG_KEY_DIR: %w", err)
+		}
+		if created {
+			log.Info("generated a private key", "device", name, "remote", r)
+		}
+		devs = append(devs, controller.RemoteDevice{Remote: r, Device: name, Key: key, ListenPort: cfg.ListenPorts[r]})
+	}
+	mgr, err := device.NewManager(cfg.Mode, log)
+	if err != nil {
+		return nil, fmt.Errorf("SEMAPHORE_WG_MODE: %w", err)
+	}
+	a := &App{Base: base, cfg: cfg, devices: mgr}
+	a.stale, err = a.staleDevices(devs)
+	if err != nil {
+		return nil, err
+	}
+	a.ctrl = controller.New(controller.Options{
+		LocalCluster:    cfg.LocalCluster,
+		NodeName:        cfg.NodeName,
+		EndpointAddress: cfg.EndpointAddress,
+		MTU:             cfg.MTU,
+		Keepalive:       cfg.Keepalive,
+		ResyncPeriod:    cfg.ResyncPeriod,
+	}, base.Local, base.Remotes, devs, mgr, base.Health, controller.NewMetrics(base.Factory, base.Registry), base.Queue, log)
+	return a, nil
+}
+
+// staleDevices are devices this component created (ours: a key file of that name is in the
+// key directory) for remotes that are no longer configured.
+func (a *App) staleDevices(devs []controller.RemoteDevice) ([]string, error) {
+	existing, err := a.devices.Devices(peers.DevicePrefix)
+	if err != nil {
+		return nil, err
+	}
+	var stale []string
+	for _, name := range existing {
+		if slices.ContainsFunc(devs, func(d controller.RemoteDevice) bool { return d.Device == name }) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(a.cfg.KeyDir, name+".key")); err == nil {
+			stale = append(stale, name)
+		}
+	}
+	return stale, nil
+}
+
+// Run removes the devices of remotes no longer configured, sets up the devices and node
+// annotations, and runs the controller until ctx is done. Kernel devices stay when it stops, so
+// traffic keeps flowing through a restart.
+func (a *App) Run(ctx context.Context) error {
+	for _, name := range a.stale {
+		if err := a.devices.Delete(name); err != nil {
+			return fmt.Errorf("removing device %s of a remote no longer configured: %w", name, err)
+		}
+		_ = os.Remove(filepath.Join(a.cfg.KeyDir, name+".key"))
+		a.Log.Info("removed the device of a remote no longer configured", "device", name)
+	}
+	if err := a.ctrl.Setup(ctx); err != nil {
+		return err
+	}
+	defer func() { _ = a.devices.Close() }()
+	return a.Base.Run(ctx, func(ctx context.Context) { a.ctrl.Run(ctx, 1) }, func() bool { return true })
+}

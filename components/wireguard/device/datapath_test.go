@@ -1,0 +1,483 @@
+package device
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+)
+
+// nodeConfig is one simulated node of the two-node test: its underlay interface and
+// address, its WireGuard device and the one peer it talks to.
+type nodeConfig struct {
+	Underlay       string
+	UnderlayAddr   string
+	Device         string
+	PrivateKey     string
+	ListenPort     int
+	TunnelAddrs    []string // on the device, host routes only: traffic needs our routes
+	PeerKey        string
+	PeerEndpoint   string
+	PeerAllowedIPs []string
+	Routes         []string
+}
+
+// peerStat is what the helper node reports about its peers.
+type peerStat struct {
+	Key           string
+	LastHandshake time.Time
+	RxBytes       int64
+	TxBytes       int64
+}
+
+// setupNode brings up a node's underlay, WireGuard device, peer, addresses and routes.
+// The two-node test runs it for node A in the test process and, through helperMain, for
+// node B in its own namespaces.
+func setupNode(m *Manager, cfg nodeConfig) error {
+	underlay, err := netlink.LinkByName(cfg.Underlay)
+	if err != nil {
+		return fmt.Errorf("underlay %s: %w", cfg.Underlay, err)
+	}
+	addr, err := netlink.ParseAddr(cfg.UnderlayAddr)
+	if err != nil {
+		return err
+	}
+	if err := netlink.AddrAdd(underlay, addr); err != nil {
+		return fmt.Errorf("underlay address: %w", err)
+	}
+	if err := netlink.LinkSetUp(underlay); err != nil {
+		return err
+	}
+
+	key, err := wgtypes.ParseKey(cfg.PrivateKey)
+	if err != nil {
+		return err
+	}
+	if err := m.Ensure(cfg.Device, key, cfg.ListenPort, 1420); err != nil {
+		return err
+	}
+	peerKey, err := wgtypes.ParseKey(cfg.PeerKey)
+	if err != nil {
+		return err
+	}
+	endpoint, err := net.ResolveUDPAddr("udp", cfg.PeerEndpoint)
+	if err != nil {
+		return err
+	}
+	allowed, err := parseCIDRs(cfg.PeerAllowedIPs)
+	if err != nil {
+		return err
+	}
+	if err := m.ConfigurePeers(cfg.Device, []wgtypes.PeerConfig{{
+		PublicKey: peerKey, Endpoint: endpoint, ReplaceAllowedIPs: true, AllowedIPs: allowed,
+	}}); err != nil {
+		return err
+	}
+
+	dev, err := netlink.LinkByName(cfg.Device)
+	if err != nil {
+		return err
+	}
+	for _, a := range cfg.TunnelAddrs {
+		addr, err := netlink.ParseAddr(a)
+		if err != nil {
+			return err
+		}
+		addr.Flags = unix.IFA_F_NODAD
+		if err := netlink.AddrAdd(dev, addr); err != nil {
+			return fmt.Errorf("tunnel address %s: %w", a, err)
+		}
+	}
+	routes, err := parseCIDRs(cfg.Routes)
+	if err != nil {
+		return err
+	}
+	_, _, err = m.SyncRoutes(cfg.Device, routes)
+	return err
+}
+
+func parseCIDRs(ss []string) ([]net.IPNet, error) {
+	var out []net.IPNet
+	for _, s := range ss {
+		_, n, err := net.ParseCIDR(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *n)
+	}
+	return out, nil
+}
+
+// helperMain is node B of the two-node test, running in namespaces of its own. It
+// speaks lines on stdin/stdout: it says "ready <pid>" (so the test can move the veth
+// end into its network namespace), reads its nodeConfig as JSON, answers "configured"
+// or "error: ...", then answers "stats" with its peers as JSON until stdin closes, when
+// it shuts its device down and exits.
+func helperMain() int {
+	if err := enterSandbox(); err != nil {
+		fmt.Printf("error: %v\n", err)
+		return 1
+	}
+	fmt.Printf("ready %d\n", os.Getpid())
+
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 64<<10), 1<<20)
+	if !in.Scan() {
+		return 1
+	}
+	var cfg nodeConfig
+	if err := json.Unmarshal(in.Bytes(), &cfg); err != nil {
+		fmt.Printf("error: %v\n", err)
+		return 1
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("node", "b")
+	m, err := NewManager(ModeUserspace, log)
+	if err != nil {
+		fmt.Printf("error: %v\n", err)
+		return 1
+	}
+	defer m.Close()
+	if err := setupNode(m, cfg); err != nil {
+		fmt.Printf("error: %v\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return 1
+	}
+	fmt.Println("configured")
+
+	for in.Scan() {
+		switch in.Text() {
+		case "stats":
+			peers, err := m.PeerStats(cfg.Device)
+			if err != nil {
+				fmt.Printf("error: %v\n", err)
+				continue
+			}
+			var stats []peerStat
+			for _, p := range peers {
+				stats = append(stats, peerStat{p.PublicKey.String(), p.LastHandshakeTime, p.ReceiveBytes, p.TransmitBytes})
+			}
+			b, _ := json.Marshal(stats)
+			fmt.Println(string(b))
+		default:
+			fmt.Printf("error: unknown command %q\n", in.Text())
+		}
+	}
+	return 0
+}
+
+// helperNode is the test's handle on a running helperMain.
+type helperNode struct {
+	t      *testing.T
+	stdin  io.WriteCloser
+	stdout *bufio.Scanner
+	stderr *syncBuffer
+	pid    int
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func startHelperNode(t *testing.T) *helperNode {
+	t.Helper()
+	cmd, err := namespaced(envHelper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &helperNode{t: t, stderr: &syncBuffer{}}
+	cmd.Stderr = h.stderr
+	if h.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.stdout = bufio.NewScanner(stdout)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.stdin.Close() // the helper closes its device and exits; its namespaces go with it
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("helper node: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("helper node did not exit, killing it")
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("helper node stderr:\n%s", h.stderr.String())
+		}
+	})
+
+	line := h.read()
+	pid, err := strconv.Atoi(strings.TrimPrefix(line, "ready "))
+	if err != nil {
+		t.Fatalf("helper node: %q", line)
+	}
+	h.pid = pid
+	return h
+}
+
+// read returns the helper's next output line, failing on "error: ..." or silence.
+func (h *helperNode) read() string {
+	h.t.Helper()
+	lines := make(chan string, 1)
+	go func() {
+		if h.stdout.Scan() {
+			lines <- h.stdout.Text()
+		}
+		close(lines)
+	}()
+	select {
+	case line, ok := <-lines:
+		if !ok {
+			h.t.Fatalf("helper node exited; stderr:\n%s", h.stderr.String())
+		}
+		if strings.HasPrefix(line, "error: ") {
+			h.t.Fatalf("helper node: %s; stderr:\n%s", line, h.stderr.String())
+		}
+		return line
+	case <-time.After(30 * time.Second):
+		h.t.Fatalf("helper node silent for 30s; stderr:\n%s", h.stderr.String())
+	}
+	return ""
+}
+
+func (h *helperNode) send(line string) {
+	h.t.Helper()
+	if _, err := io.WriteString(h.stdin, line+"\n"); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *helperNode) stats() []peerStat {
+	h.t.Helper()
+	h.send("stats")
+	var stats []peerStat
+	if err := json.Unmarshal([]byte(h.read()), &stats); err != nil {
+		h.t.Fatal(err)
+	}
+	return stats
+}
+
+var pingSeq atomic.Uint32
+
+// ping sends one ICMP echo request from src to dst and waits for the reply.
+func ping(src, dst net.IP, timeout time.Duration) error {
+	network, request, reply := "ip4:icmp", byte(8), byte(0)
+	if dst.To4() == nil {
+		network, request, reply = "ip6:ipv6-icmp", 128, 129
+	}
+	c, err := net.ListenPacket(network, src.String())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	id, seq := uint16(os.Getpid()), uint16(pingSeq.Add(1))
+	msg := []byte{request, 0, 0, 0, byte(id >> 8), byte(id), byte(seq >> 8), byte(seq), 's', 'e', 'm', 'a', 'p', 'h', 'o', 'r', 'e'}
+	if request == 8 { // the kernel fills in ICMPv6 checksums, not ICMPv4 ones
+		cs := icmpChecksum(msg)
+		msg[2], msg[3] = byte(cs>>8), byte(cs)
+	}
+	if _, err := c.WriteTo(msg, &net.IPAddr{IP: dst}); err != nil {
+		return err
+	}
+	if err := c.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		return err
+	}
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := c.ReadFrom(buf)
+		if err != nil {
+			return err
+		}
+		if ip, ok := from.(*net.IPAddr); ok && ip.IP.Equal(dst) && n >= 8 && buf[0] == reply &&
+			buf[4] == msg[4] && buf[5] == msg[5] && buf[6] == msg[6] && buf[7] == msg[7] {
+			return nil
+		}
+	}
+}
+
+func icmpChecksum(b []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	if len(b)%2 == 1 {
+		sum += uint32(b[len(b)-1]) << 8
+	}
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}
+
+// pingUntil pings until a reply arrives or tries run out (the first packets wait for
+// the handshake).
+func pingUntil(src, dst net.IP, tries int) error {
+	var err error
+	for range tries {
+		if err = ping(src, dst, time.Second); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+func peerByKey(peers []wgtypes.Peer, key wgtypes.Key) *wgtypes.Peer {
+	for i := range peers {
+		if peers[i].PublicKey == key {
+			return &peers[i]
+		}
+	}
+	return nil
+}
+
+// TestTwoNodesDataPath proves the data path: two nodes, each a network and mount
+// namespace with its own userspace WireGuard device, joined by a veth underlay
+// (192.0.2.0/24). Each node's "pod" addresses (198.18.x.y, fd00:x::y) exist only on
+// its WireGuard device and are reachable from the other node only through the
+// tunnel, by the routes SyncRoutes installs.
+func TestTwoNodesDataPath(t *testing.T) {
+	mA := newUserspace(t)
+	b := startHelperNode(t)
+
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "smp-veth-a"}, PeerName: "smp-veth-b"}
+	if err := netlink.LinkAdd(veth); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = netlink.LinkDel(veth) }) // usually gone already, with node B's namespace
+	if err := netlink.LinkSetNsPid(mustLink(t, "smp-veth-b"), b.pid); err != nil {
+		t.Fatal(err)
+	}
+
+	keyA, keyB := genKey(t), genKey(t)
+	cfgA := nodeConfig{
+		Underlay: "smp-veth-a", UnderlayAddr: "192.0.2.1/24",
+		Device: "wg-smp-a", PrivateKey: keyA.String(), ListenPort: 51820,
+		TunnelAddrs:  []string{"198.18.1.1/32", "fd00:1::1/128"},
+		PeerKey:      keyB.PublicKey().String(),
+		PeerEndpoint: "192.0.2.2:51821", PeerAllowedIPs: []string{"198.18.2.0/24", "fd00:2::/64"},
+		Routes: []string{"198.18.2.0/24", "fd00:2::/64"},
+	}
+	cfgB := nodeConfig{
+		Underlay: "smp-veth-b", UnderlayAddr: "192.0.2.2/24",
+		Device: "wg-smp-b", PrivateKey: keyB.String(), ListenPort: 51821,
+		TunnelAddrs:  []string{"198.18.2.1/32", "fd00:2::1/128"},
+		PeerKey:      keyA.PublicKey().String(),
+		PeerEndpoint: "192.0.2.1:51820", PeerAllowedIPs: []string{"198.18.1.0/24", "fd00:1::/64"},
+		Routes: []string{"198.18.1.0/24", "fd00:1::/64"},
+	}
+	cfgJSON, err := json.Marshal(cfgB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.send(string(cfgJSON))
+	if line := b.read(); line != "configured" {
+		t.Fatalf("helper node: %q", line)
+	}
+	if err := setupNode(mA, cfgA); err != nil {
+		t.Fatal(err)
+	}
+
+	srcV4, dstV4 := net.ParseIP("198.18.1.1"), net.ParseIP("198.18.2.1")
+	srcV6, dstV6 := net.ParseIP("fd00:1::1"), net.ParseIP("fd00:2::1")
+	if err := pingUntil(srcV4, dstV4, 10); err != nil {
+		t.Fatalf("ping %s -> %s through the tunnel: %v", srcV4, dstV4, err)
+	}
+	if err := pingUntil(srcV6, dstV6, 10); err != nil {
+		t.Fatalf("ping %s -> %s through the tunnel: %v", srcV6, dstV6, err)
+	}
+	t.Logf("ping %s -> %s and %s -> %s through WireGuard: ok", srcV4, dstV4, srcV6, dstV6)
+
+	peers, err := mA.PeerStats("wg-smp-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pB := peerByKey(peers, keyB.PublicKey())
+	if pB == nil || pB.LastHandshakeTime.IsZero() || pB.ReceiveBytes == 0 || pB.TransmitBytes == 0 {
+		t.Fatalf("node A's peer B after pings: %+v", pB)
+	}
+	t.Logf("node A, peer B: last handshake %s, rx %d B, tx %d B", pB.LastHandshakeTime.Format(time.RFC3339Nano), pB.ReceiveBytes, pB.TransmitBytes)
+	statsB := b.stats()
+	if len(statsB) != 1 || statsB[0].Key != keyA.PublicKey().String() || statsB[0].LastHandshake.IsZero() {
+		t.Errorf("node B's peers: %+v, want peer A with a handshake", statsB)
+	}
+
+	// A controller restart against an in-sync device writes nothing and keeps the
+	// session: same handshake, traffic still flows.
+	handshake := pB.LastHandshakeTime
+	before := mA.Counters()
+	if err := mA.Ensure("wg-smp-a", keyA, 51820, 1420); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := mA.SyncRoutes("wg-smp-a", cidrs(t, cfgA.Routes...)); err != nil {
+		t.Fatal(err)
+	}
+	if got := mA.Counters(); got != before {
+		t.Errorf("in-sync Ensure+SyncRoutes wrote: %+v -> %+v", before, got)
+	}
+
+	// Adding an unrelated peer leaves peer B's session alone.
+	if err := mA.ConfigurePeers("wg-smp-a", []wgtypes.PeerConfig{{
+		PublicKey: genKey(t).PublicKey(), AllowedIPs: cidrs(t, "198.18.3.0/24"),
+		Endpoint: &net.UDPAddr{IP: net.ParseIP("192.0.2.3"), Port: 51820},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ping(srcV4, dstV4, 2*time.Second); err != nil {
+		t.Errorf("ping after adding another peer: %v", err)
+	}
+	peers, err = mA.PeerStats("wg-smp-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := peerByKey(peers, keyB.PublicKey()); p == nil || !p.LastHandshakeTime.Equal(handshake) {
+		t.Errorf("peer B's handshake changed from %v: %+v", handshake, p)
+	}
+
+	// Without the peer there is no path: the pings really went through WireGuard.
+	if err := mA.ConfigurePeers("wg-smp-a", []wgtypes.PeerConfig{{PublicKey: keyB.PublicKey(), Remove: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ping(srcV4, dstV4, time.Second); err == nil {
+		t.Error("ping still answered after peer B was removed")
+	} else if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Logf("ping after removing peer B: %v", err)
+	}
+}

@@ -1,0 +1,477 @@
+package device
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+	"golang.zx2c4.com/wireguard/wgctrl"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+)
+
+// Mode selects the WireGuard implementation.
+type Mode string
+
+const (
+	// ModeAuto uses kernel WireGuard when the kernel can create wireguard links, and
+	// the embedded userspace implementation otherwise.
+	ModeAuto Mode = "auto"
+	// ModeKernel requires kernel WireGuard.
+	ModeKernel Mode = "kernel"
+	// ModeUserspace runs wireguard-go inside this process.
+	ModeUserspace Mode = "userspace"
+)
+
+// ParseMode returns the Mode named by s, or an error listing the valid modes.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeAuto, ModeKernel, ModeUserspace:
+		return m, nil
+	}
+	return "", fmt.Errorf("invalid WireGuard mode %q: want %s, %s or %s", s, ModeAuto, ModeKernel, ModeUserspace)
+}
+
+// ErrNotFound is returned (wrapped) when the named WireGuard device does not exist.
+var ErrNotFound = errors.New("wireguard device not found")
+
+// maxNameLen is Linux's IFNAMSIZ minus the terminating NUL.
+const maxNameLen = 15
+
+// tunPath is the TUN clone device userspace WireGuard needs.
+const tunPath = "/dev/net/tun"
+
+// Host is what the controller needs from this host. *Manager implements it; controller
+// tests can substitute a fake.
+type Host interface {
+	Ensure(name string, key wgtypes.Key, listenPort, mtu int) error
+	Peers(name string) ([]wgtypes.Peer, error)
+	ConfigurePeers(name string, changes []wgtypes.PeerConfig) error
+	PeerStats(name string) ([]wgtypes.Peer, error)
+	SyncRoutes(name string, want []net.IPNet) (added, removed int, err error)
+	Delete(name string) error
+	Devices(prefix string) ([]string, error)
+}
+
+var _ Host = (*Manager)(nil)
+
+// wgClient is the part of *wgctrl.Client the Manager uses.
+type wgClient interface {
+	Device(name string) (*wgtypes.Device, error)
+	ConfigureDevice(name string, cfg wgtypes.Config) error
+	Close() error
+}
+
+// Counters are cumulative counts of the writes a Manager made to the host. They feed
+// metrics and let tests prove that an in-sync device was left alone.
+type Counters struct {
+	// DeviceConfigs counts wgctrl ConfigureDevice calls (key, port and peer changes).
+	DeviceConfigs uint64
+	// LinkChanges counts link writes: create, delete, MTU and up.
+	LinkChanges uint64
+	// RouteChanges counts routes added or removed.
+	RouteChanges uint64
+}
+
+// Manager creates and configures WireGuard devices and their routes on this host.
+// Its methods are safe for concurrent use.
+type Manager struct {
+	mode Mode
+	log  *slog.Logger
+	wg   wgClient
+
+	// mu serialises device lifecycle changes (Ensure, Delete, Close) and guards
+	// userspace.
+	mu        sync.Mutex
+	userspace map[string]*userspaceDevice
+	closed    bool
+
+	deviceConfigs atomic.Uint64
+	linkChanges   atomic.Uint64
+	routeChanges  atomic.Uint64
+}
+
+// NewManager returns a Manager for mode. ModeAuto resolves to kernel or userspace here,
+// once, by creating (and deleting) a throwaway wireguard link; ModeKernel fails when the
+// kernel cannot create one, ModeUserspace when there is no TUN device. A nil log
+// discards log output.
+func NewManager(mode Mode, log *slog.Logger) (*Manager, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if _, err := ParseMode(string(mode)); err != nil {
+		return nil, err
+	}
+
+	resolved := mode
+	switch mode {
+	case ModeAuto, ModeKernel:
+		if err := probeKernel(); err != nil {
+			if mode == ModeKernel {
+				return nil, fmt.Errorf("kernel WireGuard is not available (is the wireguard module loaded?): %w", err)
+			}
+			log.Info("kernel WireGuard not available, using userspace WireGuard", "err", err)
+			resolved = ModeUserspace
+		} else {
+			resolved = ModeKernel
+		}
+	}
+	if resolved == ModeUserspace {
+		if _, err := os.Stat(tunPath); err != nil {
+			return nil, fmt.Errorf("userspace WireGuard needs %s: %w", tunPath, err)
+		}
+	}
+
+	wg, err := wgctrl.New()
+	if err != nil {
+		return nil, fmt.Errorf("open WireGuard control client: %w", err)
+	}
+	log.Info("WireGuard manager started", "mode", string(resolved))
+	return &Manager{
+		mode:      resolved,
+		log:       log,
+		wg:        wg,
+		userspace: map[string]*userspaceDevice{},
+	}, nil
+}
+
+// probeKernel reports whether the kernel can create a wireguard link by creating one
+// under a random name and deleting it again. Creating a link is the only reliable test:
+// the module may be present but not yet loaded (link creation autoloads it).
+func probeKernel() error {
+	var b [3]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return err
+	}
+	name := "smp-probe" + hex.EncodeToString(b[:]) // 15 bytes
+	link := &netlink.Wireguard{LinkAttrs: netlink.LinkAttrs{Name: name}}
+	if err := netlink.LinkAdd(link); err != nil {
+		return fmt.Errorf("create wireguard link: %w", err)
+	}
+	if err := netlink.LinkDel(link); err != nil {
+		return fmt.Errorf("delete probe link %s: %w", name, err)
+	}
+	return nil
+}
+
+// Mode returns the implementation this Manager uses: ModeKernel or ModeUserspace.
+func (m *Manager) Mode() Mode { return m.mode }
+
+// Counters returns the writes made so far.
+func (m *Manager) Counters() Counters {
+	return Counters{
+		DeviceConfigs: m.deviceConfigs.Load(),
+		LinkChanges:   m.linkChanges.Load(),
+		RouteChanges:  m.routeChanges.Load(),
+	}
+}
+
+// ValidName reports whether name can be a Linux interface name.
+func ValidName(name string) error {
+	if name == "" || len(name) > maxNameLen || name == "." || name == ".." ||
+		strings.ContainsAny(name, "/:% \t\n") {
+		return fmt.Errorf("invalid device name %q: want 1-%d bytes without '/', ':', '%%' or spaces", name, maxNameLen)
+	}
+	return nil
+}
+
+// Ensure makes device name exist with private key, listen port and MTU, and be up. It
+// creates the device when absent and otherwise changes only what differs: an in-sync
+// device gets no write at all, so its sessions are undisturbed. listenPort 0 means "any
+// port" (chosen at creation, not enforced afterwards).
+func (m *Manager) Ensure(name string, key wgtypes.Key, listenPort, mtu int) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	if listenPort < 0 || listenPort > 65535 {
+		return fmt.Errorf("device %s: invalid listen port %d", name, listenPort)
+	}
+	if mtu < 576 || mtu > 65535 {
+		return fmt.Errorf("device %s: invalid MTU %d", name, mtu)
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return errors.New("manager is closed")
+	}
+
+	link, err := linkByName(name)
+	if err != nil {
+		return fmt.Errorf("device %s: %w", name, err)
+	}
+	ud := m.userspace[name]
+	if link == nil {
+		if ud != nil {
+			// The link went away behind our back (deleted by hand): the wireguard-go
+			// device attached to it is useless now.
+			m.log.Warn("userspace WireGuard link disappeared, recreating", "device", name)
+			ud.close()
+			delete(m.userspace, name)
+		}
+		if link, err = m.create(name, mtu); err != nil {
+			return fmt.Errorf("device %s: %w", name, err)
+		}
+	} else if ud != nil && !ud.serving() {
+		// Our UAPI socket was removed (its accept loop ended): serve it again, or the
+		// device could no longer be configured.
+		m.log.Warn("UAPI socket of userspace WireGuard device gone, serving it again", "device", name)
+		if err := ud.serve(); err != nil {
+			return fmt.Errorf("device %s: %w", name, err)
+		}
+	}
+
+	dev, err := m.wg.Device(name)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("device %s: link exists but is not a WireGuard device this host can configure (type %s)", name, link.Type())
+		}
+		return fmt.Errorf("device %s: read WireGuard configuration: %w", name, err)
+	}
+
+	var cfg wgtypes.Config
+	var changed []string
+	if dev.PrivateKey != key {
+		cfg.PrivateKey = &key
+		changed = append(changed, "private key")
+	}
+	if listenPort != 0 && dev.ListenPort != listenPort {
+		cfg.ListenPort = &listenPort
+		changed = append(changed, "listen port")
+	}
+	if len(changed) > 0 {
+		m.deviceConfigs.Add(1)
+		if err := m.wg.ConfigureDevice(name, cfg); err != nil {
+			return fmt.Errorf("device %s: set %s: %w", name, strings.Join(changed, " and "), err)
+		}
+		m.log.Info("WireGuard device configured", "device", name, "changed", strings.Join(changed, ","), "listen_port", listenPort)
+	}
+
+	if link.Attrs().MTU != mtu {
+		m.linkChanges.Add(1)
+		if err := netlink.LinkSetMTU(link, mtu); err != nil {
+			return fmt.Errorf("device %s: set MTU %d: %w", name, mtu, err)
+		}
+		m.log.Info("WireGuard device MTU set", "device", name, "mtu", mtu)
+	}
+	if link.Attrs().Flags&net.FlagUp == 0 {
+		m.linkChanges.Add(1)
+		if err := netlink.LinkSetUp(link); err != nil {
+			return fmt.Errorf("device %s: set link up: %w", name, err)
+		}
+		m.log.Info("WireGuard device up", "device", name)
+	}
+	if ud := m.userspace[name]; ud != nil {
+		// wireguard-go follows the link state by itself, but swallows the error when
+		// binding its UDP port fails; bring it up here to surface that error.
+		if err := ud.dev.Up(); err != nil {
+			return fmt.Errorf("device %s: bring userspace WireGuard up: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// create adds the link for a new device; the caller configures and raises it.
+func (m *Manager) create(name string, mtu int) (netlink.Link, error) {
+	m.linkChanges.Add(1)
+	switch m.mode {
+	case ModeKernel:
+		link := &netlink.Wireguard{LinkAttrs: netlink.LinkAttrs{Name: name, MTU: mtu}}
+		if err := netlink.LinkAdd(link); err != nil {
+			return nil, fmt.Errorf("create wireguard link: %w", err)
+		}
+	default:
+		ud, err := startUserspace(name, mtu, m.log.With("device", name))
+		if err != nil {
+			return nil, err
+		}
+		m.userspace[name] = ud
+	}
+	m.log.Info("WireGuard device created", "device", name, "mode", string(m.mode))
+	link, err := linkByName(name)
+	if err == nil && link == nil {
+		err = errors.New("link vanished right after creation")
+	}
+	return link, err
+}
+
+// Peers returns the device's current peers.
+func (m *Manager) Peers(name string) ([]wgtypes.Peer, error) {
+	dev, err := m.device(name)
+	if err != nil {
+		return nil, err
+	}
+	return dev.Peers, nil
+}
+
+// PeerStats returns the device's peers with their last handshake time and byte
+// counters. It is the same read as Peers, named for what the metrics code wants.
+func (m *Manager) PeerStats(name string) ([]wgtypes.Peer, error) {
+	return m.Peers(name)
+}
+
+// device reads the device through wgctrl, translating "absent" into ErrNotFound.
+func (m *Manager) device(name string) (*wgtypes.Device, error) {
+	dev, err := m.wg.Device(name)
+	if err == nil {
+		return dev, nil
+	}
+	return nil, m.explain(name, err)
+}
+
+// explain turns a wgctrl error into one that says whether the device exists. A
+// userspace device whose process is gone leaves its socket behind, which wgctrl reports
+// as a failed dial rather than as absence.
+func (m *Manager) explain(name string, err error) error {
+	link, lerr := linkByName(name)
+	if lerr == nil && link == nil {
+		return fmt.Errorf("device %s: %w", name, ErrNotFound)
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("device %s: link exists but its WireGuard configuration is unreachable (userspace socket missing?): %w", name, err)
+	}
+	return fmt.Errorf("device %s: %w", name, err)
+}
+
+// ConfigurePeers applies changes (adds, updates with UpdateOnly or not, removals with
+// Remove) in one call, never replacing the peer list: peers not mentioned keep their
+// sessions. No changes means no call at all.
+func (m *Manager) ConfigurePeers(name string, changes []wgtypes.PeerConfig) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	m.deviceConfigs.Add(1)
+	if err := m.wg.ConfigureDevice(name, wgtypes.Config{ReplacePeers: false, Peers: changes}); err != nil {
+		return m.explain(name, fmt.Errorf("configure %d peer(s): %w", len(changes), err))
+	}
+	for _, c := range changes {
+		switch {
+		case c.Remove:
+			m.log.Info("WireGuard peer removed", "device", name, "peer", c.PublicKey.String())
+		default:
+			m.log.Info("WireGuard peer configured", "device", name, "peer", c.PublicKey.String())
+		}
+	}
+	return nil
+}
+
+// Delete removes device name and its routes. An absent device is not an error (a stale
+// userspace socket left for it is cleaned up). A link by that name that is not a
+// WireGuard device is refused, never deleted.
+func (m *Manager) Delete(name string) error {
+	if err := ValidName(name); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+
+	link, err := linkByName(name)
+	if err != nil {
+		return fmt.Errorf("device %s: %w", name, err)
+	}
+	ud := m.userspace[name]
+	if link == nil {
+		if ud != nil {
+			ud.close()
+			delete(m.userspace, name)
+		}
+		removeStaleSocket(name, m.log)
+		return nil
+	}
+	if ud == nil && !m.isWireGuard(link) {
+		return fmt.Errorf("device %s: link of type %s is not a WireGuard device, not deleting it", name, link.Type())
+	}
+
+	// Routes through a deleted link vanish with it, but deleting ours first keeps the
+	// route counters honest and leaves nothing behind if the link delete fails.
+	if _, removed, err := m.syncRoutes(link, nil); err != nil {
+		m.log.Warn("removing routes of deleted device failed", "device", name, "removed", removed, "err", err)
+	}
+
+	m.linkChanges.Add(1)
+	if ud != nil {
+		// Closing the TUN file removes the link; closing the listener removes the socket.
+		ud.close()
+		delete(m.userspace, name)
+	} else if err := netlink.LinkDel(link); err != nil {
+		return fmt.Errorf("device %s: delete link: %w", name, err)
+	}
+	m.log.Info("WireGuard device deleted", "device", name)
+	return nil
+}
+
+// isWireGuard reports whether link is a WireGuard device: a kernel wireguard link, or
+// a TUN link whose userspace implementation answers on its UAPI socket.
+func (m *Manager) isWireGuard(link netlink.Link) bool {
+	if link.Type() == "wireguard" {
+		return true
+	}
+	if link.Type() != "tuntap" {
+		return false
+	}
+	_, err := m.wg.Device(link.Attrs().Name)
+	return err == nil
+}
+
+// Devices returns, sorted, the names of the WireGuard devices (kernel or userspace)
+// whose name starts with prefix. Links of other types are ignored even when they match.
+func (m *Manager) Devices(prefix string) ([]string, error) {
+	links, err := netlink.LinkList()
+	if err != nil {
+		return nil, fmt.Errorf("list links: %w", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var names []string
+	for _, l := range links {
+		name := l.Attrs().Name
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		if m.userspace[name] != nil || m.isWireGuard(l) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Close stops the userspace devices this Manager runs (their links and sockets go with
+// them) and releases the control client. Kernel devices are left in place on purpose:
+// traffic keeps flowing while the controller restarts. Close is idempotent.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	for name, ud := range m.userspace {
+		ud.close()
+		delete(m.userspace, name)
+		m.log.Info("userspace WireGuard device stopped", "device", name)
+	}
+	return m.wg.Close()
+}
+
+// linkByName returns the link called name, or nil when there is none.
+func linkByName(name string) (netlink.Link, error) {
+	link, err := netlink.LinkByName(name)
+	if err == nil {
+		return link, nil
+	}
+	var notFound netlink.LinkNotFoundError
+	if errors.As(err, &notFound) || errors.Is(err, unix.ENODEV) {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("look up link: %w", err)
+}

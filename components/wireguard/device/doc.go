@@ -1,0 +1,31 @@
+// Package device holds every side effect semaphore-wireguard has on its host: WireGuard
+// devices, their keys and peers, and the routes that send remote pod CIDRs through them.
+//
+// The controller computes what it wants (pure code, elsewhere) and calls a [Manager] to
+// make the host match. Each Manager method is a narrow, idempotent step: [Manager.Ensure]
+// touches nothing that is already right, [Manager.ConfigurePeers] applies only the peer
+// changes it is given (never ReplacePeers, which would reset every session), and
+// [Manager.SyncRoutes] only ever lists and deletes routes carrying [RouteProtocol] on the
+// device, so routes installed by anyone else are never touched.
+//
+// # Kernel and userspace devices
+//
+// A Manager drives either kernel WireGuard (a netlink link of type "wireguard") or an
+// embedded wireguard-go device (a TUN link plus a UAPI socket in /var/run/wireguard that
+// this process serves). Both are configured the same way, through wgctrl, so the `wg`
+// tool works against either.
+//
+// Lifetimes differ, by design:
+//   - Kernel devices belong to the kernel. They survive a controller restart, and
+//     [Manager.Close] leaves them alone, so traffic keeps flowing while the controller is
+//     down and an in-sync device is not even reconfigured when it comes back.
+//   - Userspace devices live exactly as long as the process that created them: the TUN
+//     link disappears when the process exits (or [Manager.Close] is called), and the next
+//     start creates them afresh. Peers reconnect with a new handshake within seconds.
+//
+// # Naming
+//
+// The package does not invent device names; the controller passes them in (at most 15
+// bytes, Linux's limit) and lists its own devices with [Manager.Devices] and a name
+// prefix it owns.
+package device
