@@ -241,7 +241,12 @@ func (r *running) stop() {
 // the other peers stay; a restart against an in-sync device changes nothing.
 func TestPeersFollowRemoteNodes(t *testing.T) {
 	ctx := context.Background()
-	node(t, local, "gcp-node-1", "192.0.2.21", nil, "198.18.21.0/24")
+	// Left over from a remote no longer configured, next to someone else's annotation.
+	node(t, local, "gcp-node-1", "192.0.2.21", map[string]string{
+		peers.PubKeyAnnotation("merit"):   "old",
+		peers.EndpointAnnotation("merit"): "192.0.2.21:51829",
+		"example.com/owner":               "someone-else",
+	}, "198.18.21.0/24")
 	devKey := key(t)
 	k1, k2, k3 := key(t), key(t), key(t)
 	remoteNode(t, "aws-node-1", k1.PublicKey(), "192.0.2.11:51822", "198.18.11.0/24")
@@ -262,6 +267,12 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 		}
 		if got := n.Annotations[peers.EndpointAnnotation("aws")]; got != "192.0.2.21:51821" {
 			return fmt.Errorf("endpoint annotation %q", got)
+		}
+		if _, ok := n.Annotations[peers.PubKeyAnnotation("merit")]; ok {
+			return fmt.Errorf("annotations of remote merit, no longer configured, are still there: %v", n.Annotations)
+		}
+		if n.Annotations["example.com/owner"] != "someone-else" {
+			return fmt.Errorf("someone else's annotation was touched: %v", n.Annotations)
 		}
 		return nil
 	})
