@@ -305,8 +305,8 @@ func (c *Controller) countChanges(rc *remoteCache, actual []wgtypes.Peer, change
 		case !had[ch.PublicKey]:
 			op = "peer_add"
 		}
+		// The device manager logs each change; counting it here adds the remote.
 		c.metrics.changes.WithLabelValues(rc.dev.Remote, op).Inc()
-		c.log.Info("peer changed", "operation", op, "remote", rc.dev.Remote, "device", rc.dev.Device, "peer", ch.PublicKey.String())
 	}
 }
 

@@ -23,7 +23,7 @@ func NewMetrics(f *metrics.Factory, reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		reconcile: reconcile.NewMetrics(f, "one remote's device"),
 		changes: f.CounterVec("device_changes_total",
-			"Changes made to a device, by remote and operation: peer_add, peer_update, peer_remove, route_add, route_remove, device_create.", "remote", "operation"),
+			"Changes made to a device, by remote and operation: peer_add, peer_update, peer_remove, route_add, route_remove.", "remote", "operation"),
 		skipped: f.GaugeVec("skipped_peers",
 			"Remote nodes not configured as peers, by remote and reason: not_annotated, bad_key, bad_endpoint, no_pod_cidr, bad_pod_cidr, duplicate_key, overlapping_pod_cidr.", "remote", "reason"),
 		stats: &statsCollector{

@@ -1,0 +1,861 @@
+//go:build linux
+
+// Package datapath holds the data-path test of semaphore-wireguard: real API servers for two
+// clusters, every node a network namespace running the real binary with userspace WireGuard,
+// real handshakes and real pings between pod addresses of the two clusters.
+package datapath
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kube-semaphore/semaphore/components/internal/testenv"
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+)
+
+const (
+	listenPort = 51821
+	// routeProto is the protocol number that marks the controller's routes (device.RouteProtocol).
+	routeProto = "83"
+	// foreignRoute is a route via a WireGuard device that the controller did not create and
+	// must leave alone.
+	foreignRoute = "198.18.200.0/24"
+	// userAgent prefixes the user agent of every API request the controller makes.
+	userAgent = "semaphore-wireguard"
+	// wait bounds every wait of this test.
+	wait = 60 * time.Second
+)
+
+// runScript gives the controller its own mount namespace with a private /var/run, so that the
+// UAPI sockets of userspace WireGuard (in /var/run/wireguard, which network namespaces share)
+// do not clash between simulated nodes. A tmpfs over the whole of /var/run (instead of over
+// /var/run/wireguard alone) leaves nothing on the host: /var/run/wireguard need not exist
+// there, and mount -n keeps libmount from creating /run/mount on the host's /run either.
+// `ip netns exec`, unshare and sh all exec, so the process we start is the controller.
+const runScript = `mount -n -t tmpfs -o mode=0755 semaphore-run /var/run && mkdir /var/run/wireguard && exec "$0"`
+
+// node is one simulated node: a network namespace running one controller.
+type node struct {
+	name, cluster, remote string
+	netns                 string
+	underlay              string // address on the shared underlay
+	podCIDR, pod          string // pod CIDR and the "pod" address in it
+	index                 int
+
+	dir, keyDir, logPath string
+	env                  []string
+	bin                  string
+	proc                 *proc
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+func (n *node) device() string   { return peers.DeviceName(n.remote) }
+func (n *node) keyFile() string  { return filepath.Join(n.keyDir, n.device()+".key") }
+func (n *node) String() string   { return n.name }
+func (n *node) endpoint() string { return net.JoinHostPort(n.underlay, strconv.Itoa(listenPort)) }
+
+func TestDataPath(t *testing.T) {
+	requireLab(t)
+	began := time.Now()
+	defer func() { t.Logf("data-path test took %v", time.Since(began).Round(time.Millisecond)) }()
+
+	bin := testenv.BuildBinary(t, "github.com/kube-semaphore/semaphore/components/wireguard")
+
+	id := randomID(t)
+	nodes := []*node{
+		{name: "gcp-node-1", cluster: "gcp", remote: "aws", underlay: "192.0.2.11", podCIDR: "198.18.1.0/24", pod: "198.18.1.1"},
+		{name: "gcp-node-2", cluster: "gcp", remote: "aws", underlay: "192.0.2.12", podCIDR: "198.18.2.0/24", pod: "198.18.2.1"},
+		{name: "aws-node-1", cluster: "aws", remote: "gcp", underlay: "192.0.2.21", podCIDR: "198.18.11.0/24", pod: "198.18.11.1"},
+		{name: "aws-node-2", cluster: "aws", remote: "gcp", underlay: "192.0.2.22", podCIDR: "198.18.12.0/24", pod: "198.18.12.1"},
+	}
+	gcp1, gcp2, aws1, aws2 := nodes[0], nodes[1], nodes[2], nodes[3]
+	for i, n := range nodes {
+		n.index = i
+		n.netns = fmt.Sprintf("smp-%s-%s%d", id, n.cluster[:1], i%2+1)
+	}
+	buildUnderlay(t, id, nodes)
+
+	clusters := testenv.Start(t, testenv.Options{Audit: true}, "gcp", "aws")
+	byName := map[string]*testenv.Cluster{"gcp": clusters[0], "aws": clusters[1]}
+	ctx := context.Background()
+	for _, n := range nodes {
+		createNode(t, byName[n.cluster], n)
+	}
+	for _, n := range nodes {
+		prepare(t, n, byName, bin)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range nodes {
+				b, _ := os.ReadFile(n.logPath)
+				t.Logf("----- log of %s (%s) -----\n%s", n.name, n.netns, b)
+			}
+		}
+	})
+	for _, n := range nodes {
+		n.start(t)
+		t.Cleanup(func() { n.stop(t) })
+	}
+
+	// 1. Every node publishes, for the other cluster, the public key of its key file and its
+	// underlay endpoint.
+	eventually(t, nodes, wait, "nodes annotated with public key and endpoint", func() error {
+		for _, n := range nodes {
+			if err := checkAnnotations(ctx, byName[n.cluster], n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	pubKeys := map[string]string{}
+	for _, n := range nodes {
+		pubKeys[n.name] = annotation(t, byName[n.cluster], n.name, peers.PubKeyAnnotation(n.remote))
+	}
+
+	// 2. Every device holds both nodes of the other cluster as peers, has shaken hands with
+	// them (keepalive 1s starts the handshake) and routes their pod CIDRs.
+	peersOf := func(n *node) []*node {
+		if n.cluster == "gcp" {
+			return []*node{aws1, aws2}
+		}
+		return []*node{gcp1, gcp2}
+	}
+	eventually(t, nodes, wait, "devices with peers and handshakes", func() error {
+		for _, n := range nodes {
+			if err := n.checkPeers(peersOf(n)); err != nil {
+				return err
+			}
+			if err := n.checkRoutes(peersOf(n)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+
+	// 3. Pod addresses reach each other across the clusters, in both directions.
+	for _, g := range []*node{gcp1, gcp2} {
+		for _, a := range []*node{aws1, aws2} {
+			for _, pair := range [][2]*node{{g, a}, {a, g}} {
+				from, to := pair[0], pair[1]
+				eventually(t, nodes, 20*time.Second, fmt.Sprintf("ping %s -> %s", from.pod, to.pod), func() error {
+					return from.alive(ping(from.netns, from.pod, to.pod, 2*time.Second))
+				})
+			}
+		}
+	}
+	// Only additions so far: one per remote node, no updates, no removals.
+	for _, n := range nodes {
+		if err := n.checkChanges(map[string]float64{"peer_add": 2, "peer_update": 0, "peer_remove": 0, "route_add": 2, "route_remove": 0}); err != nil {
+			t.Error(err)
+		}
+	}
+
+	// 4. A remote node deleted: its peer and route go on every gcp node, a route someone
+	// else put on the device stays, and the ping to that node's pod stops working while
+	// the other aws node still answers.
+	run(t, "ip", "-n", gcp1.netns, "route", "add", foreignRoute, "dev", gcp1.device())
+	if err := byName["aws"].Client.CoreV1().Nodes().Delete(ctx, aws1.name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, nodes, wait, "peer and route of the deleted node removed", func() error {
+		for _, g := range []*node{gcp1, gcp2} {
+			if err := g.checkPeers([]*node{aws2}); err != nil {
+				return err
+			}
+			if err := g.checkRoutes([]*node{aws2}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if routes := gcp1.routes(t, ""); !slices.Contains(routes, foreignRoute) {
+		t.Errorf("route %s we did not create was removed from %s on %s; routes now: %q", foreignRoute, gcp1.device(), gcp1, routes)
+	}
+	for _, g := range []*node{gcp1, gcp2} {
+		if err := g.checkChanges(map[string]float64{"peer_add": 2, "peer_update": 0, "peer_remove": 1, "route_add": 2, "route_remove": 1}); err != nil {
+			t.Error(err)
+		}
+		if err := pingFails(g.netns, g.pod, aws1.pod); err != nil {
+			t.Error(err)
+		}
+		if err := ping(g.netns, g.pod, aws2.pod, 2*time.Second); err != nil {
+			t.Errorf("after %s was deleted, %s can no longer reach %s: %v", aws1, g, aws2.pod, err)
+		}
+	}
+
+	// 5. Restart of gcp-node-1's controller with the same key directory: the key file is
+	// reused as it is, the annotation stays and is not even rewritten, and traffic flows again.
+	//
+	// In userspace mode the device lives in the controller process and dies with it, so here
+	// the restart means a new device and a new handshake. "An in-sync device is not
+	// reconfigured and its handshakes survive a restart" holds for kernel WireGuard only,
+	// whose devices outlive the process; these machines have no WireGuard kernel module, so
+	// what this test can show is: same key file, same annotation (not even rewritten), no
+	// change on the remote side, and traffic flowing again.
+	keyBefore := readKeyFile(t, gcp1)
+	writesBefore := nodeWrites(t, byName["gcp"], gcp1.name)
+	gcp1.stop(t)
+	if out, err := exec.Command("ip", "-n", gcp1.netns, "link", "show", gcp1.device()).CombinedOutput(); err == nil {
+		t.Logf("%s still has %s after its controller stopped (kernel device?): %s", gcp1, gcp1.device(), out)
+	} else {
+		t.Logf("%s: userspace device %s went away with its controller, as expected", gcp1, gcp1.device())
+	}
+	restarted := time.Now()
+	gcp1.start(t)
+	eventually(t, nodes, wait, "restarted gcp-node-1 peers with aws-node-2 again", func() error {
+		if err := gcp1.checkPeers([]*node{aws2}); err != nil {
+			return err
+		}
+		if hs := gcp1.handshake(aws2); hs < float64(restarted.Unix()) {
+			return fmt.Errorf("%s: no handshake with %s since the restart (last %v)", gcp1, aws2, hs)
+		}
+		return gcp1.checkRoutes([]*node{aws2})
+	})
+	eventually(t, nodes, 20*time.Second, "ping after restart", func() error {
+		return gcp1.alive(ping(gcp1.netns, gcp1.pod, aws2.pod, 2*time.Second))
+	})
+	if keyAfter := readKeyFile(t, gcp1); !bytes.Equal(keyAfter, keyBefore) {
+		t.Errorf("key file %s changed across the restart", gcp1.keyFile())
+	}
+	if got := annotation(t, byName["gcp"], gcp1.name, peers.PubKeyAnnotation("aws")); got != pubKeys[gcp1.name] {
+		t.Errorf("pubKey annotation of %s changed across the restart: %q, was %q", gcp1, got, pubKeys[gcp1.name])
+	}
+	if err := checkAnnotations(ctx, byName["gcp"], gcp1); err != nil {
+		t.Error(err)
+	}
+	if writesAfter := nodeWrites(t, byName["gcp"], gcp1.name); len(writesAfter) > len(writesBefore) {
+		t.Errorf("the restarted controller wrote its in-sync Node again:%v", writesAfter[len(writesBefore):])
+	}
+	if logs, _ := os.ReadFile(gcp1.logPath); bytes.Count(logs, []byte("generated a private key")) != 1 {
+		t.Errorf("%s: want exactly one \"generated a private key\" log line over two starts, got %d", gcp1, bytes.Count(logs, []byte("generated a private key")))
+	}
+	// The peer of gcp-node-1 on aws-node-2 never changed: same key, same endpoint.
+	if err := aws2.checkChanges(map[string]float64{"peer_add": 2, "peer_update": 0, "peer_remove": 0}); err != nil {
+		t.Error(err)
+	}
+}
+
+// eventually is testenv.Eventually that gives up at once when a controller has exited.
+func eventually(t *testing.T, nodes []*node, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	testenv.Eventually(t, timeout, what, func() error {
+		for _, n := range nodes {
+			if p := n.proc; p != nil {
+				select {
+				case <-p.done:
+					t.Fatalf("%s: the controller of %s exited: %v", what, n, p.err)
+				default:
+				}
+			}
+		}
+		return check()
+	})
+}
+
+// requireLab skips the test where it cannot build its network: it needs root, iproute2,
+// unshare, mount and a TUN device for userspace WireGuard.
+func requireLab(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("data-path test skipped in -short mode")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("data-path test needs root: it creates network namespaces, veths and WireGuard devices")
+	}
+	for _, tool := range []string{"ip", "unshare", "sh", "mount"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("data-path test needs %s: %v", tool, err)
+		}
+	}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		t.Skipf("data-path test needs /dev/net/tun for userspace WireGuard: %v", err)
+	}
+}
+
+func randomID(t *testing.T) string {
+	var b [3]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// buildUnderlay creates a namespace holding a bridge, and one namespace per node joined to it by
+// a veth, with the node's underlay address, its pod address (on a dummy interface, or on lo
+// where the kernel lacks the dummy driver, as here) and no other route. Nothing is created in the host's network namespace: every link is created
+// directly in the namespace it belongs to. Every interface name carries id, so the final check
+// can tell that none ended up on the host.
+func buildUnderlay(t *testing.T, id string, nodes []*node) {
+	t.Helper()
+	underlay := "smp-" + id + "-ul"
+	bridge := "br" + id
+
+	var created []string
+	t.Cleanup(func() {
+		for _, ns := range created {
+			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
+				t.Errorf("ip netns del %s: %v: %s", ns, err, out)
+			}
+		}
+		out, err := exec.Command("ip", "netns", "list").CombinedOutput()
+		if err != nil {
+			t.Errorf("ip netns list: %v: %s", err, out)
+		} else if strings.Contains(string(out), "smp-"+id) {
+			t.Errorf("network namespaces left behind:\n%s", out)
+		}
+		out, err = exec.Command("ip", "-o", "link", "show").CombinedOutput()
+		if err != nil {
+			t.Errorf("ip link show: %v: %s", err, out)
+		} else if strings.Contains(string(out), id) {
+			t.Errorf("interfaces of this test in the host namespace:\n%s", out)
+		}
+	})
+	addNetns := func(ns string) {
+		run(t, "ip", "netns", "add", ns)
+		created = append(created, ns)
+		run(t, "ip", "-n", ns, "link", "set", "lo", "up")
+	}
+
+	addNetns(underlay)
+	run(t, "ip", "-n", underlay, "link", "add", bridge, "type", "bridge")
+	run(t, "ip", "-n", underlay, "link", "set", bridge, "up")
+	for _, n := range nodes {
+		addNetns(n.netns)
+		eth, port, pod := "ul"+id, fmt.Sprintf("v%s%d", id, n.index), "pod"+id
+		run(t, "ip", "-n", n.netns, "link", "add", eth, "type", "veth", "peer", "name", port, "netns", underlay)
+		run(t, "ip", "-n", underlay, "link", "set", port, "master", bridge, "up")
+		run(t, "ip", "-n", n.netns, "addr", "add", n.underlay+"/24", "dev", eth)
+		run(t, "ip", "-n", n.netns, "link", "set", eth, "up")
+		// The pod address sits on a dummy interface, or on lo where the kernel has no dummy
+		// driver: either way a local address the node answers for.
+		if exec.Command("ip", "-n", n.netns, "link", "add", pod, "type", "dummy").Run() != nil {
+			pod = "lo"
+		}
+		run(t, "ip", "-n", n.netns, "addr", "add", n.pod+"/32", "dev", pod)
+		run(t, "ip", "-n", n.netns, "link", "set", pod, "up")
+	}
+	// The underlay works (and the nodes know no route to any pod CIDR but their own).
+	for _, n := range nodes[1:] {
+		if err := ping(nodes[0].netns, nodes[0].underlay, n.underlay, 2*time.Second); err != nil {
+			t.Fatalf("underlay: %s cannot reach %s: %v", nodes[0], n, err)
+		}
+	}
+	if err := pingFails(nodes[0].netns, nodes[0].pod, nodes[len(nodes)-1].pod); err != nil {
+		t.Fatalf("before WireGuard: %v", err)
+	}
+}
+
+func run(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// createNode creates n's Node object with its pod CIDR and, through the status subresource,
+// its underlay address as InternalIP.
+func createNode(t *testing.T, c *testenv.Cluster, n *node) {
+	t.Helper()
+	ctx := context.Background()
+	obj, err := c.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.name},
+		Spec:       corev1.NodeSpec{PodCIDR: n.podCIDR, PodCIDRs: []string{n.podCIDR}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.underlay}, {Type: corev1.NodeHostName, Address: n.name}}
+	if _, err := c.Client.CoreV1().Nodes().UpdateStatus(ctx, obj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// prepare writes n's kubeconfigs, which reach the API servers through forwarders listening on
+// 127.0.0.1 inside n's namespace, and its environment.
+func prepare(t *testing.T, n *node, clusters map[string]*testenv.Cluster, bin string) {
+	t.Helper()
+	n.bin = bin
+	n.dir = t.TempDir()
+	n.keyDir = filepath.Join(n.dir, "keys")
+	n.logPath = filepath.Join(n.dir, "controller.log")
+	local := filepath.Join(n.dir, "local-kubeconfig")
+	writeKubeconfig(t, clusters[n.cluster], n.netns, local)
+	writeKubeconfig(t, clusters[n.remote], n.netns, filepath.Join(n.dir, "remotes", n.remote, "kubeconfig"))
+	n.env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"SEMAPHORE_LOCAL_CLUSTER=" + n.cluster,
+		"SEMAPHORE_REMOTES=" + n.remote,
+		"SEMAPHORE_REMOTES_DIR=" + filepath.Join(n.dir, "remotes"),
+		"SEMAPHORE_LOCAL_KUBECONFIG=" + local,
+		"SEMAPHORE_ADMIN_ADDR=127.0.0.1:8080",
+		"SEMAPHORE_REMOTE_PROBE_INTERVAL=1s",
+		"SEMAPHORE_WG_NODE_NAME=" + n.name,
+		"SEMAPHORE_WG_KEY_DIR=" + n.keyDir,
+		fmt.Sprintf("SEMAPHORE_WG_LISTEN_PORTS=%s:%d", n.remote, listenPort),
+		"SEMAPHORE_WG_MODE=userspace",
+		"SEMAPHORE_WG_KEEPALIVE=1s",
+	}
+}
+
+// writeKubeconfig copies c's kubeconfig to path, pointing it at a forwarder to c's API server
+// inside netns. The API server's certificate is for 127.0.0.1, whatever the port.
+func writeKubeconfig(t *testing.T, c *testenv.Cluster, netns, path string) {
+	t.Helper()
+	kc, err := clientcmd.LoadFromFile(c.DirectKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(c.Config.Host) // https://127.0.0.1:port/
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := testenv.ForwardInto(t, netns, u.Host)
+	for _, cl := range kc.Clusters {
+		cl.Server = "https://" + addr
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// start runs n's controller in n's network namespace and a mount namespace of its own,
+// appending its output to n's log.
+func (n *node) start(t *testing.T) {
+	t.Helper()
+	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "===== %s: starting in %s\n", time.Now().Format(time.RFC3339Nano), n.netns)
+	cmd := exec.Command("ip", "netns", "exec", n.netns, "unshare", "--mount", "--", "sh", "-c", runScript, n.bin)
+	cmd.Env = n.env
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Should the test binary die, its controllers die with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting the controller of %s: %v", n, err)
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	n.proc = p
+}
+
+// stop ends n's controller with SIGTERM (SIGKILL after 15 s); its mount namespace, and with it
+// the private /var/run, goes with it.
+func (n *node) stop(t *testing.T) {
+	t.Helper()
+	p := n.proc
+	if p == nil {
+		return
+	}
+	n.proc = nil
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		if p.err != nil {
+			t.Errorf("controller of %s exited with %v", n, p.err)
+		}
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		t.Errorf("controller of %s did not stop within 15s of SIGTERM", n)
+	}
+}
+
+// alive adds to err that n's controller has exited, when it has.
+func (n *node) alive(err error) error {
+	if err == nil || n.proc == nil {
+		return err
+	}
+	select {
+	case <-n.proc.done:
+		exit := n.proc.err
+		if exit == nil {
+			exit = errors.New("exit status 0")
+		}
+		return fmt.Errorf("%w (and the controller of %s exited: %w)", err, n, exit)
+	default:
+		return err
+	}
+}
+
+// checkAnnotations checks that n publishes, for its remote, the public key of its key file and
+// its underlay endpoint.
+func checkAnnotations(ctx context.Context, c *testenv.Cluster, n *node) error {
+	obj, err := c.Client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(n.keyFile()); err != nil {
+		return n.alive(err)
+	}
+	key, err := keyFromFile(n.keyFile())
+	if err != nil {
+		return err
+	}
+	if got, want := obj.Annotations[peers.PubKeyAnnotation(n.remote)], key.PublicKey().String(); got != want {
+		return n.alive(fmt.Errorf("%s: annotation %s=%q, want %q (public key of %s)", n, peers.PubKeyAnnotation(n.remote), got, want, n.keyFile()))
+	}
+	if got := obj.Annotations[peers.EndpointAnnotation(n.remote)]; got != n.endpoint() {
+		return n.alive(fmt.Errorf("%s: annotation %s=%q, want %q", n, peers.EndpointAnnotation(n.remote), got, n.endpoint()))
+	}
+	return nil
+}
+
+func keyFromFile(path string) (wgtypes.Key, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return wgtypes.Key{}, err
+	}
+	if fi.Mode().Perm() != 0o600 {
+		return wgtypes.Key{}, fmt.Errorf("key file %s has mode %04o, want 0600", path, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return wgtypes.Key{}, err
+	}
+	return wgtypes.ParseKey(strings.TrimSpace(string(b)))
+}
+
+func readKeyFile(t *testing.T, n *node) []byte {
+	t.Helper()
+	if _, err := keyFromFile(n.keyFile()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(n.keyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func annotation(t *testing.T, c *testenv.Cluster, node, key string) string {
+	t.Helper()
+	obj, err := c.Client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.Annotations[key]
+}
+
+// nodeWrites are the controllers' writes to Node name, from the audit log.
+func nodeWrites(t *testing.T, c *testenv.Cluster, name string) testenv.AuditEvents {
+	t.Helper()
+	var out testenv.AuditEvents
+	for _, e := range c.WritesBut(t, userAgent) {
+		if e.ObjectRef.Resource == "nodes" && e.ObjectRef.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// checkPeers checks, through n's metrics, that n's device has exactly the nodes want as
+// peers and has shaken hands with each.
+func (n *node) checkPeers(want []*node) error {
+	ss, err := scrape(n.netns)
+	if err != nil {
+		return n.alive(fmt.Errorf("%s: scraping metrics: %w", n, err))
+	}
+	if got := value(ss, "semaphore_wg_peers", map[string]string{"device": n.device(), "remote": n.remote}); got != float64(len(want)) {
+		return fmt.Errorf("%s: semaphore_wg_peers{device=%q} = %v, want %d", n, n.device(), got, len(want))
+	}
+	var names []string
+	for _, s := range ss {
+		if s.name == "semaphore_wg_peer_last_handshake_timestamp_seconds" && s.labels["remote"] == n.remote {
+			names = append(names, s.labels["peer"])
+			if s.value <= 0 {
+				return fmt.Errorf("%s: no handshake with %s yet", n, s.labels["peer"])
+			}
+		}
+	}
+	var wantNames []string
+	for _, w := range want {
+		wantNames = append(wantNames, w.name)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, wantNames) {
+		return fmt.Errorf("%s: peers %q, want %q", n, names, wantNames)
+	}
+	return nil
+}
+
+// handshake is the last handshake time of n with peer, from n's metrics (0 when unknown).
+func (n *node) handshake(peer *node) float64 {
+	ss, err := scrape(n.netns)
+	if err != nil {
+		return 0
+	}
+	return value(ss, "semaphore_wg_peer_last_handshake_timestamp_seconds", map[string]string{"remote": n.remote, "peer": peer.name})
+}
+
+// checkChanges compares n's semaphore_wg_device_changes_total by operation with want.
+func (n *node) checkChanges(want map[string]float64) error {
+	ss, err := scrape(n.netns)
+	if err != nil {
+		return fmt.Errorf("%s: scraping metrics: %w", n, err)
+	}
+	for op, w := range want {
+		if got := value(ss, "semaphore_wg_device_changes_total", map[string]string{"remote": n.remote, "operation": op}); got != w {
+			return fmt.Errorf("%s: semaphore_wg_device_changes_total{operation=%q} = %v, want %v", n, op, got, w)
+		}
+	}
+	return nil
+}
+
+// checkRoutes checks that the routes the controller owns on n's device are exactly the pod
+// CIDRs of want.
+func (n *node) checkRoutes(want []*node) error {
+	out, err := exec.Command("ip", "-n", n.netns, "-4", "route", "show", "dev", n.device(), "proto", routeProto).CombinedOutput()
+	if err != nil {
+		return n.alive(fmt.Errorf("%s: ip route: %w: %s", n, err, out))
+	}
+	got := routeDsts(string(out))
+	var wantDsts []string
+	for _, w := range want {
+		wantDsts = append(wantDsts, w.podCIDR)
+	}
+	slices.Sort(wantDsts)
+	if !slices.Equal(got, wantDsts) {
+		return fmt.Errorf("%s: routes of %s via %s: %q, want %q", n, n.device(), routeProto, got, wantDsts)
+	}
+	return nil
+}
+
+// routes lists the IPv4 destinations routed via n's device by anyone (proto empty) or by
+// protocol proto.
+func (n *node) routes(t *testing.T, proto string) []string {
+	t.Helper()
+	args := []string{"-n", n.netns, "-4", "route", "show", "dev", n.device()}
+	if proto != "" {
+		args = append(args, "proto", proto)
+	}
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return routeDsts(string(out))
+}
+
+func routeDsts(out string) []string {
+	var dsts []string
+	for line := range strings.Lines(out) {
+		if f := strings.Fields(line); len(f) > 0 {
+			dsts = append(dsts, f[0])
+		}
+	}
+	slices.Sort(dsts)
+	return dsts
+}
+
+// sample is one line of the Prometheus text format.
+type sample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// scrape reads the controller's /metrics on 127.0.0.1:8080 inside netns.
+func scrape(netns string) ([]sample, error) {
+	resp, err := testenv.HTTPClientInNetns(netns).Get("http://127.0.0.1:8080/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return nil, fmt.Errorf("%s: %s", resp.Status, b)
+	}
+	var out []sample
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		s, err := parseSample(line)
+		if err != nil {
+			return nil, fmt.Errorf("metrics line %q: %w", line, err)
+		}
+		out = append(out, s)
+	}
+	return out, sc.Err()
+}
+
+// parseSample parses `name{k="v",...} value [timestamp]`.
+func parseSample(line string) (sample, error) {
+	s := sample{labels: map[string]string{}}
+	i := strings.IndexAny(line, "{ ")
+	if i < 0 {
+		return s, errors.New("no value")
+	}
+	s.name, line = line[:i], line[i:]
+	if line[0] == '{' {
+		line = line[1:]
+		for {
+			line = strings.TrimLeft(line, ", ")
+			if strings.HasPrefix(line, "}") {
+				line = line[1:]
+				break
+			}
+			eq := strings.Index(line, `="`)
+			if eq < 0 {
+				return s, errors.New("bad labels")
+			}
+			key := line[:eq]
+			line = line[eq+2:]
+			var val strings.Builder
+			for {
+				if line == "" {
+					return s, errors.New("unterminated label value")
+				}
+				c := line[0]
+				line = line[1:]
+				if c == '"' {
+					break
+				}
+				if c == '\\' && line != "" {
+					switch line[0] {
+					case 'n':
+						c = '\n'
+					default:
+						c = line[0]
+					}
+					line = line[1:]
+				}
+				val.WriteByte(c)
+			}
+			s.labels[key] = val.String()
+		}
+	}
+	f := strings.Fields(line)
+	if len(f) == 0 {
+		return s, errors.New("no value")
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	s.value = v
+	return s, err
+}
+
+// value sums the samples of name whose labels include labels.
+func value(ss []sample, name string, labels map[string]string) float64 {
+	sum := 0.0
+	for _, s := range ss {
+		if s.name != name {
+			continue
+		}
+		match := true
+		for k, v := range labels {
+			if s.labels[k] != v {
+				match = false
+				break
+			}
+		}
+		if match {
+			sum += s.value
+		}
+	}
+	return sum
+}
+
+// ping sends one ICMP echo request from src to dst inside netns and waits up to timeout for the
+// reply: `ping -c 1 -W timeout -I src dst`, without needing a ping binary.
+func ping(netns, src, dst string, timeout time.Duration) error {
+	var c net.PacketConn
+	if err := testenv.InNetns(netns, func() error {
+		var err error
+		c, err = net.ListenPacket("ip4:icmp", src)
+		return err
+	}); err != nil {
+		return err
+	}
+	defer c.Close()
+	var idb [4]byte
+	if _, err := rand.Read(idb[:]); err != nil {
+		return err
+	}
+	id, seq := binary.BigEndian.Uint16(idb[:2]), binary.BigEndian.Uint16(idb[2:])
+	msg := make([]byte, 8+32)
+	msg[0] = 8 // echo request
+	binary.BigEndian.PutUint16(msg[4:], id)
+	binary.BigEndian.PutUint16(msg[6:], seq)
+	copy(msg[8:], "semaphore-wireguard data path...")
+	binary.BigEndian.PutUint16(msg[2:], checksum(msg))
+	if _, err := c.WriteTo(msg, &net.IPAddr{IP: net.ParseIP(dst)}); err != nil {
+		return fmt.Errorf("ping %s -> %s in %s: %w", src, dst, netns, err)
+	}
+	if err := c.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		return err
+	}
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := c.ReadFrom(buf)
+		if err != nil {
+			return fmt.Errorf("ping %s -> %s in %s: no reply: %w", src, dst, netns, err)
+		}
+		if from.String() != dst || n < 8 || buf[0] != 0 {
+			continue
+		}
+		if binary.BigEndian.Uint16(buf[4:]) == id && binary.BigEndian.Uint16(buf[6:]) == seq {
+			return nil
+		}
+	}
+}
+
+// pingFails checks that three pings from src to dst all go unanswered.
+func pingFails(netns, src, dst string) error {
+	for range 3 {
+		if err := ping(netns, src, dst, time.Second); err == nil {
+			return fmt.Errorf("ping %s -> %s in %s answered, want no reply", src, dst, netns)
+		}
+	}
+	return nil
+}
+
+func checksum(b []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	if len(b)%2 == 1 {
+		sum += uint32(b[len(b)-1]) << 8
+	}
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}
