@@ -133,6 +133,9 @@ func StartCluster(name string, opts Options) (*Cluster, error) {
 		opts.ServiceCIDRs = "10.0.0.0/16"
 	}
 	args.Set("service-cluster-ip-range", opts.ServiceCIDRs)
+	// Otherwise kube-apiserver derives the address from the default route, and fails to start
+	// where there is none (inside a network namespace a test created).
+	args.Set("advertise-address", "127.0.0.1")
 	if opts.Audit {
 		policy := filepath.Join(dir, "audit-policy.yaml")
 		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-semaphore/semaphore/components/internal/testenv"
+
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
@@ -129,7 +131,7 @@ func parseCIDRs(ss []string) ([]net.IPNet, error) {
 // or "error: ...", then answers "stats" with its peers as JSON until stdin closes, when
 // it shuts its device down and exits.
 func helperMain() int {
-	if err := enterSandbox(); err != nil {
+	if err := testenv.EnterNamespaces(); err != nil {
 		fmt.Printf("error: %v\n", err)
 		return 1
 	}
@@ -207,7 +209,7 @@ func (b *syncBuffer) String() string {
 
 func startHelperNode(t *testing.T) *helperNode {
 	t.Helper()
-	cmd, err := namespaced(envHelper)
+	cmd, err := testenv.NamespacedCommand([]string{envHelper + "=1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,15 +6,14 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kube-semaphore/semaphore/components/internal/testenv"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/vishvananda/netlink"
@@ -22,135 +21,24 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 )
 
-// The tests that touch the network run inside a private network namespace and a private
-// mount namespace (with a tmpfs over /run, so /var/run/wireguard is ours alone), never in
-// the host's. TestMain re-executes the test binary under `unshare --net --mount`; the
-// child sees envSandbox, checks it really is in new namespaces, and runs the tests.
-// Whatever a test leaves behind dies with those namespaces. The two-node test starts a
-// second node the same way (envHelper), in namespaces of its own.
-const (
-	envSandbox = "SEMAPHORE_DEVICE_TEST_SANDBOX"
-	envHelper  = "SEMAPHORE_DEVICE_TEST_HELPER"
-	// envParentNS names the starting process's namespaces, which the child must not share.
-	envParentNS = "SEMAPHORE_DEVICE_TEST_PARENT_NS"
-)
-
-var (
-	inSandbox  bool   // the tests run inside private namespaces
-	skipReason string // why they could not, when not
-)
+// The tests that touch the network run inside private network and mount namespaces (with a
+// tmpfs over /run, so /var/run/wireguard is ours alone), never in the host's: TestMain runs
+// them through testenv.RunInNamespaces. The two-node test starts a second node the same way
+// (envHelper), in namespaces of its own.
+const envHelper = "SEMAPHORE_DEVICE_TEST_HELPER"
 
 func TestMain(m *testing.M) {
-	switch {
-	case os.Getenv(envHelper) != "":
+	if os.Getenv(envHelper) != "" {
 		os.Exit(helperMain())
-	case os.Getenv(envSandbox) != "":
-		if err := enterSandbox(); err != nil {
-			fmt.Fprintf(os.Stderr, "device tests: %v\n", err)
-			os.Exit(1)
-		}
-		inSandbox = true
-		os.Exit(m.Run())
 	}
-	if skipReason = sandboxUnavailable(); skipReason != "" {
-		os.Exit(m.Run()) // tests that need the sandbox skip with skipReason
-	}
-	os.Exit(reexecInSandbox())
-}
-
-// sandboxUnavailable says why the namespace sandbox cannot be used, or "".
-func sandboxUnavailable() string {
-	if os.Geteuid() != 0 {
-		return "needs root: creates network and mount namespaces, TUN devices and routes"
-	}
-	if _, err := exec.LookPath("unshare"); err != nil {
-		return "needs unshare(1) from util-linux to create namespaces: " + err.Error()
-	}
-	if _, err := os.Stat(tunPath); err != nil {
-		return "needs " + tunPath + " for userspace WireGuard: " + err.Error()
-	}
-	if out, err := exec.Command("unshare", "--net", "--mount", "true").CombinedOutput(); err != nil {
-		return fmt.Sprintf("cannot create namespaces here (unshare --net --mount: %v: %s)", err, strings.TrimSpace(string(out)))
-	}
-	return ""
-}
-
-// namespaced returns a command that runs the test binary in new network and mount
-// namespaces, killed if we die.
-func namespaced(env string, args ...string) (*exec.Cmd, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command("unshare", append([]string{"--net", "--mount", "--propagation", "private", "--fork", "--kill-child", "--", exe}, args...)...)
-	ns, err := namespaceIDs()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Env = append(os.Environ(), env+"=1", envParentNS+"="+strings.Join(ns, ","))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	return cmd, nil
-}
-
-func reexecInSandbox() int {
-	runtime.LockOSThread() // Pdeathsig fires when the creating thread exits
-	cmd, err := namespaced(envSandbox, os.Args[1:]...)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "device tests: %v\n", err)
-		return 1
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) && exit.ExitCode() > 0 {
-			return exit.ExitCode()
-		}
-		fmt.Fprintf(os.Stderr, "device tests: run in namespaces: %v\n", err)
-		return 1
-	}
-	return 0
-}
-
-// enterSandbox refuses to run in the namespaces of the process that started it (the
-// host's, for the test sandbox), then gives this process its own /run (and so
-// /var/run/wireguard) and a loopback interface that is up.
-func enterSandbox() error {
-	self, err := namespaceIDs()
-	if err != nil {
-		return err
-	}
-	for _, parent := range strings.Split(os.Getenv(envParentNS), ",") {
-		if slices.Contains(self, parent) {
-			return fmt.Errorf("refusing to run: still in the namespace %s of the process that started us", parent)
-		}
-	}
-	if err := unix.Mount("tmpfs", "/run", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
-		return fmt.Errorf("mount tmpfs on /run: %w", err)
-	}
-	lo, err := netlink.LinkByName("lo")
-	if err != nil {
-		return err
-	}
-	return netlink.LinkSetUp(lo)
-}
-
-// namespaceIDs returns this process's network and mount namespaces, e.g. "net:[4026531840]".
-func namespaceIDs() ([]string, error) {
-	var ids []string
-	for _, ns := range []string{"net", "mnt"} {
-		id, err := os.Readlink("/proc/self/ns/" + ns)
-		if err != nil {
-			return nil, fmt.Errorf("read namespace: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
+	os.Exit(testenv.RunInNamespaces(m))
 }
 
 func needSandbox(t *testing.T) {
 	t.Helper()
-	if !inSandbox {
-		t.Skip(skipReason)
+	testenv.RequireNamespaces(t)
+	if _, err := os.Stat(tunPath); err != nil {
+		t.Skip("needs " + tunPath + " for userspace WireGuard: " + err.Error())
 	}
 }
 

@@ -1,0 +1,456 @@
+//go:build linux
+
+// Package bench measures semaphore-wireguard against real API servers and a real (userspace)
+// WireGuard device: a cold start against a remote cluster of 500 annotated nodes until the
+// device holds all 500 peers and their routes, device writes at rest, and then single node
+// changes: how many peer operations each one costs (the aim is exactly one) and how long it
+// takes to reach the device. Run it with `make bench`; it needs root (it runs in network and
+// mount namespaces of its own) and skips otherwise.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kube-semaphore/semaphore/components/internal/component"
+	"github.com/kube-semaphore/semaphore/components/internal/remote"
+	"github.com/kube-semaphore/semaphore/components/internal/testenv"
+	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
+	"github.com/kube-semaphore/semaphore/components/wireguard/device"
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+)
+
+const (
+	remoteNodes = 500
+	changes     = 20 // single-node changes, one after the other
+	localName   = "gcp"
+	remoteName  = "aws"
+	nodeName    = "gcp-node-1"
+	listenPort  = 51821
+	keepalive   = 25 * time.Second
+	userAgent   = "semaphore-wireguard"
+	convergeMax = 2 * time.Minute
+	changeMax   = 30 * time.Second
+	restPeriod  = 3 * time.Second
+)
+
+// The API servers run inside the namespaces too, so that the controller reaches them on the
+// namespace's loopback.
+func TestMain(m *testing.M) {
+	os.Exit(testenv.RunInNamespaces(m, testenv.PrepareAPIServers))
+}
+
+// endpoint is where remote node i says it listens: spread over 192.0.2.1-250 and two ports.
+// Nothing is reachable there: the namespace has no route, so handshakes fail at once.
+func endpoint(i int) string { return fmt.Sprintf("192.0.2.%d:%d", i%250+1, 51821+i/250) }
+
+// changedEndpoint is the endpoint the k-th change gives a node: unique, and never one endpoint gives.
+func changedEndpoint(k int) string { return fmt.Sprintf("192.0.2.%d:%d", k%250+1, 52821+k/250) }
+
+// podCIDR is remote node i's pod CIDR: the /24s of 198.18.0.0/15 (room for 512).
+func podCIDR(i int) string { return fmt.Sprintf("198.%d.%d.0/24", 18+i/256, i%256) }
+
+// peerState is what a device holds for one peer.
+type peerState struct {
+	endpoint, allowedIPs string
+	keepalive            time.Duration
+}
+
+func BenchmarkWireGuard(b *testing.B) {
+	testenv.RequireNamespaces(b)
+	b.StopTimer()
+	clusters := testenv.Start(b, testenv.Options{}, localName, remoteName)
+	local, aws := clusters[0], clusters[1]
+	ctx := context.Background()
+
+	cfg := rest.CopyConfig(aws.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	awsClient := kubernetes.NewForConfigOrDie(cfg)
+	createLocalNode(b, local)
+	start := time.Now()
+	nodes, keys := populate(b, awsClient)
+	b.Logf("created %d annotated remote nodes in %v", remoteNodes, time.Since(start).Round(time.Millisecond))
+
+	// The device is read through its UAPI socket by a Manager of our own, as `wg show` would.
+	reader, err := device.NewManager(device.ModeUserspace, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer reader.Close()
+	dev := peers.DeviceName(remoteName)
+	want := map[wgtypes.Key]peerState{}
+	for i, k := range keys {
+		want[k] = peerState{endpoint: endpoint(i), allowedIPs: podCIDR(i), keepalive: keepalive}
+	}
+
+	// Phase 1: cold start (no key, no device) until the device holds every peer and route.
+	b.StartTimer()
+	t0 := time.Now()
+	run := startController(b, local, aws)
+	defer run.stop()
+	for {
+		n, routes := countDevice(reader, dev)
+		if n == remoteNodes && routes == remoteNodes {
+			break
+		}
+		if time.Since(t0) > convergeMax {
+			b.Fatalf("not converged after %v: %d peers, %d routes", convergeMax, n, routes)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	coldStart := time.Since(t0)
+	b.StopTimer()
+	got := snapshot(b, reader, dev)
+	if diff := diffPeers(want, got); len(diff) > 0 {
+		b.Fatalf("device does not hold the desired peers: %v", diff)
+	}
+	coldConfigs := run.devices.Counters().DeviceConfigs
+
+	// Phase 2: at rest, nothing is written to the device.
+	rest0 := run.devices.Counters()
+	time.Sleep(restPeriod)
+	rest1 := run.devices.Counters()
+	restWrites := (rest1.DeviceConfigs - rest0.DeviceConfigs) + (rest1.LinkChanges - rest0.LinkChanges) + (rest1.RouteChanges - rest0.RouteChanges)
+
+	// Phase 3: one node at a time gets a new endpoint; each must reach the device as exactly
+	// one peer operation, leaving the other 499 peers and all routes as they are.
+	sync0, syncN0 := histogram(b, run.reg, "semaphore_wg_reconcile_duration_seconds")
+	var latencies []time.Duration
+	var peerOps, deviceWrites, routeWrites, others float64
+	var firstOps, firstWrites float64
+	for k := range changes {
+		i := (k * 37) % remoteNodes // spread over the nodes (37 is coprime with 500)
+		before := run.counts(b)
+		c0 := run.devices.Counters()
+		n := nodes[i].DeepCopy()
+		n.Annotations[peers.EndpointAnnotation(localName)] = changedEndpoint(k)
+		t1 := time.Now()
+		out, err := awsClient.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		nodes[i] = out
+		for peerEndpoint(reader, dev, keys[i]) != changedEndpoint(k) {
+			if time.Since(t1) > changeMax {
+				b.Fatalf("change %d (node %d) not on the device after %v", k, i, changeMax)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		latencies = append(latencies, time.Since(t1))
+		// The sync that applied it goes on to the routes; count once it has finished.
+		testenv.Eventually(b, changeMax, "reconcile after the change", func() error {
+			if now := run.counts(b); now.reconciles <= before.reconciles {
+				return fmt.Errorf("no reconcile finished yet")
+			}
+			return nil
+		})
+		after := run.counts(b)
+		c1 := run.devices.Counters()
+		peerOps += after.peerOps - before.peerOps
+		routeWrites += after.routeOps - before.routeOps
+		deviceWrites += float64(c1.DeviceConfigs - c0.DeviceConfigs)
+		if k == 0 {
+			firstOps, firstWrites = after.peerOps-before.peerOps, float64(c1.DeviceConfigs-c0.DeviceConfigs)
+		}
+
+		want[keys[i]] = peerState{endpoint: changedEndpoint(k), allowedIPs: podCIDR(i), keepalive: keepalive}
+		diff := diffPeers(want, snapshot(b, reader, dev))
+		others += float64(len(diff))
+		if len(diff) > 0 {
+			b.Errorf("change %d (node %d): the device differs from the desired peers: %v", k, i, diff)
+		}
+	}
+	sync1, syncN1 := histogram(b, run.reg, "semaphore_wg_reconcile_duration_seconds")
+	syncMean := time.Duration((sync1 - sync0) / float64(syncN1-syncN0) * float64(time.Second))
+	readStart := time.Now()
+	for range 10 {
+		countDevice(reader, dev)
+	}
+	readTime := time.Since(readStart) / 10
+	if _, routes := countDevice(reader, dev); routes != remoteNodes {
+		b.Errorf("%d routes after the changes, want %d", routes, remoteNodes)
+	}
+
+	first := latencies[0]
+	sorted := slices.Clone(latencies)
+	slices.Sort(sorted)
+	p50, maxLat := sorted[len(sorted)/2], sorted[len(sorted)-1]
+	b.ReportMetric(coldStart.Seconds(), "cold-start-s")
+	b.ReportMetric(peerOps/changes, "peer-ops/change")
+	b.ReportMetric(deviceWrites/changes, "device-writes/change")
+	b.ReportMetric(float64(first.Microseconds())/1000, "first-change-ms")
+	b.ReportMetric(float64(p50.Microseconds())/1000, "change-p50-ms")
+	b.ReportMetric(float64(maxLat.Microseconds())/1000, "change-max-ms")
+	b.ReportMetric(float64(syncMean.Microseconds())/1000, "sync-ms")
+	b.ReportMetric(float64(restWrites), "idle-writes")
+	b.ReportMetric(0, "ns/op")
+	fmt.Printf("wireguard: %d remote nodes -> %d peers and %d routes in %v (cold start: new key and device, node annotated, remote listed; %d device configuration calls in all)\n",
+		remoteNodes, remoteNodes, remoteNodes, coldStart.Round(time.Millisecond), coldConfigs)
+	fmt.Printf("wireguard: one node changed: %.0f peer operation(s) in %.0f device write(s), applied in %v\n",
+		firstOps, firstWrites, first.Round(100*time.Microsecond))
+	fmt.Printf("wireguard: %d single-node changes: %.0f peer operations, %.0f device writes, %.0f route changes, %.0f other peers changed; change -> device p50 %v, max %v\n",
+		changes, peerOps, deviceWrites, routeWrites, others, p50.Round(100*time.Microsecond), maxLat.Round(100*time.Microsecond))
+	fmt.Printf("wireguard: the controller's sync of one change takes %v on average; one read of the device's %d peers (how the benchmark polls) takes %v\n",
+		syncMean.Round(10*time.Microsecond), remoteNodes, readTime.Round(10*time.Microsecond))
+	fmt.Printf("wireguard: device writes at rest over %v: %d\n", restPeriod, restWrites)
+	if coldStart > 5*time.Second || peerOps != changes || deviceWrites != changes || routeWrites != 0 || others != 0 || restWrites != 0 {
+		fmt.Println("wireguard: aims missed (cold start < 5s, exactly 1 peer operation and 1 device write per change, no route changes, no other peer touched, nothing at rest)")
+	}
+}
+
+// running is the controller under test, assembled as app.New does it.
+type running struct {
+	devices *device.Manager
+	reg     *prometheus.Registry
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// startController does what app.New and App.Run do for remote aws (without the admin server),
+// keeping the device manager at hand for its write counters: key, device manager, clients,
+// controller, device and node annotation, informers and worker.
+func startController(b *testing.B, local, aws *testenv.Cluster) *running {
+	dir := b.TempDir()
+	remotesDir := filepath.Join(dir, "remotes")
+	kubeconfig, err := os.ReadFile(aws.DirectKubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(remote.KubeconfigPath(remotesDir, remoteName)), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(remote.KubeconfigPath(remotesDir, remoteName), kubeconfig, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	// wireguard-go reports every failed handshake (nothing answers at the endpoints) as a
+	// warning; only errors are worth seeing here.
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+
+	dev := peers.DeviceName(remoteName)
+	key, _, err := device.LoadOrCreateKey(filepath.Join(dir, "keys"), dev)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mgr, err := device.NewManager(device.ModeUserspace, log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The component's defaults: client QPS 200, burst 400.
+	opts := remote.ClientOptions{UserAgent: userAgent, QPS: 200, Burst: 400}
+	remotes, err := remote.LoadRemotes(remotesDir, []string{remoteName}, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	localCfg, err := remote.LocalConfig(local.DirectKubeconfig, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	in := component.NewInstruments(reg, "semaphore_wg", 10*time.Second, log)
+	for _, r := range remotes {
+		in.Health.Add(r.Name, remote.ProbeReadyz(r))
+	}
+	ctrl := controller.New(controller.Options{LocalCluster: localName, NodeName: nodeName, MTU: 1420, Keepalive: keepalive, ResyncPeriod: 10 * time.Minute},
+		kubernetes.NewForConfigOrDie(localCfg), remotes,
+		[]controller.RemoteDevice{{Remote: remoteName, Device: dev, Key: key, ListenPort: listenPort}},
+		mgr, in.Health, controller.NewMetrics(in.Factory, reg), in.Queue, log)
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := ctrl.Setup(ctx); err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	r := &running{devices: mgr, reg: reg, cancel: cancel, done: make(chan struct{})}
+	go in.Health.Run(ctx)
+	go func() { ctrl.Run(ctx, 1); close(r.done) }()
+	return r
+}
+
+func (r *running) stop() {
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+	r.cancel = nil
+	_ = r.devices.Close() // a userspace device goes with its manager
+}
+
+type counts struct{ peerOps, routeOps, reconciles float64 }
+
+// counts reads the controller's own record of its device changes and reconciles.
+func (r *running) counts(b *testing.B) counts {
+	var c counts
+	for _, op := range []string{"peer_add", "peer_update", "peer_remove"} {
+		v, _ := testenv.MetricSeries(b, r.reg, "semaphore_wg_device_changes_total", map[string]string{"remote": remoteName, "operation": op})
+		c.peerOps += v
+	}
+	for _, op := range []string{"route_add", "route_remove"} {
+		v, _ := testenv.MetricSeries(b, r.reg, "semaphore_wg_device_changes_total", map[string]string{"remote": remoteName, "operation": op})
+		c.routeOps += v
+	}
+	c.reconciles, _ = testenv.MetricSeries(b, r.reg, "semaphore_wg_reconcile_total", map[string]string{"remote": remoteName, "result": "success"})
+	return c
+}
+
+// histogram returns the sum and count of the histogram name in reg (all series).
+func histogram(b *testing.B, reg prometheus.Gatherer, name string) (sum float64, count uint64) {
+	families, err := reg.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			sum += m.GetHistogram().GetSampleSum()
+			count += m.GetHistogram().GetSampleCount()
+		}
+	}
+	return sum, count
+}
+
+// countDevice returns how many peers and marked routes the device has (0, 0 while it does
+// not exist).
+func countDevice(m *device.Manager, dev string) (peerCount, routes int) {
+	ps, err := m.Peers(dev)
+	if err != nil {
+		return 0, 0
+	}
+	rs, err := m.OurRoutes(dev)
+	if err != nil {
+		return len(ps), 0
+	}
+	return len(ps), len(rs)
+}
+
+// peerEndpoint returns the endpoint the device holds for peer key ("" when absent).
+func peerEndpoint(m *device.Manager, dev string, key wgtypes.Key) string {
+	ps, err := m.Peers(dev)
+	if err != nil {
+		return ""
+	}
+	for _, p := range ps {
+		if p.PublicKey == key && p.Endpoint != nil {
+			return p.Endpoint.String()
+		}
+	}
+	return ""
+}
+
+func snapshot(b *testing.B, m *device.Manager, dev string) map[wgtypes.Key]peerState {
+	ps, err := m.Peers(dev)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := make(map[wgtypes.Key]peerState, len(ps))
+	for _, p := range ps {
+		var nets []string
+		for _, n := range p.AllowedIPs {
+			nets = append(nets, n.String())
+		}
+		slices.Sort(nets)
+		s := peerState{allowedIPs: fmt.Sprint(nets), keepalive: p.PersistentKeepaliveInterval}
+		if len(nets) == 1 {
+			s.allowedIPs = nets[0]
+		}
+		if p.Endpoint != nil {
+			s.endpoint = p.Endpoint.String()
+		}
+		out[p.PublicKey] = s
+	}
+	return out
+}
+
+// diffPeers lists the peers that differ between want and got, at most ten.
+func diffPeers(want, got map[wgtypes.Key]peerState) []string {
+	var diff []string
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g != w {
+			diff = append(diff, fmt.Sprintf("%s: want %+v, got %+v (present %v)", k, w, g, ok))
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			diff = append(diff, fmt.Sprintf("%s: unexpected %+v", k, g))
+		}
+	}
+	slices.Sort(diff)
+	if len(diff) > 10 {
+		diff = append(diff[:10], fmt.Sprintf("... and %d more", len(diff)-10))
+	}
+	return diff
+}
+
+func createLocalNode(b *testing.B, local *testenv.Cluster) {
+	ctx := context.Background()
+	n, err := local.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.254"}}
+	if _, err := local.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// populate creates the remote nodes, each annotated for our cluster with a fresh public key,
+// and returns them with the keys.
+func populate(b *testing.B, client kubernetes.Interface) ([]*corev1.Node, []wgtypes.Key) {
+	ctx := context.Background()
+	nodes := make([]*corev1.Node, remoteNodes)
+	keys := make([]wgtypes.Key, remoteNodes)
+	for i := range keys {
+		k, err := wgtypes.GeneratePrivateKey()
+		if err != nil {
+			b.Fatal(err)
+		}
+		keys[i] = k.PublicKey()
+	}
+	var next atomic.Int64
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= remoteNodes || failed.Load() != nil {
+					return
+				}
+				n := &corev1.Node{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("aws-node-%03d", i), Annotations: map[string]string{
+						peers.PubKeyAnnotation(localName):   keys[i].String(),
+						peers.EndpointAnnotation(localName): endpoint(i),
+					}},
+					Spec: corev1.NodeSpec{PodCIDR: podCIDR(i), PodCIDRs: []string{podCIDR(i)}},
+				}
+				out, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				nodes[i] = out
+			}
+		})
+	}
+	wg.Wait()
+	if err, ok := failed.Load().(error); ok {
+		b.Fatal(err)
+	}
+	return nodes, keys
+}
