@@ -5,13 +5,11 @@ package testenv
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -106,75 +104,9 @@ func ForwardInto(t testing.TB, netns, target string) string {
 	if err != nil {
 		t.Fatalf("forwarder into %s: %v", netns, err)
 	}
-	f := &forwarder{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	go f.serve()
-	t.Cleanup(f.close)
+	// The cluster proxy's forwarding, on a listener that lives in the namespace.
+	f := &proxy{addr: ln.Addr().String(), backend: target, conns: map[net.Conn]struct{}{}}
+	f.serve(ln)
+	t.Cleanup(f.Close)
 	return ln.Addr().String()
-}
-
-type forwarder struct {
-	ln     net.Listener
-	target string
-
-	mu     sync.Mutex
-	closed bool
-	conns  map[net.Conn]struct{}
-}
-
-func (f *forwarder) serve() {
-	for {
-		c, err := f.ln.Accept()
-		if err != nil {
-			return
-		}
-		go f.forward(c)
-	}
-}
-
-func (f *forwarder) forward(client net.Conn) {
-	backend, err := net.DialTimeout("tcp", f.target, 5*time.Second)
-	if err != nil {
-		client.Close()
-		return
-	}
-	if !f.track(client, backend) {
-		client.Close()
-		backend.Close()
-		return
-	}
-	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(backend, client); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(client, backend); done <- struct{}{} }()
-	<-done
-	client.Close()
-	backend.Close()
-	f.mu.Lock()
-	delete(f.conns, client)
-	delete(f.conns, backend)
-	f.mu.Unlock()
-}
-
-func (f *forwarder) track(conns ...net.Conn) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return false
-	}
-	for _, c := range conns {
-		f.conns[c] = struct{}{}
-	}
-	return true
-}
-
-// close stops listening and closes every open connection; the listener's socket was the last
-// thing holding the namespace from this process.
-func (f *forwarder) close() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.closed = true
-	f.ln.Close()
-	for c := range f.conns {
-		c.Close()
-	}
-	clear(f.conns)
 }
