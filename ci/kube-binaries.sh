@@ -13,7 +13,9 @@ set -euo pipefail
 
 KUBE_VERSION=${KUBE_VERSION:-1.36.3}
 CACHE_DIR=${SEMAPHORE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/semaphore}
-out="$CACHE_DIR/kube/v$KUBE_VERSION"
+# The -r suffix is the build recipe's revision: bump it when the build changes, so caches of
+# the old recipe are not reused.
+out="$CACHE_DIR/kube/v$KUBE_VERSION-r2"
 
 if [[ -x "$out/kube-apiserver" && -x "$out/etcd" ]]; then
 	echo "$out"
@@ -53,7 +55,12 @@ import (
 GO
 go mod tidy >&2
 mkdir -p "$out.tmp"
-go build -trimpath -ldflags=-s -o "$out.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2
+# Without the version stamped in, kube-apiserver reports v0.0.0-master and clients that check
+# the server version (helm's kubeVersion constraints, kubectl) refuse it.
+minor=${KUBE_VERSION#1.}
+minor=${minor%%.*}
+version_flags="-X k8s.io/component-base/version.gitVersion=v$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+go build -trimpath -ldflags="-s $version_flags" -o "$out.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2
 go build -trimpath -ldflags=-s -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3 >&2
 rm -rf "$out"
 mv "$out.tmp" "$out"
