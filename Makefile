@@ -24,8 +24,31 @@ TEST_PARALLEL ?= 2
 GOTESTFLAGS ?= -v
 TEST_TIMEOUT ?= 40m
 BENCHTIME ?= 1x
+# Charts whose README.md `generate` writes with chartdoc (from Chart.yaml and the `# --` comments
+# of values.yaml): every chart under charts/ with a values.yaml, subcharts included, except library
+# charts, which have no values of their own. Found through their Chart.yaml (find does not follow
+# the subcharts' charts/common symlinks), so a new chart needs no change here.
+DOC_CHARTS := $(shell find charts -name Chart.yaml 2>/dev/null | sort | while read -r f; do \
+	d=$${f%/Chart.yaml}; \
+	if [ -f "$$d/values.yaml" ] && ! grep -qE '^type:[[:space:]]*library' "$$f"; then echo "$$d"; fi; \
+	done)
+# Alert rules (alerts/*.yaml) and Grafana dashboards (dashboards/*.json) are copied by `generate`
+# into the charts that render them (semaphore-common's PrometheusRule and dashboard templates read
+# a chart's files/alerts/*.yaml and files/dashboards/*.json). The file name picks the chart:
+#   alerts/<component>*.yaml, dashboards/<component>*.json, also with a "semaphore-" prefix
+#   (dashboards/semaphore-wireguard.json)  -> $(UMBRELLA_CHART)/charts/<component>/files/...
+#   any other name: what spans components,
+#   such as an overview dashboard           -> $(UMBRELLA_CHART)/files/... (the umbrella's own)
+# Each file goes to exactly one chart: a subchart installed alone still ships its component's
+# rules and dashboards, and nothing is installed twice (a rule in two charts fires twice, two
+# ConfigMaps with one dashboard uid fight in Grafana). promtool tests (*_test.yaml, *.test.yaml)
+# stay out. A copy whose source is gone is removed; an unchanged copy is not rewritten.
+UMBRELLA_CHART := charts/semaphore
+MONITORING_COMPONENTS := service-mirror policy wireguard
+MONITORING_CHARTS := $(UMBRELLA_CHART) $(addprefix $(UMBRELLA_CHART)/charts/,$(MONITORING_COMPONENTS))
 # Files `generate` writes; `verify` fails when they differ from what is committed.
-GENERATED := docs/metrics.md docs/configuration.md
+GENERATED := docs/metrics.md docs/configuration.md $(addsuffix /README.md,$(DOC_CHARTS)) \
+	$(foreach c,$(MONITORING_CHARTS),$(c)/files/alerts $(c)/files/dashboards)
 
 # The directory holding kube-apiserver and etcd, for envtest. ci/kube-binaries.sh prints its
 # progress on stderr (a cold build takes minutes) and the directory as its last stdout line.
@@ -60,13 +83,42 @@ fmt: ## Format all Go code (gofmt, and goimports through golangci-lint when avai
 	if [ -n "$$gl" ]; then "$$gl" fmt; fi
 
 .PHONY: generate
-generate: ## Regenerate generated files (docs/metrics.md, docs/configuration.md) from the code
+generate: ## Regenerate generated files: reference docs, chart READMEs, the charts' alerts and dashboards
 	@mkdir -p docs; \
 	tmp=$$(mktemp); trap 'rm -f "$$tmp"' EXIT; \
 	for gen in metrics:docs/metrics.md config:docs/configuration.md; do \
 		$(GO) run ./components/internal/cmd/$${gen%%:*}doc >"$$tmp"; \
 		cat "$$tmp" >"$${gen#*:}"; \
 		echo "generate: wrote $${gen#*:}"; \
+	done
+	@if [ -n "$(DOC_CHARTS)" ]; then \
+		$(GO) run ./components/internal/cmd/chartdoc $(DOC_CHARTS); \
+		for d in $(DOC_CHARTS); do echo "generate: wrote $$d/README.md"; done; \
+	fi
+	@shopt -s nullglob; \
+	declare -A keep=(); \
+	for kind in alerts:yaml dashboards:json; do \
+		src=$${kind%%:*}; ext=$${kind#*:}; \
+		for f in "$$src"/*."$$ext"; do \
+			base=$${f##*/}; \
+			case $$base in *_test."$$ext"|*.test."$$ext") continue;; esac; \
+			chart=$(UMBRELLA_CHART); \
+			for c in $(MONITORING_COMPONENTS); do \
+				case $${base#semaphore-} in "$$c"*) chart=$(UMBRELLA_CHART)/charts/$$c;; esac; \
+			done; \
+			dest=$$chart/files/$$src/$$base; keep[$$dest]=1; \
+			if ! cmp -s "$$f" "$$dest"; then \
+				mkdir -p "$${dest%/*}"; cp "$$f" "$$dest"; echo "generate: wrote $$dest"; \
+			fi; \
+		done; \
+	done; \
+	for chart in $(MONITORING_CHARTS); do \
+		for dest in "$$chart"/files/alerts/*.yaml "$$chart"/files/dashboards/*.json; do \
+			if [ -z "$${keep[$$dest]:-}" ]; then rm -f "$$dest"; echo "generate: removed $$dest (no source)"; fi; \
+		done; \
+		for d in "$$chart"/files/alerts "$$chart"/files/dashboards "$$chart"/files; do \
+			if [ -d "$$d" ] && [ -z "$$(ls -A "$$d")" ]; then rmdir "$$d"; fi; \
+		done; \
 	done
 
 .PHONY: clean
@@ -97,7 +149,26 @@ lint: ## gofmt, go vet and golangci-lint (.golangci.yml); reports all three befo
 		echo "golangci-lint run ./..."; \
 		"$$gl" run ./... || failed="$$failed golangci-lint"; \
 	fi; \
+	$(MAKE) lint-charts || failed="$$failed lint-charts"; \
 	if [ -n "$$failed" ]; then echo "lint: FAILED:$$failed"; exit 1; fi
+
+# Every chart that has ci/*-values.yaml scenarios: `helm lint --strict` on each, and a render,
+# because helm lint reports a template's fail() only as [INFO]. helm is built from the module
+# proxy by ci/helm.sh. The Go tests in components/internal/charts go much further.
+.PHONY: lint-charts
+lint-charts: ## helm lint --strict and helm template for every chart scenario (charts/**/ci/*-values.yaml)
+	@helm=$$(bash ci/helm.sh | tail -n 1); failed=""; \
+	for values in $$(find charts -path '*/ci/*-values.yaml' | sort); do \
+		chart=$${values%/ci/*}; \
+		if ! out=$$("$$helm" lint --strict "$$chart" -f "$$values" 2>&1); then \
+			echo "$$out"; failed="$$failed $$values"; continue; \
+		fi; \
+		if ! out=$$("$$helm" template lint-check "$$chart" -f "$$values" 2>&1 >/dev/null); then \
+			echo "$$out"; failed="$$failed $$values"; continue; \
+		fi; \
+		echo "lint-charts: $$chart with $${values##*/}: ok"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "lint-charts: FAILED:$$failed"; exit 1; fi
 
 .PHONY: verify
 verify: generate ## Fail if generated files or go.mod/go.sum are not up to date

@@ -1,0 +1,67 @@
+{{/* Chart name, for the app.kubernetes.io/name label. */}}
+{{- define "semaphore-remote.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Full name: the ClusterRole's name and the ClusterRoleBindings' prefix. The release name alone
+when it already contains the chart name (the usual `helm install semaphore-remote ...`).
+*/}}
+{{- define "semaphore-remote.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Labels on every object. */}}
+{{- define "semaphore-remote.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "semaphore-remote.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: semaphore
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The consuming cluster's ServiceAccount (and the stem of its token Secret). Fixed rather than
+derived from the release so that NOTES.txt, docs and the consuming side can name it.
+*/}}
+{{- define "semaphore-remote.serviceAccountName" -}}
+semaphore-remote-{{ . }}
+{{- end }}
+
+{{- define "semaphore-remote.tokenSecretName" -}}
+semaphore-remote-{{ . }}-token
+{{- end }}
+
+{{/*
+Stops rendering on values the schema cannot express: a ClusterRole without rules, a consumer
+named twice (the schema's uniqueItems also catches this) or named like this cluster.
+*/}}
+{{- define "semaphore-remote.validate" -}}
+{{- $c := .Values.components }}
+{{- if not (or $c.serviceMirror $c.policy $c.wireguard) }}
+{{- fail "components: enable at least one of serviceMirror, policy and wireguard (with none, the consumers could read nothing)" }}
+{{- end }}
+{{- $seen := dict }}
+{{- range .Values.consumers }}
+{{- if hasKey $seen .name }}
+{{- fail (printf "consumers: %q is listed more than once" .name) }}
+{{- end }}
+{{- $_ := set $seen .name true }}
+{{- if and $.Values.clusterName (eq .name $.Values.clusterName) }}
+{{- fail (printf "consumers: %q is this cluster's own name (clusterName); a cluster does not read from itself" .name) }}
+{{- end }}
+{{- end }}
+{{- end }}

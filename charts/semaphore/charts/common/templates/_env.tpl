@@ -1,0 +1,90 @@
+{{- /*
+semaphore-common.env: the env items (no "env:" key) every component shares, in this order:
+SEMAPHORE_LOCAL_CLUSTER, SEMAPHORE_REMOTES, SEMAPHORE_REMOTES_DIR, SEMAPHORE_ADMIN_ADDR,
+SEMAPHORE_LOG_LEVEL, SEMAPHORE_CLIENT_QPS, SEMAPHORE_CLIENT_BURST, SEMAPHORE_RESYNC_PERIOD,
+SEMAPHORE_REMOTE_PROBE_INTERVAL, POD_NAME, POD_NAMESPACE (downward API). The component's own
+variables follow it, then .Values.extraEnv (see semaphore-common.extraEnv).
+  $ (the including chart's root context)
+Reads (each optional, defaults as the binaries'):
+  .Values.logLevel             debug|info|warn|error (default info)
+  .Values.client.qps           requests per second of each API client (default 200)
+  .Values.client.burst         (default 400)
+  .Values.resyncPeriod         Go duration (default 10m)
+  .Values.remoteProbeInterval  Go duration (default 10s)
+  .Values.adminPort            port of the admin server (default 8080)
+*/ -}}
+{{- define "semaphore-common.env" -}}
+{{- $g := include "semaphore-common.global" . | fromYaml -}}
+{{- $client := .Values.client | default dict -}}
+{{- $names := list -}}
+{{- range $g.remotes }}{{ $names = append $names (toString .name) }}{{ end -}}
+- name: SEMAPHORE_LOCAL_CLUSTER
+  value: {{ $g.clusterName | quote }}
+- name: SEMAPHORE_REMOTES
+  value: {{ join "," $names | quote }}
+- name: SEMAPHORE_REMOTES_DIR
+  value: {{ include "semaphore-common.remotesDir" . | quote }}
+- name: SEMAPHORE_ADMIN_ADDR
+  value: {{ printf ":%d" (include "semaphore-common.adminPort" . | int) | quote }}
+- name: SEMAPHORE_LOG_LEVEL
+  value: {{ .Values.logLevel | default "info" | quote }}
+- name: SEMAPHORE_CLIENT_QPS
+  value: {{ $client.qps | default 200 | toString | quote }}
+- name: SEMAPHORE_CLIENT_BURST
+  value: {{ $client.burst | default 400 | toString | quote }}
+- name: SEMAPHORE_RESYNC_PERIOD
+  value: {{ .Values.resyncPeriod | default "10m" | quote }}
+- name: SEMAPHORE_REMOTE_PROBE_INTERVAL
+  value: {{ .Values.remoteProbeInterval | default "10s" | quote }}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+{{- end -}}
+
+{{- /*
+semaphore-common.leaderElectionEnv: the env items of a Deployment's leader election:
+SEMAPHORE_LEADER_ELECT, SEMAPHORE_LEADER_ELECT_NAMESPACE (the release namespace, from the
+downward API: the pod's own namespace), SEMAPHORE_LEADER_ELECT_LEASE_NAME (the fullname, so two
+releases in one namespace do not share a Lease; the leader-election Role is limited to it),
+SEMAPHORE_LEADER_ELECT_IDENTITY (the pod's name) and the three durations.
+  dict "ctx" $ "component" "service-mirror"
+Reads .Values.leaderElection.{enabled (default true), leaseDuration (15s), renewDeadline (10s),
+retryPeriod (2s)}.
+*/ -}}
+{{- define "semaphore-common.leaderElectionEnv" -}}
+{{- $le := .ctx.Values.leaderElection | default dict -}}
+- name: SEMAPHORE_LEADER_ELECT
+  value: {{ ternary "true" "false" (ne (toString $le.enabled) "false") | quote }}
+- name: SEMAPHORE_LEADER_ELECT_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: SEMAPHORE_LEADER_ELECT_LEASE_NAME
+  value: {{ include "semaphore-common.fullname" . | quote }}
+- name: SEMAPHORE_LEADER_ELECT_IDENTITY
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: SEMAPHORE_LEADER_ELECT_LEASE_DURATION
+  value: {{ $le.leaseDuration | default "15s" | quote }}
+- name: SEMAPHORE_LEADER_ELECT_RENEW_DEADLINE
+  value: {{ $le.renewDeadline | default "10s" | quote }}
+- name: SEMAPHORE_LEADER_ELECT_RETRY_PERIOD
+  value: {{ $le.retryPeriod | default "2s" | quote }}
+{{- end -}}
+
+{{- /*
+semaphore-common.extraEnv: .Values.extraEnv (a list of EnvVar) as env items; renders nothing
+when empty. Put it last: a later duplicate name wins in Kubernetes.
+  $ (the including chart's root context)
+*/ -}}
+{{- define "semaphore-common.extraEnv" -}}
+{{- with .Values.extraEnv -}}
+{{- toYaml . -}}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,105 @@
+{{- /*
+Pod and container settings every component shares: security contexts, the admin port and the
+probes on it.
+*/ -}}
+
+{{- /*
+semaphore-common.adminPort: the admin server's port (/metrics, /healthz, /readyz), from
+.Values.adminPort (default 8080). SEMAPHORE_ADMIN_ADDR is ":<port>".
+  $ (the including chart's root context)
+*/ -}}
+{{- define "semaphore-common.adminPort" -}}
+{{- .Values.adminPort | default 8080 | int -}}
+{{- end -}}
+
+{{- /*
+semaphore-common.podSecurityContext: the pod's securityContext body (no key), to use as
+  securityContext:
+    {{- include "semaphore-common.podSecurityContext" (dict) | nindent 8 }}
+  dict                   non-root (uid/gid/fsGroup 65532, the distroless "nonroot" user; the
+                         fsGroup makes the remote credentials (mode 0440) readable)
+  dict "root" true       for wireguard: uid 0, which it needs for /dev/net/tun and the key
+                         directory on the host; capabilities are limited per container.
+Both set seccompProfile RuntimeDefault.
+*/ -}}
+{{- define "semaphore-common.podSecurityContext" -}}
+{{- if .root -}}
+runAsNonRoot: false
+runAsUser: 0
+runAsGroup: 0
+{{- else -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+{{- end }}
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- /*
+semaphore-common.containerSecurityContext: the container's securityContext body (no key):
+read-only root filesystem, no privilege escalation, every capability dropped, seccomp
+RuntimeDefault, never privileged.
+  dict                                          non-root, uid 65532
+  dict "root" true "add" (list "NET_ADMIN")     wireguard: root, with only the listed
+                                                capabilities added back
+*/ -}}
+{{- define "semaphore-common.containerSecurityContext" -}}
+{{- if .root -}}
+runAsNonRoot: false
+runAsUser: 0
+{{- else -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+{{- end }}
+privileged: false
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop:
+    - ALL
+  {{- with .add }}
+  add:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- /*
+semaphore-common.adminContainerPort: the container's ports items (no "ports:" key): the admin
+port, named "admin".
+  $ (the including chart's root context)
+*/ -}}
+{{- define "semaphore-common.adminContainerPort" -}}
+- name: admin
+  containerPort: {{ include "semaphore-common.adminPort" . }}
+  protocol: TCP
+{{- end -}}
+
+{{- /*
+semaphore-common.probes: the container's livenessProbe (/healthz: the process is alive) and
+readinessProbe (/readyz: caches synced, remotes reachable) on the "admin" port, as two keys at
+the container's level. A remote that is down makes every replica unready but never restarts it:
+only liveness restarts, and /healthz does not depend on remotes.
+  $ (the including chart's root context)
+*/ -}}
+{{- define "semaphore-common.probes" -}}
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: admin
+  initialDelaySeconds: 5
+  periodSeconds: 10
+  timeoutSeconds: 5
+  failureThreshold: 6
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: admin
+  periodSeconds: 10
+  timeoutSeconds: 5
+  failureThreshold: 3
+{{- end -}}

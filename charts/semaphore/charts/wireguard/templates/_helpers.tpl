@@ -1,0 +1,41 @@
+{{- /*
+semaphore-wireguard.listenPorts: SEMAPHORE_WG_LISTEN_PORTS, "remote:port" pairs joined by ",",
+in the order of global.remotes. Fails, naming the value to set, when a remote has no port or two
+remotes share one: the binary would refuse to start, and a failed install is easier to read than
+a crash-looping DaemonSet. Ports of clusters that are not remotes are left out (the binary would
+refuse those too), so that one listenPorts map can serve the releases of every cluster; a
+misspelt name still fails, as the remote it was meant for then has no port.
+  $ (the chart's root context)
+*/ -}}
+{{- define "semaphore-wireguard.listenPorts" -}}
+{{- $ports := .Values.listenPorts | default dict -}}
+{{- $remotes := (include "semaphore-common.global" . | fromYaml).remotes -}}
+{{- $pairs := list -}}
+{{- $byPort := dict -}}
+{{- range $r := $remotes -}}
+{{- $name := toString $r.name -}}
+{{- if not (hasKey $ports $name) -}}
+{{- fail (printf "listenPorts: no port for remote %q: every remote in global.remotes needs its own UDP port, e.g. listenPorts: {%s: 51821} (wireguard.listenPorts through the umbrella chart)" $name $name) -}}
+{{- end -}}
+{{- $port := index $ports $name | int -}}
+{{- with get $byPort (toString $port) -}}
+{{- fail (printf "listenPorts: %q and %q share port %d: each remote's device needs its own port" . $name $port) -}}
+{{- end -}}
+{{- $_ := set $byPort (toString $port) $name -}}
+{{- $pairs = append $pairs (printf "%s:%d" $name $port) -}}
+{{- end -}}
+{{- join "," $pairs -}}
+{{- end -}}
+
+{{- /*
+semaphore-wireguard.portName: the name of a remote's container port: "wg-<remote>" like its
+device, or "wg-<hash>" when that is not a valid port name (longer than 15 characters, or "--").
+  the remote's name
+*/ -}}
+{{- define "semaphore-wireguard.portName" -}}
+{{- $name := printf "wg-%s" . -}}
+{{- if or (gt (len $name) 15) (contains "--" $name) -}}
+{{- $name = printf "wg-%s" (sha256sum . | trunc 10) -}}
+{{- end -}}
+{{- $name -}}
+{{- end -}}
