@@ -192,6 +192,7 @@ test: ## Lint, verify, run all tests against real API servers, then check the la
 	$(MAKE) verify || failed="$$failed verify"; \
 	$(MAKE) test-go || failed="$$failed test-go"; \
 	$(MAKE) lab-check || failed="$$failed lab-check"; \
+	$(MAKE) test-alerts || failed="$$failed test-alerts"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
 	echo "make test: lint, verify and tests passed"
 
@@ -204,6 +205,25 @@ test-go: ## Only run the Go tests (unit and integration)
 	$(PREBUILD_COREDNS); \
 	set -x; \
 	$(GO) test -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./...
+
+# Alert rules: `promtool check rules` on every rule file under alerts/ and `promtool test rules`
+# on their unit tests (alerts/*_test.yaml: every alert fires in one case and stays quiet in
+# another). promtool comes from Debian's prometheus package, installed by ci/promtool.sh when
+# missing. Both run, then it fails if either failed.
+.PHONY: test-alerts
+test-alerts: ## Check the alert rules (alerts/*.yaml) and run their promtool unit tests
+	@promtool=$$(bash ci/promtool.sh | tail -n 1); \
+	if [ -z "$$promtool" ]; then echo "test-alerts: ci/promtool.sh printed no path"; exit 1; fi; \
+	shopt -s nullglob; rules=(); tests=(); \
+	for f in alerts/*.yaml; do \
+		case $${f##*/} in *_test.yaml|*.test.yaml) tests+=("$$f");; *) rules+=("$$f");; esac; \
+	done; \
+	if [ $${#rules[@]} -eq 0 ]; then echo "test-alerts: no alerts/*.yaml, nothing to check"; exit 0; fi; \
+	failed=""; \
+	"$$promtool" check rules "$${rules[@]}" || failed="$$failed check"; \
+	if [ $${#tests[@]} -gt 0 ]; then "$$promtool" test rules "$${tests[@]}" || failed="$$failed test"; fi; \
+	if [ -n "$$failed" ]; then echo "test-alerts: FAILED:$$failed"; exit 1; fi; \
+	echo "test-alerts: $${#rules[@]} rule files checked, $${#tests[@]} test files passed"
 
 # Benchmarks run one package at a time so that they do not compete for the two cores.
 .PHONY: bench
