@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,4 +133,41 @@ func (events AuditEvents) String() string {
 		fmt.Fprintf(&b, "\n  %s %s %s/%s %d", e.Verb, e.ObjectRef.Resource, e.ObjectRef.Namespace, e.ObjectRef.Name, e.ResponseStatus.Code)
 	}
 	return b.String()
+}
+
+// PeakRSS reads the high-water mark of a running process's resident memory (VmHWM), in bytes.
+func PeakRSS(t testing.TB, pid int) float64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb * 1024
+		}
+	}
+	t.Fatal("no VmHWM in /proc status")
+	return 0
+}
+
+// WriteRemoteKubeconfig copies c's (proxied) kubeconfig to where a controller reads the remote
+// named c.Name: dir/<name>/kubeconfig.
+func WriteRemoteKubeconfig(t testing.TB, dir string, c *Cluster) {
+	t.Helper()
+	data, err := os.ReadFile(c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, c.Name, "kubeconfig")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }

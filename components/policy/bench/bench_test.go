@@ -11,8 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,7 +25,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kube-semaphore/semaphore/components/internal/remote"
 	"github.com/kube-semaphore/semaphore/components/internal/testenv"
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
@@ -118,18 +115,9 @@ func BenchmarkPolicy(b *testing.B) {
 	go setInformer.Run(stop)
 	cache.WaitForCacheSync(stop, setInformer.HasSynced)
 
-	bin := buildController(b, dir)
+	bin := testenv.BuildBinary(b, "github.com/kube-semaphore/semaphore/components/policy")
 	remotesDir := filepath.Join(dir, "remotes")
-	kubeconfig, err := os.ReadFile(gcp.Kubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(remote.KubeconfigPath(remotesDir, "gcp")), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(remote.KubeconfigPath(remotesDir, "gcp"), kubeconfig, 0o600); err != nil {
-		b.Fatal(err)
-	}
+	testenv.WriteRemoteKubeconfig(b, remotesDir, gcp)
 
 	// Phase 1: a fresh local cluster converges on the remote.
 	cmd := exec.Command(bin)
@@ -148,7 +136,7 @@ func BenchmarkPolicy(b *testing.B) {
 		b.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	writesBefore := countWrites(b, local)
+	writesBefore := len(local.WritesBut(b, userAgent))
 	b.StartTimer()
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -168,16 +156,16 @@ func BenchmarkPolicy(b *testing.B) {
 	convergence := time.Since(t0)
 	b.StopTimer()
 	time.Sleep(2 * time.Second) // let the last watch events arrive before counting
-	convergeWrites := countWrites(b, local) - writesBefore
+	convergeWrites := len(local.WritesBut(b, userAgent)) - writesBefore
 
 	// Phase 2: at rest, nothing is written.
-	rest0 := countWrites(b, local)
+	rest0 := len(local.WritesBut(b, userAgent))
 	time.Sleep(5 * time.Second)
-	idleWrites := countWrites(b, local) - rest0
+	idleWrites := len(local.WritesBut(b, userAgent)) - rest0
 
 	// Phase 3: steady state, changeRate pod changes per second, each giving one pod a new
 	// address; consecutive changes go to different sets (a stride coprime with the pod count).
-	steady0 := countWrites(b, local)
+	steady0 := len(local.WritesBut(b, userAgent))
 	phase := time.Now()
 	for k := range changes {
 		if d := time.Until(phase.Add(time.Duration(k) * time.Second / changeRate)); d > 0 {
@@ -210,8 +198,8 @@ func BenchmarkPolicy(b *testing.B) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second)
-	steadyWrites := countWrites(b, local) - steady0
-	rss := peakRSS(b, cmd.Process.Pid)
+	steadyWrites := len(local.WritesBut(b, userAgent)) - steady0
+	rss := testenv.PeakRSS(b, cmd.Process.Pid)
 	if m := misplaced.Load(); m > 0 {
 		b.Errorf("%d marker addresses showed up in a set other than their pod's", m)
 	}
@@ -296,49 +284,4 @@ func populate(b *testing.B, gcp *testenv.Cluster, client kubernetes.Interface) [
 		b.Fatal(err)
 	}
 	return out
-}
-
-// countWrites counts the controller's write requests in the local audit log, leaving out
-// lease renewals (leader election's heartbeat).
-func countWrites(b *testing.B, c *testenv.Cluster) int {
-	events, err := c.Writes(userAgent)
-	if err != nil {
-		b.Fatal(err)
-	}
-	n := 0
-	for _, e := range events {
-		if e.ObjectRef.Resource != "leases" {
-			n++
-		}
-	}
-	return n
-}
-
-func buildController(b *testing.B, dir string) string {
-	bin := filepath.Join(dir, "semaphore-policy")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/kube-semaphore/semaphore/components/policy")
-	cmd.Dir = testenv.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// peakRSS reads the high-water mark of a process's resident memory, in bytes.
-func peakRSS(b *testing.B, pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return kb * 1024
-		}
-	}
-	b.Fatal("no VmHWM in /proc status")
-	return 0
 }

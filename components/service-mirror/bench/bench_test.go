@@ -10,8 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,7 +25,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"github.com/kube-semaphore/semaphore/components/internal/remote"
 	"github.com/kube-semaphore/semaphore/components/internal/testenv"
 )
 
@@ -91,18 +88,9 @@ func BenchmarkServiceMirror(b *testing.B) {
 	localFactory.Start(stop)
 	localFactory.WaitForCacheSync(stop)
 
-	bin := buildController(b, dir)
+	bin := testenv.BuildBinary(b, "github.com/kube-semaphore/semaphore/components/service-mirror")
 	remotesDir := filepath.Join(dir, "remotes")
-	kubeconfig, err := os.ReadFile(aws.Kubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(remote.KubeconfigPath(remotesDir, "aws")), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(remote.KubeconfigPath(remotesDir, "aws"), kubeconfig, 0o600); err != nil {
-		b.Fatal(err)
-	}
+	testenv.WriteRemoteKubeconfig(b, remotesDir, aws)
 
 	// Phase 1: a fresh local cluster converges on the remote.
 	cmd := exec.Command(bin)
@@ -121,7 +109,7 @@ func BenchmarkServiceMirror(b *testing.B) {
 		b.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	writesBefore := countWrites(b, local)
+	writesBefore := len(local.WritesBut(b, userAgent))
 	b.StartTimer()
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -137,15 +125,15 @@ func BenchmarkServiceMirror(b *testing.B) {
 	convergence := time.Since(t0)
 	b.StopTimer()
 	time.Sleep(2 * time.Second) // let the last watch events arrive before counting
-	convergeWrites := countWrites(b, local) - writesBefore
+	convergeWrites := len(local.WritesBut(b, userAgent)) - writesBefore
 
 	// Phase 2: at rest, nothing is written.
-	rest0 := countWrites(b, local)
+	rest0 := len(local.WritesBut(b, userAgent))
 	time.Sleep(5 * time.Second)
-	idleWrites := countWrites(b, local) - rest0
+	idleWrites := len(local.WritesBut(b, userAgent)) - rest0
 
 	// Phase 3: steady state, one endpoint change at a time, spread over the Services.
-	steady0 := countWrites(b, local)
+	steady0 := len(local.WritesBut(b, userAgent))
 	for i := range changes {
 		s := remoteSlices[(i*37)%len(remoteSlices)]
 		marker := fmt.Sprintf("198.19.%d.%d", i/250, i%250+1)
@@ -172,8 +160,8 @@ func BenchmarkServiceMirror(b *testing.B) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second)
-	steadyWrites := countWrites(b, local) - steady0
-	rss := peakRSS(b, cmd.Process.Pid)
+	steadyWrites := len(local.WritesBut(b, userAgent)) - steady0
+	rss := testenv.PeakRSS(b, cmd.Process.Pid)
 
 	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
 	p50 := latencies[len(latencies)/2]
@@ -262,49 +250,4 @@ func converged(svcInformer cache.SharedIndexInformer, seen *sync.Map) bool {
 		return true
 	})
 	return complete >= services
-}
-
-// countWrites counts the controller's write requests in the local audit log, leaving out
-// lease renewals (leader election's heartbeat).
-func countWrites(b *testing.B, c *testenv.Cluster) int {
-	events, err := c.Writes(userAgent)
-	if err != nil {
-		b.Fatal(err)
-	}
-	n := 0
-	for _, e := range events {
-		if e.ObjectRef.Resource != "leases" {
-			n++
-		}
-	}
-	return n
-}
-
-func buildController(b *testing.B, dir string) string {
-	bin := filepath.Join(dir, "semaphore-service-mirror")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/kube-semaphore/semaphore/components/service-mirror")
-	cmd.Dir = testenv.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// peakRSS reads the high-water mark of a process's resident memory, in bytes.
-func peakRSS(b *testing.B, pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return kb * 1024
-		}
-	}
-	b.Fatal("no VmHWM in /proc status")
-	return 0
 }

@@ -64,6 +64,7 @@ func (l *lab) parts() []part {
 		{"semaphore-service-mirror", l.startServiceMirrors},
 		{"semaphore-policy", l.startPolicies},
 		{"CoreDNS", l.startCoreDNS},
+		{"Prometheus", l.startPrometheus},
 	}
 }
 
@@ -106,7 +107,7 @@ func (l *lab) run(ctx context.Context, timeout time.Duration, check bool) int {
 		}
 	}
 
-	l.logf("waiting for the mirrors, network sets, DNS and controller readiness…")
+	l.logf("waiting for the mirrors, network sets, DNS, controller readiness and Prometheus…")
 	st, problems := waitReady(ctx, l.snapshot(), timeout, l.exited)
 	if ctx.Err() != nil {
 		l.logf("interrupted")
@@ -121,6 +122,10 @@ func (l *lab) run(ctx context.Context, timeout time.Duration, check bool) int {
 	printStatus(l.out, l.snapshot(), st)
 	printProblems(l.out, problems)
 	if check {
+		if len(problems) == 0 {
+			problems = l.checkDashboards(ctx)
+			printProblems(l.out, problems)
+		}
 		if len(problems) > 0 {
 			l.printLogTails()
 			return 1

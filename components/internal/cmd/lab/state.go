@@ -26,6 +26,7 @@ type State struct {
 	Clusters    []ClusterState    `json:"clusters,omitempty"`
 	Controllers []ControllerState `json:"controllers,omitempty"`
 	DNS         []DNSState        `json:"dns,omitempty"`
+	Prometheus  *PrometheusState  `json:"prometheus,omitempty"`
 	// Processes are all the processes the lab started, for cleaning up after it.
 	Processes []Proc `json:"processes,omitempty"`
 }
@@ -177,7 +178,7 @@ func acquire(dir string, out io.Writer) error {
 // removeRuntimeState removes what only a running lab needs. The binaries and the logs stay.
 func removeRuntimeState(dir string) error {
 	var errs []error
-	for _, p := range []string{"clusters", "coredns", "tmp", stateFile, stateFile + ".tmp", pidFile} {
+	for _, p := range []string{"clusters", "coredns", "prometheus", "tmp", stateFile, stateFile + ".tmp", pidFile} {
 		errs = append(errs, os.RemoveAll(filepath.Join(dir, p)))
 	}
 	return errors.Join(errs...)
@@ -204,7 +205,7 @@ func leftovers(dir string, st *State) []Proc {
 		}
 		name := procName(pid)
 		switch {
-		case name == "kube-apiserver", name == "etcd", name == "coredns", strings.HasPrefix(name, "semaphore-"):
+		case name == "kube-apiserver", name == "etcd", name == "coredns", name == "prometheus", strings.HasPrefix(name, "semaphore-"):
 		default:
 			continue
 		}

@@ -33,6 +33,7 @@ type Status struct {
 	NetSetErrs  map[string]error          // by cluster: the cluster could not be read
 	DNS         []DNSAnswer
 	Controllers []ControllerStatus
+	Prometheus  *PromStatus // nil when Prometheus does not run
 }
 
 // MirrorStatus is one mirror Service.
@@ -97,6 +98,9 @@ func collect(ctx context.Context, st *State) *Status {
 	s.Controllers = make([]ControllerStatus, len(st.Controllers))
 	for i, c := range st.Controllers {
 		wg.Go(func() { s.Controllers[i] = readiness(ctx, c) })
+	}
+	if st.Prometheus != nil {
+		wg.Go(func() { s.Prometheus = collectPrometheus(ctx, st.Prometheus) })
 	}
 	wg.Wait()
 	slices.SortFunc(s.DNS, func(a, b DNSAnswer) int { return strings.Compare(a.Cluster+a.Name, b.Cluster+b.Name) })
@@ -259,7 +263,7 @@ func findProblems(st *State, s *Status) []string {
 			problems = append(problems, fmt.Sprintf("%s in %s is not ready: %s", c.Component, c.Cluster, c.Detail))
 		}
 	}
-	return problems
+	return append(problems, prometheusProblems(st, s.Prometheus)...)
 }
 
 func findMirror(s *Status, cluster, name string) (MirrorStatus, bool) {
@@ -402,6 +406,8 @@ func printStatus(w io.Writer, st *State, s *Status) {
 	}
 	tw.Flush()
 
+	printPrometheus(w, st, s.Prometheus)
+
 	section(w, "Poke at it")
 	kubeconfig := func(cluster string) string {
 		for _, c := range st.Clusters {
@@ -428,7 +434,6 @@ func printStatus(w io.Writer, st *State, s *Status) {
 	section(w, "Not in the lab yet (later versions add them)")
 	fmt.Fprintf(w, "  semaphore-wireguard: nodes as network namespaces, WireGuard peers and handshakes\n")
 	fmt.Fprintf(w, "  the semaphore-remote chart: the controllers read the remotes with admin kubeconfigs for now\n")
-	fmt.Fprintf(w, "  Prometheus scraping the controllers, with the alert rules\n")
 	fmt.Fprintln(w)
 }
 
