@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -170,4 +172,68 @@ func WriteRemoteKubeconfig(t testing.TB, dir string, c *Cluster) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// ExpectConfigError fails the test unless r is how a component refuses bad configuration: a
+// non-zero exit and exactly one line on stderr, naming every string in want, without a crash.
+func ExpectConfigError(t testing.TB, r Run, want ...string) {
+	t.Helper()
+	if r.Code == 0 {
+		t.Errorf("exit code 0, want non-zero")
+	}
+	lines := strings.Split(strings.TrimSuffix(r.Stderr, "\n"), "\n")
+	if len(lines) != 1 || lines[0] == "" {
+		t.Fatalf("stderr has %d lines, want exactly one:\n%s", len(lines), r.Stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(lines[0], w) {
+			t.Errorf("stderr %q does not name %q", lines[0], w)
+		}
+	}
+	if strings.Contains(r.Stderr, "panic") || strings.Contains(r.Stderr, "goroutine ") {
+		t.Errorf("stderr looks like a crash: %s", r.Stderr)
+	}
+}
+
+// Background is a function running in a goroutine until Stop or the end of the test.
+type Background struct {
+	cancel context.CancelFunc
+	done   chan error
+	err    error
+}
+
+// RunInBackground calls run in a goroutine with a context that Stop (or the test's end)
+// cancels.
+func RunInBackground(t testing.TB, run func(context.Context) error) *Background {
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &Background{cancel: cancel, done: make(chan error, 1)}
+	go func() { b.done <- run(ctx) }()
+	t.Cleanup(func() { _ = b.Stop() })
+	return b
+}
+
+// Stop cancels the run and waits for it to return; it returns run's error, also when called
+// again.
+func (b *Background) Stop() error {
+	if b.cancel != nil {
+		b.cancel()
+		b.cancel = nil
+		b.err = <-b.done
+	}
+	return b.err
+}
+
+// Readyz GETs http://addr/readyz and returns the status code and body.
+func Readyz(t testing.TB, addr string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
 }

@@ -3,9 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,8 +149,7 @@ func deleteOurSets(t *testing.T) {
 
 type running struct {
 	*app.App
-	cancel context.CancelFunc
-	done   chan error
+	*testenv.Background
 }
 
 // start runs a controller until stop or the end of the test.
@@ -163,31 +160,14 @@ func start(t *testing.T, cfg app.Config) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{App: a, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- a.Run(ctx) }()
-	t.Cleanup(r.stop)
-	return r
+	return &running{App: a, Background: testenv.RunInBackground(t, a.Run)}
 }
 
-func (r *running) stop() {
-	if r.cancel == nil {
-		return
-	}
-	r.cancel()
-	r.cancel = nil
-	<-r.done
-}
+func (r *running) stop() { _ = r.Stop() }
 
 func readyz(t *testing.T, r *running) (int, string) {
 	t.Helper()
-	resp, err := http.Get("http://" + r.AdminAddr() + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return testenv.Readyz(t, r.AdminAddr())
 }
 
 // pod creates a running pod in c labelled for set (no label when set is empty) with the

@@ -82,23 +82,7 @@ func TestBadConfiguration(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := testenv.RunBinary(t, bin, tc.env)
-			if r.Code == 0 {
-				t.Errorf("exit code 0, want non-zero")
-			}
-			lines := strings.Split(strings.TrimSuffix(r.Stderr, "\n"), "\n")
-			if len(lines) != 1 || lines[0] == "" {
-				t.Fatalf("stderr has %d lines, want exactly one:\n%s", len(lines), r.Stderr)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(lines[0], w) {
-					t.Errorf("stderr %q does not name %q", lines[0], w)
-				}
-			}
-			if strings.Contains(r.Stderr, "panic") || strings.Contains(r.Stderr, "goroutine ") {
-				t.Errorf("stderr looks like a crash: %s", r.Stderr)
-			}
-			t.Logf("exit %d: %s", r.Code, lines[0])
+			testenv.ExpectConfigError(t, testenv.RunBinary(t, bin, tc.env), tc.want...)
 		})
 	}
 

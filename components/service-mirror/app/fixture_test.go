@@ -3,9 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,8 +143,7 @@ func newConfig(t *testing.T, remotes ...string) app.Config {
 
 type running struct {
 	*app.App
-	cancel context.CancelFunc
-	done   chan error
+	*testenv.Background
 }
 
 // start runs a controller until stop or the end of the test.
@@ -157,21 +154,10 @@ func start(t *testing.T, cfg app.Config) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{App: a, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- a.Run(ctx) }()
-	t.Cleanup(r.stop)
-	return r
+	return &running{App: a, Background: testenv.RunInBackground(t, a.Run)}
 }
 
-func (r *running) stop() {
-	if r.cancel == nil {
-		return
-	}
-	r.cancel()
-	r.cancel = nil
-	<-r.done
-}
+func (r *running) stop() { _ = r.Stop() }
 
 // eventually retries check until it returns nil or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
@@ -201,13 +187,7 @@ func metricSeries(t *testing.T, reg prometheus.Gatherer, name string, labels map
 
 func readyz(t *testing.T, r *running) (int, string) {
 	t.Helper()
-	resp, err := http.Get("http://" + r.AdminAddr() + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return testenv.Readyz(t, r.AdminAddr())
 }
 
 // remoteService creates a Service labelled for mirroring (unless labelled is false) in c.

@@ -46,19 +46,7 @@ func TestBadConfiguration(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := testenv.RunBinary(t, bin, tc.env)
-			if r.Code == 0 {
-				t.Fatalf("exit 0, want non-zero; stderr: %s", r.Stderr)
-			}
-			lines := strings.Split(strings.TrimSuffix(r.Stderr, "\n"), "\n")
-			if len(lines) != 1 {
-				t.Fatalf("stderr has %d lines, want one:\n%s", len(lines), r.Stderr)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(lines[0], w) {
-					t.Errorf("stderr %q does not name %q", lines[0], w)
-				}
-			}
+			testenv.ExpectConfigError(t, testenv.RunBinary(t, bin, tc.env), tc.want...)
 		})
 	}
 	if r := testenv.RunBinary(t, bin, nil, "-h"); r.Code != 0 || !strings.Contains(r.Stdout, "SEMAPHORE_WG_LISTEN_PORTS") {
