@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -27,6 +26,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kube-semaphore/semaphore/components/internal/charts"
 	"github.com/kube-semaphore/semaphore/components/internal/testenv"
 )
 
@@ -86,29 +86,17 @@ func clusters(t testing.TB) (aws, gcp *testenv.Cluster) {
 	return awsCluster, gcpCluster
 }
 
-// helmConfig is the Helm SDK's configuration for namespace in cluster c, as `helm
-// --kubeconfig <c's admin kubeconfig> -n <namespace>` builds it: releases stored as Secrets.
+// helmConfig is charts.Config for namespace in cluster c, as an admin.
 func helmConfig(t testing.TB, c *testenv.Cluster, namespace string) *action.Configuration {
 	t.Helper()
-	flags := genericclioptions.NewConfigFlags(true)
-	kubeconfig, cacheDir := c.DirectKubeconfig, t.TempDir()
-	flags.KubeConfig = &kubeconfig
-	flags.Namespace = &namespace
-	flags.CacheDir = &cacheDir
-	// Like helm's --burst-limit (100), rather than client-go's 5 requests per second.
-	flags.WrapConfigFn = func(rc *rest.Config) *rest.Config {
-		rc.QPS, rc.Burst = 100, 100
-		return rc
-	}
-	cfg := new(action.Configuration)
-	if err := cfg.Init(flags, namespace, "secret", func(format string, v ...any) { t.Logf("helm: "+format, v...) }); err != nil {
+	cfg, err := charts.Config(c.DirectKubeconfig, namespace, t.TempDir(), func(format string, v ...any) { t.Logf("helm: "+format, v...) })
+	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg
 }
 
-// install installs chart dir as release name in namespace of cluster c through the Helm SDK,
-// as `helm install --create-namespace` would (without --wait: no kubelet runs pods here).
+// install installs chart dir as release name in namespace of cluster c (charts.Install).
 // Before that, every object the release renders goes to the API server in a strict
 // server-side dry run, which refuses a field the API does not know instead of dropping it.
 func install(t testing.TB, c *testenv.Cluster, dir, name, namespace string, vals map[string]any) *manifest {
@@ -125,18 +113,11 @@ func install(t testing.TB, c *testenv.Cluster, dir, name, namespace string, vals
 	}
 	dryRun(t, c, parseRelease(t, rel), namespace)
 
-	in := action.NewInstall(helmConfig(t, c, namespace))
-	in.ReleaseName, in.Namespace = name, namespace
-	in.CreateNamespace = true
-	in.Timeout = time.Minute
-	rel, err = in.Run(loadChart(t, dir), vals)
+	m, err := charts.Install(helmConfig(t, c, namespace), dir, name, namespace, vals)
 	if err != nil {
-		t.Fatalf("helm install %s into %s: %v", name, c.Name, err)
+		t.Fatalf("%s: %v", c.Name, err)
 	}
-	if rel.Info.Status != release.StatusDeployed {
-		t.Fatalf("release %s is %s: %s", name, rel.Info.Status, rel.Info.Description)
-	}
-	return parseRelease(t, rel)
+	return m
 }
 
 // upgrade upgrades release name in namespace of cluster c to chart dir with vals through the

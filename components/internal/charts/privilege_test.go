@@ -127,7 +127,7 @@ wireguard:
 	um := install(t, gcp, umbrellaChart, localRelease, localNamespace, valuesOf(t, nil, localValues))
 
 	pods := map[string]*simulatedPod{}
-	for _, w := range um.Workloads(t) {
+	for _, w := range workloadsOf(t, um) {
 		pods[w.Component] = simulatePod(t, gcp, um, w)
 	}
 	for _, c := range components {
@@ -245,7 +245,7 @@ wireguard:
 	t.Run("policy with projectcalico.org/v3 after an upgrade", func(t *testing.T) {
 		up := upgrade(t, gcp, umbrellaChart, localRelease, localNamespace, valuesOf(t, nil, localValues, "policy: {calicoAPI: projectcalico.org/v3}"))
 		var p *simulatedPod
-		for _, w := range up.Workloads(t) {
+		for _, w := range workloadsOf(t, up) {
 			if w.Component == "policy" {
 				p = simulatePod(t, gcp, up, w)
 			}

@@ -65,7 +65,7 @@ func TestSubchartScenarios(t *testing.T) {
 				eff := effectiveValues(t, dir, vals)
 				checkObjects(t, m, eff)
 				checkRBACSanity(t, m)
-				ws := m.Workloads(t)
+				ws := workloadsOf(t, m)
 				if len(ws) != 1 || ws[0].Component != filepath.Base(dir) {
 					t.Fatalf("subchart %s alone renders %d workloads, want its own only", filepath.Base(dir), len(ws))
 				}
@@ -123,7 +123,7 @@ func checkUmbrella(t *testing.T, m *manifest, vals map[string]any) {
 	t.Helper()
 	checkObjects(t, m, vals)
 	byComponent := map[string][]workload{}
-	for _, w := range m.Workloads(t) {
+	for _, w := range workloadsOf(t, m) {
 		byComponent[w.Component] = append(byComponent[w.Component], w)
 	}
 	for _, comp := range components {
@@ -561,7 +561,7 @@ func TestSubchartsAlone(t *testing.T) {
 			eff := effectiveValues(t, dir, vals)
 			checkObjects(t, m, eff)
 			checkRBACSanity(t, m)
-			ws := m.Workloads(t)
+			ws := workloadsOf(t, m)
 			if len(ws) != 1 || ws[0].Component != comp {
 				t.Fatalf("subchart %s alone renders %d workloads, want its own only", comp, len(ws))
 			}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-semaphore/semaphore/components/internal/charts"
 	"github.com/kube-semaphore/semaphore/components/internal/config"
 	"github.com/kube-semaphore/semaphore/components/internal/testenv"
 	policyapp "github.com/kube-semaphore/semaphore/components/policy/app"
@@ -244,43 +245,13 @@ func envValue(c corev1.Container, name, def string) string {
 	return def
 }
 
-// podEnv resolves the environment of container c as the kubelet would for a pod named podName
-// in namespace on node nodeName; only what our charts use is supported.
+// podEnv is charts.Env for a pod of w in namespace on nodeName; what it cannot resolve fails
+// the test.
 func podEnv(t testing.TB, w workload, c corev1.Container, namespace, podName, nodeName string) map[string]string {
 	t.Helper()
-	if len(c.EnvFrom) > 0 {
-		t.Errorf("%s %s: envFrom is not expected", w.Kind, w.Name)
-	}
-	env := map[string]string{}
-	for _, e := range c.Env {
-		if _, dup := env[e.Name]; dup {
-			t.Errorf("%s %s: %s is set twice", w.Kind, w.Name, e.Name)
-		}
-		switch {
-		case e.ValueFrom == nil:
-			env[e.Name] = e.Value
-		case e.ValueFrom.FieldRef != nil:
-			switch e.ValueFrom.FieldRef.FieldPath {
-			case "metadata.name":
-				env[e.Name] = podName
-			case "metadata.namespace":
-				env[e.Name] = namespace
-			case "spec.nodeName":
-				env[e.Name] = nodeName
-			case "spec.serviceAccountName":
-				env[e.Name] = w.Pod.Spec.ServiceAccountName
-			case "status.hostIP":
-				env[e.Name] = "192.0.2.1"
-			case "status.podIP":
-				env[e.Name] = "198.18.0.10"
-			default:
-				t.Errorf("%s %s: %s from field %s: not expected", w.Kind, w.Name, e.Name, e.ValueFrom.FieldRef.FieldPath)
-			}
-		case e.ValueFrom.ResourceFieldRef != nil:
-			env[e.Name] = "1"
-		default:
-			t.Errorf("%s %s: %s comes from a ConfigMap or Secret: not expected", w.Kind, w.Name, e.Name)
-		}
+	env, err := charts.Env(w, c, charts.Pod{Name: podName, Namespace: namespace, Node: nodeName, HostIP: "192.0.2.1", IP: "198.18.0.10"})
+	if err != nil {
+		t.Error(err)
 	}
 	return env
 }
@@ -384,64 +355,26 @@ func loadConfig(t testing.TB, component string, env map[string]string) (config.V
 	return spec, config.Load(nil, io.Discard, spec)
 }
 
-// projectedFile is a file of a projected volume: which key of which Secret, with which mode.
-type projectedFile struct {
-	Secret, Key string
-	Mode        int32
-}
+type projectedFile = charts.ProjectedFile
 
-// volumeFiles lists the files of a Secret or projected volume; a source without items must be
-// a Secret of the release, whose keys are known.
+// volumeFiles is charts.VolumeFiles for a volume that must be well-formed.
 func volumeFiles(t testing.TB, m *manifest, v corev1.Volume) map[string]projectedFile {
 	t.Helper()
-	out := map[string]projectedFile{}
-	add := func(secret string, items []corev1.KeyToPath, defaultMode int32) {
-		if len(items) == 0 {
-			s := m.Get("Secret", secret)
-			if s == nil {
-				t.Fatalf("volume %s projects every key of Secret %s, which the release does not render", v.Name, secret)
-			}
-			for k := range secretData(t, s) {
-				items = append(items, corev1.KeyToPath{Key: k, Path: k})
-			}
-		}
-		for _, it := range items {
-			if _, dup := out[it.Path]; dup {
-				t.Errorf("volume %s: file %s projected twice", v.Name, it.Path)
-			}
-			out[it.Path] = projectedFile{Secret: secret, Key: it.Key, Mode: ptr.Deref(it.Mode, defaultMode)}
-		}
+	files, err := charts.VolumeFiles(m, v)
+	if err != nil {
+		t.Fatal(err)
 	}
-	switch {
-	case v.Projected != nil:
-		mode := ptr.Deref(v.Projected.DefaultMode, 0o644)
-		for _, s := range v.Projected.Sources {
-			if s.Secret == nil {
-				t.Errorf("volume %s: a projected source other than a Secret: %+v", v.Name, s)
-				continue
-			}
-			add(s.Secret.Name, s.Secret.Items, mode)
-		}
-	case v.Secret != nil:
-		add(v.Secret.SecretName, v.Secret.Items, ptr.Deref(v.Secret.DefaultMode, 0o644))
-	default:
-		t.Errorf("volume %s is neither a Secret nor a projected volume", v.Name)
-	}
-	return out
+	return files
 }
 
-// secretData returns a rendered Secret's data, decoded.
+// secretData is charts.SecretData for a Secret that must convert.
 func secretData(t testing.TB, s *unstructured.Unstructured) map[string][]byte {
 	t.Helper()
-	sec := typed[corev1.Secret](t, s)
-	out := map[string][]byte{}
-	for k, v := range sec.Data {
-		out[k] = v
+	data, err := charts.SecretData(s)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for k, v := range sec.StringData {
-		out[k] = []byte(v)
-	}
-	return out
+	return data
 }
 
 // checkRemotes checks how w gets each remote's credentials: one read-only mount per remote at

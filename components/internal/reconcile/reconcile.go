@@ -45,6 +45,15 @@ func NewMetrics(f *metrics.Factory, what string) *Metrics {
 	}
 }
 
+// InitRemote exports every result of remote at zero, before the first sync: a dashboard or
+// alert on errors then sees 0, not "no data", until an error happens (Prometheus' advice for
+// label values known in advance).
+func (m *Metrics) InitRemote(remote string) {
+	for _, result := range []string{Success, Error, Clash, Skipped} {
+		m.reconciles.WithLabelValues(remote, result)
+	}
+}
+
 // Loop runs the workers of a controller whose queue holds keys of type K.
 type Loop[K comparable] struct {
 	Queue workqueue.TypedRateLimitingInterface[K]

@@ -118,3 +118,20 @@ func TestClashesResolveKeepsOtherWaiter(t *testing.T) {
 		t.Fatal("Resolve by the waiting key kept the clash")
 	}
 }
+
+// InitRemote exports every result of a remote at zero before any sync, so that a dashboard's
+// error rate reads 0 rather than no data; other remotes stay absent.
+func TestInitRemoteExportsZeros(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := reconcile.NewMetrics(metrics.NewFactory(reg, "test"), "one thing")
+	m.InitRemote("aws")
+	for _, result := range []string{reconcile.Success, reconcile.Error, reconcile.Clash, reconcile.Skipped} {
+		got, n := testenv.MetricSeries(t, reg, "test_reconcile_total", map[string]string{"remote": "aws", "result": result})
+		if n != 1 || got != 0 {
+			t.Errorf("reconcile_total{remote=aws,result=%s} = %v in %d series, want 0 in one", result, got, n)
+		}
+	}
+	if _, n := testenv.MetricSeries(t, reg, "test_reconcile_total", map[string]string{"remote": "gcp", "result": reconcile.Error}); n != 0 {
+		t.Error("reconcile_total of a remote that was not initialised is exported")
+	}
+}

@@ -122,6 +122,9 @@ func New(opts Options, local kubernetes.Interface, dyn dynamic.Interface, remote
 	})
 	for _, r := range remotes {
 		c.remotes[r.Name] = c.newRemoteCache(r)
+		// Zero before the first sync, so that dashboards show 0 rather than no data.
+		m.reconcile.InitRemote(r.Name)
+		m.clashes.WithLabelValues(r.Name)
 	}
 	c.broadcaster = record.NewBroadcaster()
 	c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: labels.Policy})

@@ -135,6 +135,11 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, hea
 
 	for _, r := range remotes {
 		c.remotes[r.Name] = c.newRemoteCache(r)
+		// Zero before the first sync, so that dashboards show 0 rather than no data.
+		m.reconcile.InitRemote(r.Name)
+		for _, kind := range []string{kindService, kindEndpointSlice} {
+			m.clashes.WithLabelValues(r.Name, kind)
+		}
 	}
 
 	c.broadcaster = record.NewBroadcaster()

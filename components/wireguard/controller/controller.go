@@ -100,6 +100,7 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, dev
 		byName[d.Remote] = d
 	}
 	for _, r := range remotes {
+		m.reconcile.InitRemote(r.Name)
 		rc := &remoteCache{dev: byName[r.Name], byKey: map[wgtypes.Key]string{}, skipped: map[string]string{}}
 		rc.factory = informers.NewSharedInformerFactory(r.Client, opts.ResyncPeriod)
 		inf := rc.factory.Core().V1().Nodes()

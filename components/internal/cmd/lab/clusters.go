@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
-	"github.com/kube-semaphore/semaphore/components/internal/remote"
 	"github.com/kube-semaphore/semaphore/components/internal/testenv"
 )
 
@@ -165,41 +162,6 @@ func (l *lab) startClusters(context.Context) error {
 	// stop them when the lab dies without tearing down.
 	l.recordChildren("kube-apiserver", "etcd")
 	return errors.Join(errs...)
-}
-
-// installRemoteCredentials does what installing the charts does before the controllers run:
-// it creates the semaphore namespace in each cluster and gives each cluster a kubeconfig for
-// every other cluster, where the umbrella chart mounts the remotes' Secret
-// (SEMAPHORE_REMOTES_DIR/<remote>/kubeconfig).
-//
-// For now each kubeconfig is a copy of the remote's admin kubeconfig (through testenv's proxy,
-// which can cut the remote off). A later version installs charts/semaphore-remote into every
-// cluster instead and writes kubeconfigs holding the tokens of its read-only ServiceAccounts,
-// so that the lab also proves that the remote RBAC is enough.
-func (l *lab) installRemoteCredentials(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for _, spec := range clusterSpecs {
-		c := l.clusters[spec.Name]
-		if err := c.EnsureNamespace(ctx, semaphoreNamespace); err != nil {
-			return fmt.Errorf("%s: namespace %s: %w", spec.Name, semaphoreNamespace, err)
-		}
-		for _, r := range remotesOf(spec.Name) {
-			data, err := os.ReadFile(l.clusters[r].Kubeconfig)
-			if err != nil {
-				return err
-			}
-			path := remote.KubeconfigPath(l.remotesDir(spec.Name), r)
-			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-				return err
-			}
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				return err
-			}
-		}
-	}
-	l.logf("wrote the remote kubeconfigs (admin copies for now) under %s", l.path("clusters", "*", "remotes"))
-	return nil
 }
 
 // remotesDir is the SEMAPHORE_REMOTES_DIR of cluster's controllers.

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -12,22 +10,20 @@ import (
 
 // startServiceMirrors runs semaphore-service-mirror for every cluster, mirroring the Services
 // of all the other clusters into the semaphore namespace.
-func (l *lab) startServiceMirrors(context.Context) error {
-	return l.startControllers("service-mirror", l.bin.serviceMirror, []string{
-		"SEMAPHORE_MIRROR_NAMESPACE=" + semaphoreNamespace,
-	})
+func (l *lab) startServiceMirrors(ctx context.Context) error {
+	return l.startControllers(ctx, "service-mirror", l.bin.serviceMirror)
 }
 
 // startControllers runs one controller of component for every cluster (see startController),
 // and stops them all when the lab goes down.
-func (l *lab) startControllers(component, binary string, extraEnv []string) error {
+func (l *lab) startControllers(ctx context.Context, component, binary string) error {
 	var started []*child
 	l.onTeardown(func() {
 		stopAll(started, syscall.SIGTERM, 10*time.Second)
 		l.logf("stopped semaphore-%s", component)
 	})
 	for _, spec := range clusterSpecs {
-		c, err := l.startController(component, binary, spec.Name, extraEnv)
+		c, err := l.startController(ctx, component, binary, spec.Name)
 		if err != nil {
 			return fmt.Errorf("%s: %w", spec.Name, err)
 		}
@@ -37,33 +33,18 @@ func (l *lab) startControllers(component, binary string, extraEnv []string) erro
 	return nil
 }
 
-// startController runs one controller (component "service-mirror", "policy", ...) for
-// cluster with the environment the umbrella chart gives it: the shared settings, leader
-// election in the semaphore namespace, the pod's name, and the component's own settings in
-// extraEnv. It gets nothing from the lab's environment, as in a pod. Its admin server listens
-// on a free port on 127.0.0.1; its log is logs/<component>-<cluster>.log.
-func (l *lab) startController(component, binary, cluster string, extraEnv []string) (*child, error) {
-	port, err := freePort()
+// startController runs the pod of component's Deployment in cluster's umbrella release as a
+// process on this machine (podOf): the environment the chart renders and the identity of the
+// chart's ServiceAccount. It gets nothing from the lab's environment, as in a pod. Its log is
+// logs/<component>-<cluster>.log.
+func (l *lab) startController(ctx context.Context, component, binary, cluster string) (*child, error) {
+	pod, err := l.podOf(ctx, cluster, component, "")
 	if err != nil {
 		return nil, err
 	}
-	admin := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	name := component + "-" + cluster
-	env := append([]string{
-		"SEMAPHORE_LOCAL_CLUSTER=" + cluster,
-		"SEMAPHORE_REMOTES=" + strings.Join(remotesOf(cluster), ","),
-		"SEMAPHORE_REMOTES_DIR=" + l.remotesDir(cluster),
-		// In a pod the controller uses its ServiceAccount; here it gets the cluster's admin
-		// kubeconfig, the direct one: the proxy is for cutting remotes off.
-		"SEMAPHORE_LOCAL_KUBECONFIG=" + l.clusters[cluster].DirectKubeconfig,
-		"SEMAPHORE_ADMIN_ADDR=" + admin,
-		"SEMAPHORE_LEADER_ELECT_NAMESPACE=" + semaphoreNamespace,
-		// The chart sets these from the downward API.
-		"POD_NAME=" + name,
-		"POD_NAMESPACE=" + semaphoreNamespace,
-	}, extraEnv...)
 	log := l.path("logs", name+".log")
-	c, err := l.startChild(name, binary, nil, env, log, false)
+	c, err := l.startChild(name, binary, nil, pod.Env, log, false)
 	if err != nil {
 		return nil, err
 	}
@@ -71,9 +52,10 @@ func (l *lab) startController(component, binary, cluster string, extraEnv []stri
 	l.state.Controllers = append(l.state.Controllers, ControllerState{
 		Component: "semaphore-" + component,
 		Cluster:   cluster,
-		Admin:     admin,
+		Admin:     pod.Admin,
 		Log:       log,
 		PID:       c.cmd.Process.Pid,
+		Pod:       pod.Root,
 	})
 	l.mu.Unlock()
 	l.saveState()

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kube-semaphore/semaphore/components/internal/charts"
 	"github.com/kube-semaphore/semaphore/components/internal/testenv"
 )
 
@@ -27,6 +28,10 @@ type lab struct {
 
 	clusters map[string]*testenv.Cluster
 	bin      binaries
+	// remoteEntries are the global.remotes entries of each cluster's umbrella release, as
+	// semaphore-remote's NOTES print them; umbrellas are the installed umbrella releases.
+	remoteEntries map[string][]remoteEntry
+	umbrellas     map[string]*charts.Manifest
 
 	cleanups []func()
 	stopping atomic.Bool
@@ -49,17 +54,16 @@ type part struct {
 	run  func(ctx context.Context) error
 }
 
-// parts are the pieces of the lab, in the order they come up. Later versions add theirs:
-// the semaphore-remote chart's credentials replace the admin kubeconfigs of
-// installRemoteCredentials; semaphore-wireguard starts like the other controllers do
-// (startControllers); nodes as network namespaces come before wireguard, and Prometheus after
-// the controllers. Each part that exposes something to look at adds it to collect, printStatus
-// and problems.
+// parts are the pieces of the lab, in the order they come up: the charts are installed before
+// the controllers run, since each controller runs as a pod of the umbrella release (podOf), and
+// Prometheus comes after the controllers it scrapes. Each part that exposes something to look
+// at adds it to collect, printStatus and problems.
 func (l *lab) parts() []part {
 	return []part{
 		{"binaries", l.buildBinaries},
 		{"clusters", l.startClusters},
-		{"remote credentials", l.installRemoteCredentials},
+		{"semaphore-remote", l.installRemoteCharts},
+		{"semaphore (umbrella chart)", l.installUmbrellas},
 		{"sample workloads", l.createSampleWorkloads},
 		{"semaphore-service-mirror", l.startServiceMirrors},
 		{"semaphore-policy", l.startPolicies},
@@ -122,6 +126,10 @@ func (l *lab) run(ctx context.Context, timeout time.Duration, check bool) int {
 	printStatus(l.out, l.snapshot(), st)
 	printProblems(l.out, problems)
 	if check {
+		if len(problems) == 0 {
+			problems = l.checkIdentities(ctx)
+			printProblems(l.out, problems)
+		}
 		if len(problems) == 0 {
 			problems = l.checkDashboards(ctx)
 			printProblems(l.out, problems)

@@ -29,11 +29,8 @@ var calicoCRD = filepath.Join(testenv.RepoRoot(), "components", "policy", "testd
 
 // startPolicies runs semaphore-policy for every cluster, turning the labelled pods of all the
 // other clusters into GlobalNetworkSets.
-func (l *lab) startPolicies(context.Context) error {
-	return l.startControllers("policy", l.bin.policy, []string{
-		// The default, set explicitly as the chart sets it.
-		"SEMAPHORE_POLICY_CALICO_API=" + calicoAPI,
-	})
+func (l *lab) startPolicies(ctx context.Context) error {
+	return l.startControllers(ctx, "policy", l.bin.policy)
 }
 
 // expectedSet is a GlobalNetworkSet the sample workloads must lead to.

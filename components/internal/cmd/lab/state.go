@@ -54,6 +54,9 @@ type ControllerState struct {
 	Admin     string `json:"admin"`
 	Log       string `json:"log"`
 	PID       int    `json:"pid"`
+	// Pod is the directory standing for the pod's filesystem: its remotes' kubeconfigs and
+	// ServiceAccount token (see podOf).
+	Pod string `json:"pod,omitempty"`
 }
 
 // DNSState is one running CoreDNS.

@@ -1,0 +1,129 @@
+package charts
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+)
+
+// Pod is what the kubelet knows of one pod of a workload when it resolves its environment.
+type Pod struct {
+	Name, Namespace, Node string
+	// HostIP and IP answer status.hostIP and status.podIP.
+	HostIP, IP string
+}
+
+// Env resolves the environment of container c of w's pod p as the kubelet would: literal
+// values, and the downward API's fields. Values from ConfigMaps or Secrets and envFrom are not
+// used by these charts and are reported; so is a variable set twice.
+func Env(w Workload, c corev1.Container, p Pod) (map[string]string, error) {
+	var errs []error
+	if len(c.EnvFrom) > 0 {
+		errs = append(errs, fmt.Errorf("%s %s: envFrom is not expected", w.Kind, w.Name))
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		if _, dup := env[e.Name]; dup {
+			errs = append(errs, fmt.Errorf("%s %s: %s is set twice", w.Kind, w.Name, e.Name))
+		}
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = e.Value
+		case e.ValueFrom.FieldRef != nil:
+			switch e.ValueFrom.FieldRef.FieldPath {
+			case "metadata.name":
+				env[e.Name] = p.Name
+			case "metadata.namespace":
+				env[e.Name] = p.Namespace
+			case "spec.nodeName":
+				env[e.Name] = p.Node
+			case "spec.serviceAccountName":
+				env[e.Name] = w.Pod.Spec.ServiceAccountName
+			case "status.hostIP":
+				env[e.Name] = p.HostIP
+			case "status.podIP":
+				env[e.Name] = p.IP
+			default:
+				errs = append(errs, fmt.Errorf("%s %s: %s from field %s: not expected", w.Kind, w.Name, e.Name, e.ValueFrom.FieldRef.FieldPath))
+			}
+		case e.ValueFrom.ResourceFieldRef != nil:
+			env[e.Name] = "1"
+		default:
+			errs = append(errs, fmt.Errorf("%s %s: %s comes from a ConfigMap or Secret: not expected", w.Kind, w.Name, e.Name))
+		}
+	}
+	return env, errors.Join(errs...)
+}
+
+// ProjectedFile is a file of a Secret or projected volume: which key of which Secret, with
+// which mode.
+type ProjectedFile struct {
+	Secret, Key string
+	Mode        int32
+}
+
+// VolumeFiles lists the files of a Secret or projected volume, by path in the volume; a source
+// without items must be a Secret of the release (m), whose keys are known.
+func VolumeFiles(m *Manifest, v corev1.Volume) (map[string]ProjectedFile, error) {
+	out := map[string]ProjectedFile{}
+	var errs []error
+	add := func(secret string, items []corev1.KeyToPath, defaultMode int32) {
+		if len(items) == 0 {
+			s := m.Get("Secret", secret)
+			if s == nil {
+				errs = append(errs, fmt.Errorf("volume %s projects every key of Secret %s, which the release does not render", v.Name, secret))
+				return
+			}
+			data, err := SecretData(s)
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			for k := range data {
+				items = append(items, corev1.KeyToPath{Key: k, Path: k})
+			}
+		}
+		for _, it := range items {
+			if _, dup := out[it.Path]; dup {
+				errs = append(errs, fmt.Errorf("volume %s: file %s projected twice", v.Name, it.Path))
+			}
+			out[it.Path] = ProjectedFile{Secret: secret, Key: it.Key, Mode: ptr.Deref(it.Mode, defaultMode)}
+		}
+	}
+	switch {
+	case v.Projected != nil:
+		mode := ptr.Deref(v.Projected.DefaultMode, 0o644)
+		for _, s := range v.Projected.Sources {
+			if s.Secret == nil {
+				errs = append(errs, fmt.Errorf("volume %s: a projected source other than a Secret: %+v", v.Name, s))
+				continue
+			}
+			add(s.Secret.Name, s.Secret.Items, mode)
+		}
+	case v.Secret != nil:
+		add(v.Secret.SecretName, v.Secret.Items, ptr.Deref(v.Secret.DefaultMode, 0o644))
+	default:
+		errs = append(errs, fmt.Errorf("volume %s is neither a Secret nor a projected volume", v.Name))
+	}
+	return out, errors.Join(errs...)
+}
+
+// SecretData returns a rendered Secret's data, decoded, stringData included.
+func SecretData(s *unstructured.Unstructured) (map[string][]byte, error) {
+	sec, err := Typed[corev1.Secret](s)
+	if err != nil {
+		return nil, err
+	}
+	out := maps.Clone(sec.Data)
+	if out == nil {
+		out = map[string][]byte{}
+	}
+	for k, v := range sec.StringData {
+		out[k] = []byte(v)
+	}
+	return out, nil
+}
