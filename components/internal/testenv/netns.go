@@ -4,6 +4,8 @@ package testenv
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/icmp"
+	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 )
 
@@ -85,28 +89,92 @@ func HTTPClientInNetns(netns string) *http.Client {
 	}
 }
 
-// ForwardInto opens a TCP listener on 127.0.0.1 (a free port) inside the named network
-// namespace and forwards every connection to target (host:port), dialed from the test's own
-// network namespace. It returns the listener's host:port as seen inside the namespace. This is
-// how processes in a namespace reach an API server listening on the host's loopback without
-// any interface or address being added to the host. It stops when the test ends.
-func ForwardInto(t testing.TB, netns, target string) string {
-	t.Helper()
+// ForwardIntoNetns opens a TCP listener on addr (host:port; port 0 picks a free one) inside
+// the named network namespace and forwards every connection to target (host:port), dialed from
+// the caller's own network namespace. It returns the listener's host:port as seen inside the
+// namespace, and stop, which closes the listener and every forwarded connection. This is how
+// processes in a namespace reach an API server listening on the host's loopback without any
+// interface or address being added to the host.
+func ForwardIntoNetns(netns, addr, target string) (listening string, stop func(), err error) {
 	if _, _, err := net.SplitHostPort(target); err != nil {
-		t.Fatalf("forwarder into %s: target %q: %v", netns, target, err)
+		return "", nil, fmt.Errorf("forwarder into %s: target %q: %w", netns, target, err)
 	}
 	var ln net.Listener
-	err := InNetns(netns, func() error {
+	err = InNetns(netns, func() error {
 		var err error
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
+		ln, err = net.Listen("tcp", addr)
 		return err
 	})
 	if err != nil {
-		t.Fatalf("forwarder into %s: %v", netns, err)
+		return "", nil, fmt.Errorf("forwarder into %s: %w", netns, err)
 	}
 	// The cluster proxy's forwarding, on a listener that lives in the namespace.
 	f := &proxy{addr: ln.Addr().String(), backend: target, conns: map[net.Conn]struct{}{}}
 	f.serve(ln)
-	t.Cleanup(f.Close)
-	return ln.Addr().String()
+	return ln.Addr().String(), f.Close, nil
+}
+
+// ForwardInto is ForwardIntoNetns on a free port of 127.0.0.1, for a test: it fails the test
+// when the forwarder cannot start, and stops it when the test ends.
+func ForwardInto(t testing.TB, netns, target string) string {
+	t.Helper()
+	addr, stop, err := ForwardIntoNetns(netns, "127.0.0.1:0", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return addr
+}
+
+// Ping sends one ICMP echo request from src to dst inside the named network namespace and
+// waits up to timeout for the reply, like `ping -c 1 -W timeout -I src dst` but without a ping
+// binary. It returns the round-trip time. It needs CAP_NET_RAW (a raw ICMP socket).
+func Ping(netns, src, dst string, timeout time.Duration) (time.Duration, error) {
+	var c net.PacketConn
+	if err := InNetns(netns, func() error {
+		var err error
+		c, err = net.ListenPacket("ip4:icmp", src)
+		return err
+	}); err != nil {
+		return 0, fmt.Errorf("ping %s -> %s in %s: %w", src, dst, netns, err)
+	}
+	defer c.Close()
+	// Every raw ICMP socket of the namespace sees every reply: a random id and sequence number
+	// pick out ours, so pings may run concurrently.
+	var idb [4]byte
+	if _, err := rand.Read(idb[:]); err != nil {
+		return 0, err
+	}
+	id, seq := binary.BigEndian.Uint16(idb[:2]), binary.BigEndian.Uint16(idb[2:])
+	msg, err := (&icmp.Message{
+		Type: ipv4.ICMPTypeEcho,
+		Body: &icmp.Echo{ID: int(id), Seq: int(seq), Data: []byte("semaphore-wireguard data path")},
+	}).Marshal(nil)
+	if err != nil {
+		return 0, err
+	}
+	sent := time.Now()
+	if _, err := c.WriteTo(msg, &net.IPAddr{IP: net.ParseIP(dst)}); err != nil {
+		return 0, fmt.Errorf("ping %s -> %s in %s: %w", src, dst, netns, err)
+	}
+	if err := c.SetReadDeadline(sent.Add(timeout)); err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := c.ReadFrom(buf)
+		if err != nil {
+			return 0, fmt.Errorf("ping %s -> %s in %s: no reply: %w", src, dst, netns, err)
+		}
+		if from.String() != dst {
+			continue
+		}
+		reply, err := icmp.ParseMessage(ipv4.ICMPTypeEchoReply.Protocol(), buf[:n])
+		if err != nil || reply.Type != ipv4.ICMPTypeEchoReply {
+			continue
+		}
+		if echo, ok := reply.Body.(*icmp.Echo); ok && echo.ID == int(id) && echo.Seq == int(seq) {
+			return time.Since(sent), nil
+		}
+	}
 }

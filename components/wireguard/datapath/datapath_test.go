@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -793,47 +792,10 @@ func value(ss []sample, name string, labels map[string]string) float64 {
 }
 
 // ping sends one ICMP echo request from src to dst inside netns and waits up to timeout for the
-// reply: `ping -c 1 -W timeout -I src dst`, without needing a ping binary.
+// reply (testenv.Ping).
 func ping(netns, src, dst string, timeout time.Duration) error {
-	var c net.PacketConn
-	if err := testenv.InNetns(netns, func() error {
-		var err error
-		c, err = net.ListenPacket("ip4:icmp", src)
-		return err
-	}); err != nil {
-		return err
-	}
-	defer c.Close()
-	var idb [4]byte
-	if _, err := rand.Read(idb[:]); err != nil {
-		return err
-	}
-	id, seq := binary.BigEndian.Uint16(idb[:2]), binary.BigEndian.Uint16(idb[2:])
-	msg := make([]byte, 8+32)
-	msg[0] = 8 // echo request
-	binary.BigEndian.PutUint16(msg[4:], id)
-	binary.BigEndian.PutUint16(msg[6:], seq)
-	copy(msg[8:], "semaphore-wireguard data path...")
-	binary.BigEndian.PutUint16(msg[2:], checksum(msg))
-	if _, err := c.WriteTo(msg, &net.IPAddr{IP: net.ParseIP(dst)}); err != nil {
-		return fmt.Errorf("ping %s -> %s in %s: %w", src, dst, netns, err)
-	}
-	if err := c.SetReadDeadline(time.Now().Add(timeout)); err != nil {
-		return err
-	}
-	buf := make([]byte, 1500)
-	for {
-		n, from, err := c.ReadFrom(buf)
-		if err != nil {
-			return fmt.Errorf("ping %s -> %s in %s: no reply: %w", src, dst, netns, err)
-		}
-		if from.String() != dst || n < 8 || buf[0] != 0 {
-			continue
-		}
-		if binary.BigEndian.Uint16(buf[4:]) == id && binary.BigEndian.Uint16(buf[6:]) == seq {
-			return nil
-		}
-	}
+	_, err := testenv.Ping(netns, src, dst, timeout)
+	return err
 }
 
 // pingFails checks that three pings from src to dst all go unanswered.
@@ -844,18 +806,4 @@ func pingFails(netns, src, dst string) error {
 		}
 	}
 	return nil
-}
-
-func checksum(b []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		sum += uint32(b[i])<<8 | uint32(b[i+1])
-	}
-	if len(b)%2 == 1 {
-		sum += uint32(b[len(b)-1]) << 8
-	}
-	for sum>>16 != 0 {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
 }

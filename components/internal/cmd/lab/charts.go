@@ -162,69 +162,93 @@ var (
 	notesCA       = regexp.MustCompile(`kubectl -n (\S+) get secret (\S+) -o jsonpath='\{\.data\.ca\\\.crt\}'`)
 )
 
+// notesSteps are the names and the values entry that semaphore-remote's NOTES give a consumer.
+type notesSteps struct {
+	// TokenNamespace and TokenSecret hold the consumer's token (step 1) and the CA (step 2).
+	TokenNamespace, TokenSecret string
+	// CopyName is the Secret the token is copied to in the consumer's cluster (step 1).
+	CopyName string
+	// Entry is the global.remotes entry (step 3), caData still "<output of step 2>".
+	Entry string
+}
+
+// parseNotes reads consumer's steps from the NOTES of a semaphore-remote release.
+func parseNotes(notes, consumer string) (notesSteps, error) {
+	section, err := consumerSection(notes, consumer)
+	if err != nil {
+		return notesSteps{}, err
+	}
+	tok := notesToken.FindStringSubmatch(section)
+	cp := notesCopy.FindStringSubmatch(section)
+	ca := notesCA.FindStringSubmatch(section)
+	_, entry, found := strings.Cut(section, "\n  global:\n")
+	if tok == nil || cp == nil || ca == nil || !found {
+		return notesSteps{}, fmt.Errorf("the NOTES do not say how to get the token, copy it, get the CA and add the remote:\n%s", section)
+	}
+	if tok[1] != ca[1] || tok[2] != ca[2] {
+		return notesSteps{}, fmt.Errorf("the NOTES read the token from %s/%s but the CA from %s/%s", tok[1], tok[2], ca[1], ca[2])
+	}
+	return notesSteps{TokenNamespace: tok[1], TokenSecret: tok[2], CopyName: cp[1], Entry: dedent(entry, "    ")}, nil
+}
+
+// remoteEntryOf is the NOTES' global.remotes entry with caData, checked to be one entry for
+// remote without placeholders left.
+func (n notesSteps) remoteEntryOf(remote, caData string) (remoteEntry, error) {
+	text := strings.ReplaceAll(n.Entry, "<output of step 2>", caData)
+	if strings.Contains(text, "<") {
+		return nil, fmt.Errorf("the NOTES' global.remotes entry still holds a placeholder:\n%s", text)
+	}
+	var values struct {
+		Remotes []remoteEntry `json:"remotes"`
+	}
+	if err := yaml.Unmarshal([]byte(text), &values); err != nil {
+		return nil, fmt.Errorf("the global.remotes entry of the NOTES does not parse: %w\n%s", err, text)
+	}
+	if len(values.Remotes) != 1 || values.Remotes[0]["name"] != remote {
+		return nil, fmt.Errorf("the NOTES' global.remotes entry is not one entry for %s: %v", remote, values.Remotes)
+	}
+	return values.Remotes[0], nil
+}
+
 // followNotes does steps 1 to 3 of the NOTES of semaphore-remote in cluster remote for
 // consumer, with the API instead of kubectl: it reads the names from the NOTES (so that the
 // lab breaks when they are wrong), copies the token into consumer's semaphore namespace, and
 // returns the global.remotes entry of step 3 with caData set to the output of step 2.
 func (l *lab) followNotes(ctx context.Context, remote, consumer, notes string) (remoteEntry, error) {
-	section, err := consumerSection(notes, consumer)
+	steps, err := parseNotes(notes, consumer)
 	if err != nil {
 		return nil, err
-	}
-	tok := notesToken.FindStringSubmatch(section)
-	cp := notesCopy.FindStringSubmatch(section)
-	ca := notesCA.FindStringSubmatch(section)
-	_, yamlPart, found := strings.Cut(section, "\n  global:\n")
-	if tok == nil || cp == nil || ca == nil || !found {
-		return nil, fmt.Errorf("the NOTES do not say how to get the token, copy it, get the CA and add the remote:\n%s", section)
 	}
 
 	// Step 1: the token, from the token Secret of the remote cluster into the consumer's.
 	src, dst := l.clusters[remote], l.clusters[consumer]
-	s, err := src.Client.CoreV1().Secrets(tok[1]).Get(ctx, tok[2], metav1.GetOptions{})
+	s, err := src.Client.CoreV1().Secrets(steps.TokenNamespace).Get(ctx, steps.TokenSecret, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
 	token := s.Data[corev1.ServiceAccountTokenKey]
 	if len(token) == 0 {
-		return nil, fmt.Errorf("token Secret %s/%s has no token yet", tok[1], tok[2])
+		return nil, fmt.Errorf("token Secret %s/%s has no token yet", steps.TokenNamespace, steps.TokenSecret)
 	}
 	if err := dst.EnsureNamespace(ctx, semaphoreNamespace); err != nil {
 		return nil, err
 	}
 	copied := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: cp[1], Namespace: semaphoreNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: steps.CopyName, Namespace: semaphoreNamespace},
 		Data:       map[string][]byte{"token": token},
 	}
 	if _, err := dst.Client.CoreV1().Secrets(semaphoreNamespace).Create(ctx, copied, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
 
-	// Step 2: the CA, base64-encoded PEM as the jsonpath prints it.
-	s, err = src.Client.CoreV1().Secrets(ca[1]).Get(ctx, ca[2], metav1.GetOptions{})
-	if err != nil {
-		return nil, err
+	// Step 2: the CA (same Secret), base64-encoded PEM as the jsonpath prints it.
+	ca := s.Data[corev1.ServiceAccountRootCAKey]
+	if block, _ := pem.Decode(ca); block == nil {
+		return nil, fmt.Errorf("token Secret %s/%s holds no PEM CA", steps.TokenNamespace, steps.TokenSecret)
 	}
-	if block, _ := pem.Decode(s.Data[corev1.ServiceAccountRootCAKey]); block == nil {
-		return nil, fmt.Errorf("token Secret %s/%s holds no PEM CA", ca[1], ca[2])
-	}
-	caData := base64.StdEncoding.EncodeToString(s.Data[corev1.ServiceAccountRootCAKey])
 
 	// Step 3: the entry, as printed, with the output of step 2.
-	yamlPart = strings.ReplaceAll(yamlPart, "<output of step 2>", caData)
-	var values struct {
-		Remotes []remoteEntry `json:"remotes"`
-	}
-	if err := yaml.Unmarshal([]byte(dedent(yamlPart, "    ")), &values); err != nil {
-		return nil, fmt.Errorf("the global.remotes entry of the NOTES does not parse: %w\n%s", err, yamlPart)
-	}
-	if len(values.Remotes) != 1 || values.Remotes[0]["name"] != remote {
-		return nil, fmt.Errorf("the NOTES' global.remotes entry is not one entry for %s: %v", remote, values.Remotes)
-	}
-	if strings.Contains(yamlPart, "<") {
-		return nil, fmt.Errorf("the NOTES' global.remotes entry still holds a placeholder:\n%s", yamlPart)
-	}
-	return values.Remotes[0], nil
+	return steps.remoteEntryOf(remote, base64.StdEncoding.EncodeToString(ca))
 }
 
 // consumerSection is the part of the NOTES for consumer: from its "=== Consumer ===" line to

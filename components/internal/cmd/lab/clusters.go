@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kube-semaphore/semaphore/components/internal/testenv"
 )
@@ -73,11 +76,24 @@ func (l *lab) buildBinaries(ctx context.Context) error {
 		}, &l.bin.policy},
 	}
 	errs := make([]error, len(builds))
-	var wg sync.WaitGroup
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		pending = map[string]bool{}
+	)
+	start := time.Now()
 	for i, b := range builds {
 		l.logf("building %s…", b.msg)
+		name, _, _ := strings.Cut(b.msg, " (")
+		pending[name] = true
 		wg.Go(func() {
 			path, err := b.build()
+			mu.Lock()
+			delete(pending, name)
+			mu.Unlock()
+			if took := time.Since(start); took > 10*time.Second && err == nil {
+				l.logf("built %s in %s", name, took.Round(time.Second))
+			}
 			if err != nil {
 				errs[i] = err
 				return
@@ -87,8 +103,22 @@ func (l *lab) buildBinaries(ctx context.Context) error {
 			}
 		})
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	// A cold first run builds for minutes: say every half minute what is still being built.
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	tick := time.NewTicker(30 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return errors.Join(errs...)
+		case <-tick.C:
+			mu.Lock()
+			names := slices.Sorted(maps.Keys(pending))
+			mu.Unlock()
+			l.logf("still building %s (%s so far; the results are cached for the next runs)…", strings.Join(names, ", "), time.Since(start).Round(time.Second))
+		}
+	}
 }
 
 // goBuild builds the command in pkg into the lab's bin directory.
@@ -162,9 +192,4 @@ func (l *lab) startClusters(context.Context) error {
 	// stop them when the lab dies without tearing down.
 	l.recordChildren("kube-apiserver", "etcd")
 	return errors.Join(errs...)
-}
-
-// remotesDir is the SEMAPHORE_REMOTES_DIR of cluster's controllers.
-func (l *lab) remotesDir(cluster string) string {
-	return l.path("clusters", cluster, "remotes")
 }

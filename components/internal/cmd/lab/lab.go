@@ -55,18 +55,21 @@ type part struct {
 }
 
 // parts are the pieces of the lab, in the order they come up: the charts are installed before
-// the controllers run, since each controller runs as a pod of the umbrella release (podOf), and
-// Prometheus comes after the controllers it scrapes. Each part that exposes something to look
+// the controllers run, since each controller runs as a pod of the umbrella release (podOf); the
+// nodes (network namespaces, when run as root) come before semaphore-wireguard runs on them,
+// and Prometheus comes after the controllers it scrapes. Each part that exposes something to look
 // at adds it to collect, printStatus and problems.
 func (l *lab) parts() []part {
 	return []part{
 		{"binaries", l.buildBinaries},
 		{"clusters", l.startClusters},
+		{"nodes", l.startNodes},
 		{"semaphore-remote", l.installRemoteCharts},
 		{"semaphore (umbrella chart)", l.installUmbrellas},
 		{"sample workloads", l.createSampleWorkloads},
 		{"semaphore-service-mirror", l.startServiceMirrors},
 		{"semaphore-policy", l.startPolicies},
+		{"semaphore-wireguard", l.startWireguards},
 		{"CoreDNS", l.startCoreDNS},
 		{"Prometheus", l.startPrometheus},
 	}

@@ -1,16 +1,19 @@
 // Command lab runs the local lab: one real Kubernetes API server (kube-apiserver + etcd) per
-// cluster on this machine, the Semaphore controllers running against them with the settings the
-// umbrella chart gives them, the sample workloads of the Semaphore blog post, and CoreDNS with
-// the Corefile of docs/coredns.md. `make lab` runs it through ci/lab.
+// cluster on this machine, semaphore-remote and the umbrella chart installed in each through the
+// Helm SDK, the Semaphore controllers running against them as the pods of the umbrella release
+// (podOf), the sample workloads of the Semaphore blog post, CoreDNS with the Corefile of
+// docs/coredns.md and Prometheus with the alert rules. `make lab` runs it through ci/lab;
+// docs/lab.md describes it.
 //
 //	lab [-dir DIR] [up]   bring the lab up, print its status, run until SIGINT/SIGTERM, tear down
 //	lab [-dir DIR] down   stop the running lab (from another terminal)
 //	lab [-dir DIR] status print the status of the running lab
 //	lab [-dir DIR] check  bring the lab up, check what it prints, tear it down; exit 0 or 1
 //
-// It has the service mirror with CoreDNS, and semaphore-policy (with a CRD standing in for the
-// Calico API server). The semaphore-remote chart's credentials, nodes as network namespaces with
-// semaphore-wireguard, and Prometheus each become one more part (see lab.parts).
+// When run as root on Linux, every cluster's nodes are network namespaces running
+// semaphore-wireguard, with a ping from a pod address in gcp to one in aws that only WireGuard
+// carries. Each piece is one part (see lab.parts); without root the lab runs without the nodes
+// and says why.
 package main
 
 import (

@@ -27,6 +27,11 @@ type State struct {
 	Controllers []ControllerState `json:"controllers,omitempty"`
 	DNS         []DNSState        `json:"dns,omitempty"`
 	Prometheus  *PrometheusState  `json:"prometheus,omitempty"`
+	// Nodes are the nodes, network namespaces running semaphore-wireguard, or why there are none.
+	Nodes *NodesState `json:"nodes,omitempty"`
+	// Namespaces are the network namespaces the lab created, for deleting them after it: each
+	// is recorded before it is created.
+	Namespaces []string `json:"namespaces,omitempty"`
 	// Processes are all the processes the lab started, for cleaning up after it.
 	Processes []Proc `json:"processes,omitempty"`
 }
@@ -54,6 +59,9 @@ type ControllerState struct {
 	Admin     string `json:"admin"`
 	Log       string `json:"log"`
 	PID       int    `json:"pid"`
+	// Node is the node a DaemonSet's controller runs on (semaphore-wireguard), "" for a
+	// Deployment's.
+	Node string `json:"node,omitempty"`
 	// Pod is the directory standing for the pod's filesystem: its remotes' kubeconfigs and
 	// ServiceAccount token (see podOf).
 	Pod string `json:"pod,omitempty"`
@@ -181,7 +189,7 @@ func acquire(dir string, out io.Writer) error {
 // removeRuntimeState removes what only a running lab needs. The binaries and the logs stay.
 func removeRuntimeState(dir string) error {
 	var errs []error
-	for _, p := range []string{"clusters", "coredns", "prometheus", "tmp", stateFile, stateFile + ".tmp", pidFile} {
+	for _, p := range []string{"clusters", "coredns", "nodes", "pods", "prometheus", "tmp", stateFile, stateFile + ".tmp", pidFile} {
 		errs = append(errs, os.RemoveAll(filepath.Join(dir, p)))
 	}
 	return errors.Join(errs...)
@@ -220,8 +228,8 @@ func leftovers(dir string, st *State) []Proc {
 	return out
 }
 
-// cleanUp kills what a lab that did not tear down left running, and removes its runtime
-// state.
+// cleanUp kills what a lab that did not tear down left running, deletes the network namespaces
+// it created, and removes its runtime state.
 func cleanUp(dir string, st *State, out io.Writer) error {
 	procs := leftovers(dir, st)
 	for _, p := range procs {
@@ -239,6 +247,13 @@ func cleanUp(dir string, st *State, out io.Writer) error {
 		}
 		if p.alive() {
 			return fmt.Errorf("%s (pid %d) does not die", p.Name, p.PID)
+		}
+	}
+	// Deleting a node's network namespace deletes its links and addresses too; the processes
+	// in it are gone by now.
+	if st != nil {
+		if err := deleteNetns(st.Namespaces, out); err != nil {
+			return err
 		}
 	}
 	return removeRuntimeState(dir)

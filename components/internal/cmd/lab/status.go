@@ -22,6 +22,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/internal/labels"
 	"github.com/kube-semaphore/semaphore/components/internal/testenv"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 )
 
 // Status is what the lab looks like right now, read from the clusters, CoreDNS and the
@@ -34,6 +35,8 @@ type Status struct {
 	DNS         []DNSAnswer
 	Controllers []ControllerStatus
 	Prometheus  *PromStatus // nil when Prometheus does not run
+	WireGuard   []NodeWireGuard
+	Pings       []PingStatus
 }
 
 // MirrorStatus is one mirror Service.
@@ -102,6 +105,8 @@ func collect(ctx context.Context, st *State) *Status {
 	if st.Prometheus != nil {
 		wg.Go(func() { s.Prometheus = collectPrometheus(ctx, st.Prometheus) })
 	}
+	wg.Go(func() { s.WireGuard = collectWireGuard(ctx, st) })
+	wg.Go(func() { s.Pings = collectPings(st) })
 	wg.Wait()
 	slices.SortFunc(s.DNS, func(a, b DNSAnswer) int { return strings.Compare(a.Cluster+a.Name, b.Cluster+b.Name) })
 	return s
@@ -260,9 +265,11 @@ func findProblems(st *State, s *Status) []string {
 	}
 	for _, c := range s.Controllers {
 		if !c.Ready {
-			problems = append(problems, fmt.Sprintf("%s in %s is not ready: %s", c.Component, c.Cluster, c.Detail))
+			problems = append(problems, fmt.Sprintf("%s %s is not ready: %s", c.Component, c.where(), c.Detail))
 		}
 	}
+	problems = append(problems, wireguardProblems(st, s)...)
+	problems = append(problems, pingProblems(s)...)
 	return append(problems, prometheusProblems(st, s.Prometheus)...)
 }
 
@@ -395,6 +402,9 @@ func printStatus(w io.Writer, st *State, s *Status) {
 		}
 	}
 
+	printWireGuard(w, st, s)
+	printPings(w, st, s)
+
 	section(w, "Controllers")
 	tw = table(w)
 	for _, c := range s.Controllers {
@@ -402,7 +412,12 @@ func printStatus(w io.Writer, st *State, s *Status) {
 		if !c.Ready {
 			ready = "NOT READY (" + c.Detail + ")"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\thttp://%s/metrics\thttp://%s/readyz\tlog %s\n", c.Component, c.Cluster, ready, c.Admin, c.Admin, c.Log)
+		// A DaemonSet's controller is one per node: the node's name says its cluster too.
+		where := c.Cluster
+		if c.Node != "" {
+			where = c.Node
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\thttp://%s/metrics\thttp://%s/readyz\tlog %s\n", c.Component, where, ready, c.Admin, c.Admin, c.Log)
 	}
 	tw.Flush()
 
@@ -428,13 +443,31 @@ func printStatus(w io.Writer, st *State, s *Status) {
 	fmt.Fprintf(w, "  kubectl --kubeconfig %s -n %s label svc %s %s-\n", kubeconfig(fluentdCluster), sampleNamespace, fluentdName, mirrorLabel)
 	fmt.Fprintf(w, "  # take %s-1 out of its network set, and watch the sets shrink:\n", forwarderName)
 	fmt.Fprintf(w, "  kubectl --kubeconfig %s -n %s label pod %s-1 %s-\n", kubeconfig(forwarderCluster), sampleNamespace, forwarderName, policyLabel)
+	if st.Nodes != nil && len(st.Nodes.Nodes) > 0 {
+		n := st.Nodes.Nodes[0]
+		fmt.Fprintf(w, "  # a node's routes to the other clusters' pods, through its WireGuard devices:\n")
+		fmt.Fprintf(w, "  ip -n %s route; ip -n %s -s link show %s\n", n.Netns, n.Netns, peers.DeviceName(remotesOf(n.Cluster)[0]))
+	}
 	fmt.Fprintf(w, "  # all clusters at once (contexts %s):\n", strings.Join(clusterNames(), ", "))
 	fmt.Fprintf(w, "  export KUBECONFIG=%s\n", strings.Join(all, string(filepath.ListSeparator)))
 
-	section(w, "Not in the lab yet (later versions add them)")
-	fmt.Fprintf(w, "  semaphore-wireguard: nodes as network namespaces, WireGuard peers and handshakes\n")
-	fmt.Fprintf(w, "  the semaphore-remote chart: the controllers read the remotes with admin kubeconfigs for now\n")
+	section(w, "Charts (installed through the Helm SDK; docs/lab.md)")
+	fmt.Fprintf(w, "  %s/%s in every cluster: its NOTES, followed for each consumer, in %s\n", remoteNamespace, remoteRelease,
+		filepath.Join(st.Dir, "clusters", "<cluster>", "semaphore-remote-NOTES.txt"))
+	fmt.Fprintf(w, "  %s/%s (umbrella) in every cluster: its manifest in %s\n", semaphoreNamespace, umbrellaRelease,
+		filepath.Join(st.Dir, "clusters", "<cluster>", "semaphore-manifest.yaml"))
+	fmt.Fprintf(w, "  every controller runs with its pod's environment and files, in %s\n", filepath.Join(st.Dir, "pods", "<cluster>", "<pod>"))
+	fmt.Fprintf(w, "  e.g. kubectl --kubeconfig %s get svc -A   # as gcp's controllers read aws\n",
+		filepath.Join(st.Dir, "pods", "gcp", umbrellaRelease+"-service-mirror-lab", "etc", "semaphore", "remotes", "aws", "kubeconfig"))
 	fmt.Fprintln(w)
+}
+
+// where is where a controller runs: in a cluster, or on a node of one.
+func (c ControllerState) where() string {
+	if c.Node != "" {
+		return "on " + c.Node
+	}
+	return "in " + c.Cluster
 }
 
 // printProblems lists what is wrong, if anything.

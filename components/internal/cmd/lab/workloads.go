@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,6 +87,7 @@ func (l *lab) createFluentd(ctx context.Context) error {
 	for i := range fluentdReplicas {
 		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
 			Addresses: []string{podIP(fluentdCluster, i)},
+			NodeName:  ptr.To(sampleNode(fluentdCluster, i)),
 			Conditions: discoveryv1.EndpointConditions{
 				Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false),
 			},
@@ -116,6 +116,8 @@ func (l *lab) createForwarders(ctx context.Context) error {
 				Labels: map[string]string{"app.kubernetes.io/name": forwarderName, policyLabel: forwarderName},
 			},
 			Spec: corev1.PodSpec{
+				// As the scheduler would have bound it.
+				NodeName:   sampleNode(forwarderCluster, i),
 				Containers: []corev1.Container{{Name: forwarderName, Image: "fluent/fluent-bit:3.2"}},
 			},
 		}
@@ -147,18 +149,33 @@ func (l *lab) createForwarders(ctx context.Context) error {
 	return nil
 }
 
-// podIP is the address of the i-th sample pod in cluster: .10, .11, ... of its PodCIDR.
+// sampleNode is the node the i-th sample pod of cluster runs on: the pods of a workload go
+// round the cluster's nodes, so that each node of a cluster hosts one of them.
+func sampleNode(cluster string, i int) string {
+	return nodeName(cluster, i%nodesPerCluster)
+}
+
+// podIP is the address of the i-th sample pod in cluster, from its node's pod CIDR: a node's
+// first sample pod gets host number 10 in it (198.18.1.10 on aws-node-1, 198.18.1.138 on
+// aws-node-2), its next one 11, and so on.
 func podIP(cluster string, i int) string {
-	for _, c := range clusterSpecs {
-		if c.Name == cluster {
-			a := netip.MustParsePrefix(c.PodCIDR).Addr()
-			for range 10 + i {
-				a = a.Next()
-			}
-			return a.String()
+	return addrAdd(nodePodCIDR(cluster, i%nodesPerCluster).Addr(), samplePodHost+i/nodesPerCluster).String()
+}
+
+// samplePodsByNode are the addresses of the sample pods (fluentd's endpoints and the
+// forwarder pods) by node.
+func samplePodsByNode() map[string][]string {
+	out := map[string][]string{}
+	for _, w := range []struct {
+		cluster string
+		count   int
+	}{{fluentdCluster, fluentdReplicas}, {forwarderCluster, forwarderCount}} {
+		for i := range w.count {
+			n := sampleNode(w.cluster, i)
+			out[n] = append(out[n], podIP(w.cluster, i))
 		}
 	}
-	panic("no cluster " + cluster)
+	return out
 }
 
 // expectedMirror is a mirror the sample workloads must lead to, and the name under which the
