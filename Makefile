@@ -253,5 +253,5 @@ lab-status: ## Show the status of the running lab
 	@bash ci/lab status
 
 .PHONY: lab-check
-lab-check: ## Bring the lab up, assert what it shows, tear it down
-	@bash ci/lab check
+lab-check: ## Bring the lab up, assert what it shows, tear it down (ci/lab-check; as root, also without nodes)
+	@bash ci/lab-check

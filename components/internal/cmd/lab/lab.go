@@ -28,6 +28,8 @@ type lab struct {
 
 	clusters map[string]*testenv.Cluster
 	bin      binaries
+	// withNodes is false when the lab must not create its nodes (-nodes=false).
+	withNodes bool
 	// remoteEntries are the global.remotes entries of each cluster's umbrella release, as
 	// semaphore-remote's NOTES print them; umbrellas are the installed umbrella releases.
 	remoteEntries map[string][]remoteEntry
@@ -77,7 +79,7 @@ func (l *lab) parts() []part {
 
 // up brings the lab up and prints its status. When check is set it tears the lab down at once
 // and reports whether everything worked; otherwise it keeps the lab running until a signal.
-func up(dir string, timeout time.Duration, check bool) int {
+func up(dir string, timeout time.Duration, withNodes, check bool) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	l, err := newLab(dir, os.Stdout)
@@ -86,10 +88,19 @@ func up(dir string, timeout time.Duration, check bool) int {
 		return 1
 	}
 	defer l.teardown() // also on a panic; it runs once
+	l.withNodes = withNodes
+	before := hostLinks()
 
 	code := l.run(ctx, timeout, check)
 	l.teardown()
 	if check {
+		// Down means gone: no process, network namespace or host link of the lab is left.
+		if left := leftBehind(dir, before); len(left) > 0 {
+			printProblems(l.out, left)
+			code = 1
+		} else {
+			fmt.Fprintf(l.out, "lab check: nothing left behind (processes, network namespaces, links, runtime files)\n")
+		}
 		if code == 0 {
 			fmt.Fprintf(l.out, "lab check: PASSED in %s\n", l.elapsed())
 		} else {

@@ -49,6 +49,7 @@ func main() {
 func run(args []string) int {
 	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
 	dir := fs.String("dir", filepath.Join(testenv.RepoRoot(), ".lab"), "lab `directory`: runtime state, kubeconfigs, logs")
+	nodes := fs.Bool("nodes", true, "run the nodes (network namespaces with semaphore-wireguard and the ping), which need root; false runs the control-plane part only")
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long up and check wait for the lab to work once everything has started")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)
@@ -79,9 +80,9 @@ func run(args []string) int {
 
 	switch command {
 	case "up":
-		return up(abs, *timeout, false)
+		return up(abs, *timeout, *nodes, false)
 	case "check":
-		return up(abs, *timeout, true)
+		return up(abs, *timeout, *nodes, true)
 	case "down":
 		return down(abs)
 	case "status":

@@ -139,7 +139,11 @@ func (l *lab) startNodes(ctx context.Context) error {
 	if err := l.createNodeObjects(ctx, nodes); err != nil {
 		return err
 	}
-	if reason := nodesUnsupported(); reason != "" {
+	reason := nodesUnsupported()
+	if !l.withNodes {
+		reason = "-nodes=false: the control-plane part only, as without root"
+	}
+	if reason != "" {
 		l.skipNodes(reason)
 		return nil
 	}

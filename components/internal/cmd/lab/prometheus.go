@@ -413,7 +413,7 @@ func (l *lab) checkDashboards(ctx context.Context) []string {
 	for _, c := range st.Controllers {
 		running[c.Component] = true
 	}
-	var problems, empty []string
+	var problems, letOff []string
 	withData := 0
 	for _, q := range queries {
 		expr := variableRef.ReplaceAllString(grafanaVars.Replace(q.expr), ".*")
@@ -426,18 +426,21 @@ func (l *lab) checkDashboards(ctx context.Context) []string {
 			withData++
 			continue
 		}
-		empty = append(empty, q.where+": "+q.expr)
 		components := componentsOf(q.expr)
 		if slices.ContainsFunc(components, func(c string) bool { return running[c] }) || len(components) == 0 {
 			problems = append(problems, fmt.Sprintf("dashboard query %s returns no data although %s runs in the lab: %s", q.where, strings.Join(components, " and "), q.expr))
+			continue
 		}
+		letOff = append(letOff, q.where+": "+q.expr)
 	}
-	fmt.Fprintf(l.out, "%d of %d dashboard queries return data", withData, len(queries))
-	if len(empty) == 0 {
-		fmt.Fprintln(l.out)
-	} else {
-		fmt.Fprintf(l.out, "; without data:\n")
-		for _, e := range empty {
+	fmt.Fprintf(l.out, "%d of %d dashboard queries return data\n", withData, len(queries))
+	if len(letOff) > 0 {
+		why := "it does not run in this lab"
+		if st.Nodes != nil && st.Nodes.Skipped != "" {
+			why = "there are no nodes (" + st.Nodes.Skipped + ")"
+		}
+		fmt.Fprintf(l.out, "%d read only the metrics of components that do not run, as %s:\n", len(letOff), why)
+		for _, e := range letOff {
 			fmt.Fprintf(l.out, "  - %s\n", e)
 		}
 	}

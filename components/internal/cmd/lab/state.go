@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -186,10 +188,14 @@ func acquire(dir string, out io.Writer) error {
 	return err
 }
 
-// removeRuntimeState removes what only a running lab needs. The binaries and the logs stay.
+// runtimePaths are what only a running lab needs, in its directory. The binaries and the logs
+// are not among them: they stay.
+var runtimePaths = []string{"clusters", "coredns", "nodes", "pods", "prometheus", "tmp", stateFile, stateFile + ".tmp", pidFile}
+
+// removeRuntimeState removes the runtime paths.
 func removeRuntimeState(dir string) error {
 	var errs []error
-	for _, p := range []string{"clusters", "coredns", "nodes", "pods", "prometheus", "tmp", stateFile, stateFile + ".tmp", pidFile} {
+	for _, p := range runtimePaths {
 		errs = append(errs, os.RemoveAll(filepath.Join(dir, p)))
 	}
 	return errors.Join(errs...)
@@ -386,4 +392,41 @@ func reap(dir string, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// hostLinks are the names of this machine's network interfaces (in the lab's own network
+// namespace), to tell afterwards that the lab added none.
+func hostLinks() []string {
+	ifs, _ := net.Interfaces()
+	names := make([]string, len(ifs))
+	for i, ifc := range ifs {
+		names[i] = ifc.Name
+	}
+	return names
+}
+
+// leftBehind lists what a lab in dir left after it went down: processes, network namespaces of
+// the lab, links of this machine that were not there before (linksBefore), runtime files.
+func leftBehind(dir string, linksBefore []string) []string {
+	var out []string
+	for _, p := range leftovers(dir, nil) {
+		out = append(out, fmt.Sprintf("left behind: process %s (pid %d)", p.Name, p.PID))
+	}
+	entries, _ := os.ReadDir(netnsDir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), netnsPrefix) {
+			out = append(out, "left behind: network namespace "+e.Name())
+		}
+	}
+	for _, name := range hostLinks() {
+		if !slices.Contains(linksBefore, name) {
+			out = append(out, "left behind: link "+name+" on this machine")
+		}
+	}
+	for _, p := range runtimePaths {
+		if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
+			out = append(out, "left behind: "+filepath.Join(dir, p))
+		}
+	}
+	return out
 }
