@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/components/internal/testenv"
+	"sigs.k8s.io/yaml"
 )
 
 // prometheusBinary is where the Debian package (installed by ci/promtool.sh) puts Prometheus.
@@ -30,6 +31,8 @@ type PrometheusState struct {
 	Config string `json:"config"`
 	Log    string `json:"log"`
 	PID    int    `json:"pid"`
+	// Rules is how many rules the files of alerts/ hold: all must be loaded.
+	Rules int `json:"rules"`
 }
 
 // PromStatus is what the lab's Prometheus reports: its targets and its rule groups.
@@ -65,6 +68,7 @@ func (l *lab) startPrometheus(ctx context.Context) error {
 		return err
 	}
 	var ruleFiles []string
+	count := 0
 	for _, r := range rules {
 		if strings.HasSuffix(r, "_test.yaml") {
 			continue
@@ -72,6 +76,17 @@ func (l *lab) startPrometheus(ctx context.Context) error {
 		data, err := os.ReadFile(r)
 		if err != nil {
 			return err
+		}
+		var file struct {
+			Groups []struct {
+				Rules []any `json:"rules"`
+			} `json:"groups"`
+		}
+		if err := yaml.Unmarshal(data, &file); err != nil {
+			return fmt.Errorf("%s: %w", r, err)
+		}
+		for _, g := range file.Groups {
+			count += len(g.Rules)
 		}
 		dst := filepath.Join(dir, "rules", filepath.Base(r))
 		if err := os.WriteFile(dst, data, 0o644); err != nil {
@@ -104,7 +119,7 @@ func (l *lab) startPrometheus(ctx context.Context) error {
 	})
 	u := "http://" + addr
 	l.mu.Lock()
-	l.state.Prometheus = &PrometheusState{URL: u, Config: conf, Log: log, PID: c.cmd.Process.Pid}
+	l.state.Prometheus = &PrometheusState{URL: u, Config: conf, Log: log, PID: c.cmd.Process.Pid, Rules: count}
 	l.mu.Unlock()
 	// Prometheus answers /-/ready once it has loaded its TSDB and configuration.
 	deadline := time.Now().Add(time.Minute)
@@ -268,8 +283,8 @@ func prometheusProblems(st *State, s *PromStatus) []string {
 			problems = append(problems, fmt.Sprintf("Prometheus: %s in %s (%s) is down", c.Component, c.Cluster, c.Admin))
 		}
 	}
-	if len(s.Groups) == 0 {
-		problems = append(problems, "Prometheus has loaded no alert rules")
+	if s.Rules != st.Prometheus.Rules {
+		problems = append(problems, fmt.Sprintf("Prometheus has loaded %d alert rules, alerts/ holds %d", s.Rules, st.Prometheus.Rules))
 	}
 	return problems
 }

@@ -239,6 +239,22 @@ func findProblems(st *State, s *Status) []string {
 			problems = append(problems, fmt.Sprintf("%s: GlobalNetworkSet %s has nets %v, want %v", want.Cluster, want.Name(), got.Nets, want.Nets))
 		}
 	}
+	// Nothing else is mirrored or turned into a set: no cluster mirrors its own Services, and
+	// no set holds its own cluster's pods.
+	for cluster, mirrors := range s.Mirrors {
+		for _, m := range mirrors {
+			if !slices.ContainsFunc(expectedMirrors(), func(e expectedMirror) bool { return e.Cluster == cluster && e.Name() == m.Name }) {
+				problems = append(problems, fmt.Sprintf("%s: unexpected mirror %s/%s", cluster, semaphoreNamespace, m.Name))
+			}
+		}
+	}
+	for cluster, sets := range s.NetSets {
+		for _, n := range sets {
+			if !slices.ContainsFunc(expectedSets(), func(e expectedSet) bool { return e.Cluster == cluster && e.Name() == n.Name }) {
+				problems = append(problems, fmt.Sprintf("%s: unexpected GlobalNetworkSet %s", cluster, n.Name))
+			}
+		}
+	}
 	for _, d := range st.DNS {
 		for _, want := range dnsNames()[d.Cluster] {
 			m, ok := findMirror(s, d.Cluster, want.Name())
