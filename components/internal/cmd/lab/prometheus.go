@@ -18,8 +18,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/components/internal/testenv"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kube-semaphore/semaphore/components/internal/testenv"
 )
 
 // prometheusBinary is where the Debian package (installed by ci/promtool.sh) puts Prometheus.

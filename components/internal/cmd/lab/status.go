@@ -15,7 +15,6 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -114,11 +113,7 @@ func collect(ctx context.Context, st *State) *Status {
 
 // listMirrors lists the service mirror's Services and EndpointSlices in a cluster.
 func listMirrors(ctx context.Context, kubeconfig string) ([]MirrorStatus, error) {
-	cfg, err := clientConfig(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := clientsetOf(kubeconfig)
 	if err != nil {
 		return nil, err
 	}

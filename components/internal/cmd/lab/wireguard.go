@@ -1,23 +1,21 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 )
@@ -231,11 +229,7 @@ func wgDevices(n NodeState, ss []metricSample) []WGDevice {
 
 // nodeAnnotations are the annotations of every Node of a cluster, by name.
 func nodeAnnotations(ctx context.Context, kubeconfig string) (map[string]map[string]string, error) {
-	cfg, err := clientConfig(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := clientsetOf(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -336,11 +330,6 @@ type metricSample struct {
 	value  float64
 }
 
-var (
-	sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)`)
-	labelPair  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
-)
-
 // scrapeMetrics reads the samples of the semaphore_wg_ metrics from the admin server at addr.
 func scrapeMetrics(ctx context.Context, addr string) ([]metricSample, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -357,31 +346,33 @@ func scrapeMetrics(ctx context.Context, addr string) ([]metricSample, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("/metrics: %s", resp.Status)
 	}
-	var out []metricSample
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "semaphore_wg_") {
-			continue
-		}
-		m := sampleLine.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		v, err := strconv.ParseFloat(m[3], 64)
-		if err != nil {
-			continue
-		}
-		s := metricSample{name: m[1], labels: map[string]string{}, value: v}
-		for _, l := range labelPair.FindAllStringSubmatch(m[2], -1) {
-			if u, err := strconv.Unquote(`"` + l[2] + `"`); err == nil {
-				s.labels[l[1]] = u
-			} else {
-				s.labels[l[1]] = l[2]
-			}
-		}
-		out = append(out, s)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("/metrics: %w", err)
 	}
-	return out, sc.Err()
+	var out []metricSample
+	for name, f := range families {
+		if !strings.HasPrefix(name, "semaphore_wg_") {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			s := metricSample{name: name, labels: map[string]string{}}
+			for _, l := range m.GetLabel() {
+				s.labels[l.GetName()] = l.GetValue()
+			}
+			switch {
+			case m.Gauge != nil:
+				s.value = m.GetGauge().GetValue()
+			case m.Counter != nil:
+				s.value = m.GetCounter().GetValue()
+			case m.Untyped != nil:
+				s.value = m.GetUntyped().GetValue()
+			default:
+				continue
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
