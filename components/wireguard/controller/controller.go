@@ -82,6 +82,10 @@ type remoteCache struct {
 	synced  cache.InformerSynced
 	ready   atomic.Bool
 
+	// configured is the endpoint last given to the device for each peer (peers.Changes). Only
+	// the remote's sync reads and writes it, and the workqueue runs one sync of a key at a time.
+	configured map[wgtypes.Key]*net.UDPAddr
+
 	mu      sync.Mutex
 	byKey   map[wgtypes.Key]string // public key -> node name, of the last desired peers
 	skipped map[string]string      // node -> reason, to log a skip once
@@ -259,13 +263,14 @@ func (c *Controller) sync(_ context.Context, name string) (string, error) {
 	if err != nil {
 		return reconcile.Error, err
 	}
-	changes := peers.Changes(desired, actual, c.opts.Keepalive)
+	changes := peers.Changes(desired, actual, c.opts.Keepalive, rc.configured)
 	if len(changes) > 0 {
 		if err := c.devices.ConfigurePeers(rc.dev.Device, changes); err != nil {
 			return reconcile.Error, fmt.Errorf("configuring peers of %s: %w", rc.dev.Device, err)
 		}
 		c.countChanges(rc, actual, changes)
 	}
+	rc.configured = peers.Configured(desired)
 	byKey := map[wgtypes.Key]string{}
 	for _, p := range desired {
 		byKey[p.PublicKey] = p.Node

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,9 +73,22 @@ func (f *fakeDevices) ConfigurePeers(name string, changes []wgtypes.PeerConfig) 
 			delete(f.peers[name], c.PublicKey)
 			continue
 		}
-		f.peers[name][c.PublicKey] = wgtypes.Peer{PublicKey: c.PublicKey, Endpoint: c.Endpoint, AllowedIPs: c.AllowedIPs, PersistentKeepaliveInterval: *c.PersistentKeepaliveInterval}
+		p := wgtypes.Peer{PublicKey: c.PublicKey, Endpoint: c.Endpoint, AllowedIPs: c.AllowedIPs, PersistentKeepaliveInterval: *c.PersistentKeepaliveInterval}
+		if c.Endpoint == nil { // wgctrl: no endpoint, no change
+			p.Endpoint = f.peers[name][c.PublicKey].Endpoint
+		}
+		f.peers[name][c.PublicKey] = p
 	}
 	return nil
+}
+
+// roam moves a peer's endpoint as WireGuard does when the peer's packets come from elsewhere.
+func (f *fakeDevices) roam(name string, k wgtypes.Key, endpoint string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.peers[name][k]
+	p.Endpoint = net.UDPAddrFromAddrPort(netip.MustParseAddrPort(endpoint))
+	f.peers[name][k] = p
 }
 
 func (f *fakeDevices) SyncRoutes(name string, want []net.IPNet) (int, int, error) {
@@ -329,6 +343,42 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 	})
 	if got, _ := devs.snapshot("wg-aws"); len(got) != 3 {
 		t.Errorf("bad nodes changed the peers: %v", got)
+	}
+
+	// A peer whose endpoint WireGuard moved (a NAT between the nodes, a roaming node) stays
+	// there when the device is synced again; a newly published endpoint is set, once.
+	devs.roam("wg-aws", k2.PublicKey(), "203.0.113.7:40001")
+	_, ops = devs.counts()
+	synced := func() float64 {
+		v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_reconcile_total", map[string]string{"remote": "aws", "result": "success"})
+		return v
+	}
+	before := synced()
+	node(t, aws, "aws-unrelated", "", nil, "198.18.17.0/24") // any change of aws's nodes syncs wg-aws
+	testenv.Eventually(t, 10*time.Second, "wg-aws synced again", func() error {
+		if synced() <= before {
+			return fmt.Errorf("no sync since the roam")
+		}
+		return nil
+	})
+	if got, _ := devs.snapshot("wg-aws"); got[k2.PublicKey().String()] != "203.0.113.7:40001" {
+		t.Errorf("the roamed endpoint was set back: %v", got)
+	}
+	if _, now := devs.counts(); now != ops {
+		t.Errorf("a sync after a roam took %d peer operations, want 0", now-ops)
+	}
+	roamed, err := aws.Client.CoreV1().Nodes().Get(ctx, "aws-node-2", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roamed.Annotations[peers.EndpointAnnotation("gcp")] = "192.0.2.112:51822"
+	if _, err := aws.Client.CoreV1().Nodes().Update(ctx, roamed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("newly published endpoint", map[string]string{k1b.PublicKey().String(): "192.0.2.11:51822", k2.PublicKey().String(): "192.0.2.112:51822", k3.PublicKey().String(): "[fd00::13]:51822"},
+		"198.18.11.0/24", "198.18.12.0/24", "198.18.13.0/24", "fd00:198:12::/64")
+	if _, now := devs.counts(); now-ops != 1 {
+		t.Errorf("a newly published endpoint took %d peer operations, want 1", now-ops)
 	}
 
 	// Deleted node: only its peer and route go.

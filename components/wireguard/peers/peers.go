@@ -226,7 +226,13 @@ func Routes(peers []Peer) []net.IPNet {
 // added, peers whose endpoint, allowed IPs or keepalive differ updated (replacing their allowed
 // IPs), peers no longer wanted removed. A peer that matches is left out entirely, so its
 // session is never disturbed.
-func Changes(desired []Peer, actual []wgtypes.Peer, keepalive time.Duration) []wgtypes.PeerConfig {
+//
+// configured holds, by peer, the endpoint this device was last given for it (nil when unknown,
+// e.g. after a restart). A peer's endpoint is only set again when the desired one differs from
+// that: WireGuard itself moves a peer's endpoint to wherever its authenticated packets come from
+// (a NAT in between, a roaming peer), and setting the published one back on every sync would
+// fight it for nothing. Without a record, the endpoint is compared with the device's.
+func Changes(desired []Peer, actual []wgtypes.Peer, keepalive time.Duration, configured map[wgtypes.Key]*net.UDPAddr) []wgtypes.PeerConfig {
 	have := map[wgtypes.Key]wgtypes.Peer{}
 	for _, a := range actual {
 		have[a.PublicKey] = a
@@ -236,17 +242,26 @@ func Changes(desired []Peer, actual []wgtypes.Peer, keepalive time.Duration) []w
 	for _, d := range desired {
 		want[d.PublicKey] = true
 		a, ok := have[d.PublicKey]
-		if ok && sameEndpoint(a.Endpoint, d.Endpoint) && sameNets(a.AllowedIPs, d.AllowedIPs) && a.PersistentKeepaliveInterval == keepalive {
+		endpointOK := ok && sameEndpoint(a.Endpoint, d.Endpoint)
+		if last, known := configured[d.PublicKey]; ok && known && a.Endpoint != nil {
+			// Set before: only a new published endpoint needs setting.
+			endpointOK = sameEndpoint(last, d.Endpoint)
+		}
+		if ok && endpointOK && sameNets(a.AllowedIPs, d.AllowedIPs) && a.PersistentKeepaliveInterval == keepalive {
 			continue
 		}
 		ka := keepalive
-		changes = append(changes, wgtypes.PeerConfig{
+		change := wgtypes.PeerConfig{
 			PublicKey:                   d.PublicKey,
-			Endpoint:                    d.Endpoint,
 			PersistentKeepaliveInterval: &ka,
 			ReplaceAllowedIPs:           true,
 			AllowedIPs:                  d.AllowedIPs,
-		})
+		}
+		// An endpoint left out is left as it is (a roamed one included).
+		if !endpointOK {
+			change.Endpoint = d.Endpoint
+		}
+		changes = append(changes, change)
 	}
 	for _, a := range actual {
 		if !want[a.PublicKey] {
@@ -254,6 +269,17 @@ func Changes(desired []Peer, actual []wgtypes.Peer, keepalive time.Duration) []w
 		}
 	}
 	return changes
+}
+
+// Configured is the record Changes reads, brought up to date after desired was applied to the
+// device: the endpoint of every desired peer (what the device was given, or already had), and
+// nothing for peers no longer wanted.
+func Configured(desired []Peer) map[wgtypes.Key]*net.UDPAddr {
+	out := make(map[wgtypes.Key]*net.UDPAddr, len(desired))
+	for _, d := range desired {
+		out[d.PublicKey] = d.Endpoint
+	}
+	return out
 }
 
 func sameEndpoint(a, b *net.UDPAddr) bool {

@@ -825,8 +825,17 @@ func add(p peers.Peer, ka time.Duration) wgtypes.PeerConfig {
 	return wgtypes.PeerConfig{PublicKey: p.PublicKey, Endpoint: p.Endpoint, PersistentKeepaliveInterval: &ka, ReplaceAllowedIPs: true, AllowedIPs: p.AllowedIPs}
 }
 
-// update is the same configuration as add, for a peer the device already has.
+// update is the same configuration as add, for a peer the device already has whose endpoint
+// changes.
 var update = add
+
+// updateKeepEndpoint is update for a peer whose endpoint stays: it is left out, so that
+// WireGuard keeps the one it has.
+func updateKeepEndpoint(p peers.Peer, ka time.Duration) wgtypes.PeerConfig {
+	c := add(p, ka)
+	c.Endpoint = nil
+	return c
+}
 
 func remove(k wgtypes.Key) wgtypes.PeerConfig { return wgtypes.PeerConfig{PublicKey: k, Remove: true} }
 
@@ -895,11 +904,11 @@ func TestChanges(t *testing.T) {
 		{name: "endpoint missing on the device", desired: []peers.Peer{a}, actual: noEndpoint, keepalive: keepalive,
 			want: []wgtypes.PeerConfig{update(a, keepalive)}},
 		{name: "changed pod CIDR", desired: []peers.Peer{aCIDR, b, c}, actual: in(a, b, c), keepalive: keepalive,
-			want: []wgtypes.PeerConfig{update(aCIDR, keepalive)}},
+			want: []wgtypes.PeerConfig{updateKeepEndpoint(aCIDR, keepalive)}},
 		{name: "added pod CIDR", desired: []peers.Peer{aDual, b, c}, actual: in(a, b, c), keepalive: keepalive,
-			want: []wgtypes.PeerConfig{update(aDual, keepalive)}},
+			want: []wgtypes.PeerConfig{updateKeepEndpoint(aDual, keepalive)}},
 		{name: "removed pod CIDR", desired: []peers.Peer{a, b, c}, actual: in(aDual, b, c), keepalive: keepalive,
-			want: []wgtypes.PeerConfig{update(a, keepalive)}},
+			want: []wgtypes.PeerConfig{updateKeepEndpoint(a, keepalive)}},
 		{name: "node re-keyed", desired: []peers.Peer{aRekeyed, b, c}, actual: in(a, b, c), keepalive: keepalive,
 			want: []wgtypes.PeerConfig{add(aRekeyed, keepalive), remove(a.PublicKey)}},
 		{name: "removed node", desired: []peers.Peer{a, c}, actual: in(a, b, c), keepalive: keepalive,
@@ -907,11 +916,11 @@ func TestChanges(t *testing.T) {
 		{name: "all removed", actual: in(a, b, c), keepalive: keepalive,
 			want: []wgtypes.PeerConfig{remove(a.PublicKey), remove(b.PublicKey), remove(c.PublicKey)}},
 		{name: "keepalive changed", desired: []peers.Peer{a, b}, actual: in(a, b), keepalive: 10 * time.Second,
-			want: []wgtypes.PeerConfig{update(a, 10*time.Second), update(b, 10*time.Second)}},
+			want: []wgtypes.PeerConfig{updateKeepEndpoint(a, 10*time.Second), updateKeepEndpoint(b, 10*time.Second)}},
 		{name: "keepalive set", desired: []peers.Peer{a, b}, actual: noKeepalive, keepalive: keepalive,
-			want: []wgtypes.PeerConfig{update(a, keepalive), update(b, keepalive)}},
+			want: []wgtypes.PeerConfig{updateKeepEndpoint(a, keepalive), updateKeepEndpoint(b, keepalive)}},
 		{name: "keepalive turned off", desired: []peers.Peer{a}, actual: in(a), keepalive: 0,
-			want: []wgtypes.PeerConfig{update(a, 0)}},
+			want: []wgtypes.PeerConfig{updateKeepEndpoint(a, 0)}},
 		{name: "one of each", desired: []peers.Peer{aMoved, c}, actual: in(a, b), keepalive: keepalive,
 			want: []wgtypes.PeerConfig{update(aMoved, keepalive), add(c, keepalive), remove(b.PublicKey)}},
 	}
@@ -919,7 +928,7 @@ func TestChanges(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			desired := slices.Clone(tt.desired)
 			actual := slices.Clone(tt.actual)
-			got := peers.Changes(tt.desired, tt.actual, tt.keepalive)
+			got := peers.Changes(tt.desired, tt.actual, tt.keepalive, nil)
 			if diff := cmp.Diff(tt.want, got, netOpts, byKey, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Changes() mismatch (-want +got):\n%s", diff)
 			}
@@ -938,7 +947,7 @@ func TestChanges(t *testing.T) {
 				}
 			}
 			// Applying the changes brings the device in sync.
-			if again := peers.Changes(tt.desired, apply(tt.actual, got), tt.keepalive); len(again) != 0 {
+			if again := peers.Changes(tt.desired, apply(tt.actual, got), tt.keepalive, nil); len(again) != 0 {
 				t.Errorf("after applying the changes, Changes() = %+v, want none", again)
 			}
 			if diff := cmp.Diff(desired, tt.desired, netOpts); diff != "" {
@@ -966,7 +975,7 @@ func sameSet(a, b []net.IPNet) bool {
 // Each change has its own keepalive value: changing one configuration's value must not change
 // another's.
 func TestChangesKeepaliveNotShared(t *testing.T) {
-	got := peers.Changes([]peers.Peer{peerA, peer("node-b", "192.0.2.2:51821", "198.18.2.0/24")}, nil, keepalive)
+	got := peers.Changes([]peers.Peer{peerA, peer("node-b", "192.0.2.2:51821", "198.18.2.0/24")}, nil, keepalive, nil)
 	if len(got) != 2 {
 		t.Fatalf("Changes() = %+v, want 2 adds", got)
 	}
@@ -1013,12 +1022,12 @@ func TestChangesOneNodeOf500(t *testing.T) {
 	}
 
 	// Cold start: every peer added, then in sync.
-	cold := peers.Changes(desired, nil, keepalive)
+	cold := peers.Changes(desired, nil, keepalive, nil)
 	if len(cold) != n {
 		t.Fatalf("cold start: %d changes, want %d", len(cold), n)
 	}
 	actual := apply(nil, cold)
-	if again := peers.Changes(desired, actual, keepalive); len(again) != 0 {
+	if again := peers.Changes(desired, actual, keepalive, nil); len(again) != 0 {
 		t.Fatalf("in sync: %d changes, want none", len(again))
 	}
 
@@ -1070,7 +1079,7 @@ func TestChangesOneNodeOf500(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			changed, _ := peers.Desired(local, tt.change(deepCopy(nodes)))
-			got := peers.Changes(changed, actual, keepalive)
+			got := peers.Changes(changed, actual, keepalive, nil)
 			adds, removes := 0, 0
 			for _, g := range got {
 				switch {
@@ -1084,7 +1093,7 @@ func TestChangesOneNodeOf500(t *testing.T) {
 				t.Errorf("Changes() = %d operations (%d adds, %d removes), want %d (%d adds, %d removes): %+v",
 					len(got), adds, removes, tt.want, tt.add, tt.remove, got)
 			}
-			if again := peers.Changes(changed, apply(actual, got), keepalive); len(again) != 0 {
+			if again := peers.Changes(changed, apply(actual, got), keepalive, nil); len(again) != 0 {
 				t.Errorf("after applying: %d more changes, want none", len(again))
 			}
 		})
@@ -1098,7 +1107,7 @@ func BenchmarkDesiredAndChanges500(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		d, _ := peers.Desired(local, nodes)
-		if len(peers.Changes(d, actual, keepalive)) != 0 {
+		if len(peers.Changes(d, actual, keepalive, nil)) != 0 {
 			b.Fatal("changes")
 		}
 	}
@@ -1135,5 +1144,41 @@ func TestDesiredRejectsUnusableValues(t *testing.T) {
 		if len(got) != 0 || len(skipped) != 1 || skipped[0].Reason != tc.reason {
 			t.Errorf("%s: peers %v, skipped %+v, want skipped as %s", tc.node.Name, got, skipped, tc.reason)
 		}
+	}
+}
+
+// A peer whose endpoint WireGuard moved (a NAT, a roaming node) is left alone once its
+// published endpoint was given to the device; a newly published endpoint is set, once. Without
+// a record (after a restart) the device's endpoint is compared with the published one.
+func TestChangesLeaveRoamedEndpoints(t *testing.T) {
+	b := peer("node-b", "192.0.2.2:51821", "198.18.2.0/24")
+	desired := []peers.Peer{peerA, b}
+	configured := peers.Configured(desired)
+	roamed := actualOf(desired, keepalive)
+	roamed[0].Endpoint = udp("203.0.113.7:40001") // where node-a's packets now come from
+
+	if got := peers.Changes(desired, roamed, keepalive, configured); len(got) != 0 {
+		t.Errorf("a roamed endpoint is set back: %+v", got)
+	}
+	if got := peers.Changes(desired, roamed, keepalive, nil); len(got) != 1 || got[0].PublicKey != peerA.PublicKey || got[0].Endpoint.String() != "192.0.2.1:51821" {
+		t.Errorf("without a record, Changes() = %+v, want node-a's published endpoint set", got)
+	}
+
+	moved := slices.Clone(desired)
+	moved[0].Endpoint = udp("192.0.2.101:51821") // node-a publishes a new endpoint
+	got := peers.Changes(moved, roamed, keepalive, configured)
+	if len(got) != 1 || got[0].PublicKey != peerA.PublicKey || got[0].Endpoint.String() != "192.0.2.101:51821" {
+		t.Fatalf("a newly published endpoint: Changes() = %+v, want it set for node-a only", got)
+	}
+	if again := peers.Changes(moved, apply(roamed, got), keepalive, peers.Configured(moved)); len(again) != 0 {
+		t.Errorf("after applying, Changes() = %+v, want none", again)
+	}
+
+	// The rest of a roamed peer is still compared: a changed pod CIDR is applied.
+	cidr := slices.Clone(desired)
+	cidr[0].AllowedIPs = cidrs("198.18.101.0/24")
+	got = peers.Changes(cidr, roamed, keepalive, configured)
+	if len(got) != 1 || got[0].PublicKey != peerA.PublicKey || got[0].Endpoint != nil {
+		t.Errorf("a roamed peer's new pod CIDR: Changes() = %+v, want one update that leaves the endpoint alone", got)
 	}
 }
