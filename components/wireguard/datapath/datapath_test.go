@@ -6,16 +6,13 @@
 package datapath
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -594,10 +591,10 @@ func (n *node) checkPeers(want []*node) error {
 	}
 	var names []string
 	for _, s := range ss {
-		if s.name == "semaphore_wg_peer_last_handshake_timestamp_seconds" && s.labels["remote"] == n.remote {
-			names = append(names, s.labels["peer"])
-			if s.value <= 0 {
-				return fmt.Errorf("%s: no handshake with %s yet", n, s.labels["peer"])
+		if s.Name == "semaphore_wg_peer_last_handshake_timestamp_seconds" && s.Labels["remote"] == n.remote {
+			names = append(names, s.Labels["peer"])
+			if s.Value <= 0 {
+				return fmt.Errorf("%s: no handshake with %s yet", n, s.Labels["peer"])
 			}
 		}
 	}
@@ -680,114 +677,14 @@ func routeDsts(out string) []string {
 	return dsts
 }
 
-// sample is one line of the Prometheus text format.
-type sample struct {
-	name   string
-	labels map[string]string
-	value  float64
+// scrape reads the metrics of the controller in netns.
+func scrape(netns string) ([]testenv.Sample, error) {
+	return testenv.Scrape(context.Background(), testenv.HTTPClientInNetns(netns), "http://127.0.0.1:8080/metrics", "")
 }
 
-// scrape reads the controller's /metrics on 127.0.0.1:8080 inside netns.
-func scrape(netns string) ([]sample, error) {
-	resp, err := testenv.HTTPClientInNetns(netns).Get("http://127.0.0.1:8080/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		return nil, fmt.Errorf("%s: %s", resp.Status, b)
-	}
-	var out []sample
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		s, err := parseSample(line)
-		if err != nil {
-			return nil, fmt.Errorf("metrics line %q: %w", line, err)
-		}
-		out = append(out, s)
-	}
-	return out, sc.Err()
-}
-
-// parseSample parses `name{k="v",...} value [timestamp]`.
-func parseSample(line string) (sample, error) {
-	s := sample{labels: map[string]string{}}
-	i := strings.IndexAny(line, "{ ")
-	if i < 0 {
-		return s, errors.New("no value")
-	}
-	s.name, line = line[:i], line[i:]
-	if line[0] == '{' {
-		line = line[1:]
-		for {
-			line = strings.TrimLeft(line, ", ")
-			if strings.HasPrefix(line, "}") {
-				line = line[1:]
-				break
-			}
-			eq := strings.Index(line, `="`)
-			if eq < 0 {
-				return s, errors.New("bad labels")
-			}
-			key := line[:eq]
-			line = line[eq+2:]
-			var val strings.Builder
-			for {
-				if line == "" {
-					return s, errors.New("unterminated label value")
-				}
-				c := line[0]
-				line = line[1:]
-				if c == '"' {
-					break
-				}
-				if c == '\\' && line != "" {
-					switch line[0] {
-					case 'n':
-						c = '\n'
-					default:
-						c = line[0]
-					}
-					line = line[1:]
-				}
-				val.WriteByte(c)
-			}
-			s.labels[key] = val.String()
-		}
-	}
-	f := strings.Fields(line)
-	if len(f) == 0 {
-		return s, errors.New("no value")
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	s.value = v
-	return s, err
-}
-
-// value sums the samples of name whose labels include labels.
-func value(ss []sample, name string, labels map[string]string) float64 {
-	sum := 0.0
-	for _, s := range ss {
-		if s.name != name {
-			continue
-		}
-		match := true
-		for k, v := range labels {
-			if s.labels[k] != v {
-				match = false
-				break
-			}
-		}
-		if match {
-			sum += s.value
-		}
-	}
+// value sums the samples of name with labels.
+func value(ss []testenv.Sample, name string, labels map[string]string) float64 {
+	sum, _ := testenv.SampleSum(ss, name, labels)
 	return sum
 }
 

@@ -13,10 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-semaphore/semaphore/components/internal/testenv"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 )
 
@@ -205,18 +204,18 @@ func collectWireGuard(ctx context.Context, st *State) []NodeWireGuard {
 }
 
 // wgDevices are node n's devices, one per remote, from its controller's samples.
-func wgDevices(n NodeState, ss []metricSample) []WGDevice {
+func wgDevices(n NodeState, ss []testenv.Sample) []WGDevice {
 	var out []WGDevice
 	for _, r := range remotesOf(n.Cluster) {
 		d := WGDevice{Name: peers.DeviceName(r), Remote: r}
 		for _, s := range ss {
 			switch {
-			case s.name == "semaphore_wg_peers" && s.labels["remote"] == r && s.labels["device"] != "":
-				d.Name = s.labels["device"]
-			case s.name == "semaphore_wg_peer_last_handshake_timestamp_seconds" && s.labels["remote"] == r:
-				p := WGPeer{Node: s.labels["peer"]}
-				if s.value > 0 {
-					p.Handshake = time.Unix(0, int64(s.value*1e9))
+			case s.Name == "semaphore_wg_peers" && s.Labels["remote"] == r && s.Labels["device"] != "":
+				d.Name = s.Labels["device"]
+			case s.Name == "semaphore_wg_peer_last_handshake_timestamp_seconds" && s.Labels["remote"] == r:
+				p := WGPeer{Node: s.Labels["peer"]}
+				if s.Value > 0 {
+					p.Handshake = time.Unix(0, int64(s.Value*1e9))
 				}
 				d.Peers = append(d.Peers, p)
 			}
@@ -323,56 +322,9 @@ func handshakeAge(t time.Time) string {
 	return fmt.Sprintf("%s ago", max(time.Since(t), 0).Round(time.Second))
 }
 
-// metricSample is one sample of the Prometheus text format.
-type metricSample struct {
-	name   string
-	labels map[string]string
-	value  float64
-}
-
 // scrapeMetrics reads the samples of the semaphore_wg_ metrics from the admin server at addr.
-func scrapeMetrics(ctx context.Context, addr string) ([]metricSample, error) {
+func scrapeMetrics(ctx context.Context, addr string) ([]testenv.Sample, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("/metrics: %s", resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("/metrics: %w", err)
-	}
-	var out []metricSample
-	for name, f := range families {
-		if !strings.HasPrefix(name, "semaphore_wg_") {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			s := metricSample{name: name, labels: map[string]string{}}
-			for _, l := range m.GetLabel() {
-				s.labels[l.GetName()] = l.GetValue()
-			}
-			switch {
-			case m.Gauge != nil:
-				s.value = m.GetGauge().GetValue()
-			case m.Counter != nil:
-				s.value = m.GetCounter().GetValue()
-			case m.Untyped != nil:
-				s.value = m.GetUntyped().GetValue()
-			default:
-				continue
-			}
-			out = append(out, s)
-		}
-	}
-	return out, nil
+	return testenv.Scrape(ctx, http.DefaultClient, "http://"+addr+"/metrics", "semaphore_wg_")
 }
