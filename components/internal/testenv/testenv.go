@@ -62,6 +62,8 @@ type Cluster struct {
 
 	env   *envtest.Environment
 	proxy *proxy
+	// tempDir is the directory StartCluster made for the kubeconfigs and logs, removed by Stop.
+	tempDir string
 }
 
 // AssetsDir returns the directory holding kube-apiserver and etcd, building them with
@@ -111,11 +113,12 @@ func StartCluster(name string, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := opts.Dir
+	dir, tempDir := opts.Dir, ""
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "semaphore-"+name+"-"); err != nil {
 			return nil, err
 		}
+		tempDir = dir
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -127,7 +130,7 @@ func StartCluster(name string, opts Options) (*Cluster, error) {
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 	}
-	c := &Cluster{Name: name, env: env}
+	c := &Cluster{Name: name, env: env, tempDir: tempDir}
 	args := env.ControlPlane.GetAPIServer().Configure()
 	if opts.ServiceCIDRs == "" {
 		opts.ServiceCIDRs = "10.0.0.0/16"
@@ -146,20 +149,23 @@ func StartCluster(name string, opts Options) (*Cluster, error) {
 		args.Set("audit-log-path", c.AuditLog)
 		args.Set("audit-log-mode", "blocking")
 	}
-	if _, err := env.Start(); err != nil {
+	_, err = env.Start()
+	guardChildren() // even after an error: a half-started control plane has processes too
+	if err != nil {
+		_ = os.RemoveAll(tempDir)
 		return nil, fmt.Errorf("cluster %s: %w", name, err)
 	}
 	// envtest's own config is a cluster admin; a separate user keeps the kubeconfig we hand
 	// out independent of it.
 	admin, err := env.AddUser(envtest.User{Name: "semaphore-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
-		_ = env.Stop()
+		c.Stop()
 		return nil, err
 	}
 	c.Config = admin.Config()
 	c.Client = kubernetes.NewForConfigOrDie(c.Config)
 	if c.proxy, err = newProxy(c.Config.Host); err != nil {
-		_ = env.Stop()
+		c.Stop()
 		return nil, err
 	}
 	c.DirectKubeconfig = filepath.Join(dir, "kubeconfig-direct")
@@ -205,6 +211,10 @@ func (c *Cluster) Stop() {
 		c.proxy.Close()
 	}
 	_ = c.env.Stop()
+	guardChildren() // forgets the stopped processes
+	if c.tempDir != "" {
+		_ = os.RemoveAll(c.tempDir)
+	}
 }
 
 // SetReachable cuts (false) or restores (true) the proxy that Kubeconfig goes through: while

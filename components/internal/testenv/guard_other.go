@@ -1,0 +1,7 @@
+//go:build !linux
+
+package testenv
+
+// guardChildren is Linux-only: elsewhere a test binary that dies without stopping its clusters
+// leaves their processes running.
+func guardChildren() {}
