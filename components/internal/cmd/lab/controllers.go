@@ -22,27 +22,35 @@ func (l *lab) startControllers(ctx context.Context, component, binary string) er
 		stopAll(started, syscall.SIGTERM, 10*time.Second)
 		l.logf("stopped semaphore-%s", component)
 	})
+	replicas := 0
 	for _, spec := range clusterSpecs {
-		c, err := l.startController(ctx, component, binary, spec.Name)
+		n, err := l.replicas(spec.Name, component)
 		if err != nil {
 			return fmt.Errorf("%s: %w", spec.Name, err)
 		}
-		started = append(started, c)
+		for i := range n {
+			c, err := l.startController(ctx, component, binary, spec.Name, i)
+			if err != nil {
+				return fmt.Errorf("%s: %w", spec.Name, err)
+			}
+			started = append(started, c)
+		}
+		replicas = n
 	}
-	l.logf("started semaphore-%s in %s", component, strings.Join(clusterNames(), ", "))
+	l.logf("started semaphore-%s in %s (%d replicas each, as the chart's Deployment)", component, strings.Join(clusterNames(), ", "), replicas)
 	return nil
 }
 
-// startController runs the pod of component's Deployment in cluster's umbrella release as a
-// process on this machine (podOf): the environment the chart renders and the identity of the
-// chart's ServiceAccount. It gets nothing from the lab's environment, as in a pod. Its log is
-// logs/<component>-<cluster>.log.
-func (l *lab) startController(ctx context.Context, component, binary, cluster string) (*child, error) {
-	pod, err := l.podOf(ctx, cluster, component, "")
+// startController runs the replica-th pod of component's Deployment in cluster's umbrella
+// release as a process on this machine (podOf): the environment the chart renders and the
+// identity of the chart's ServiceAccount. It gets nothing from the lab's environment, as in a
+// pod. Its log is logs/<component>-<cluster>-<replica>.log.
+func (l *lab) startController(ctx context.Context, component, binary, cluster string, replica int) (*child, error) {
+	pod, err := l.podOf(ctx, cluster, component, "", replica)
 	if err != nil {
 		return nil, err
 	}
-	name := component + "-" + cluster
+	name := fmt.Sprintf("%s-%s-%d", component, cluster, replica)
 	log := l.path("logs", name+".log")
 	c, err := l.startChild(name, binary, nil, pod.Env, log, false)
 	if err != nil {
@@ -56,6 +64,8 @@ func (l *lab) startController(ctx context.Context, component, binary, cluster st
 		Log:       log,
 		PID:       c.cmd.Process.Pid,
 		Pod:       pod.Root,
+		PodName:   pod.Name,
+		Lease:     pod.Lease,
 	})
 	l.mu.Unlock()
 	l.saveState()

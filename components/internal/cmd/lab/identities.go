@@ -55,7 +55,7 @@ func (l *lab) checkIdentities(ctx context.Context) []string {
 			}
 			seen = append(seen, r+": "+strings.TrimPrefix(got, "system:serviceaccount:")+" (read-only)")
 		}
-		fmt.Fprintf(l.out, "  %-25s %-16s %s\n", c.Component, c.where(), strings.Join(seen, ", "))
+		fmt.Fprintf(l.out, "  %-37s %s\n", c.Cluster+"/"+c.PodName, strings.Join(seen, ", "))
 	}
 	return problems
 }

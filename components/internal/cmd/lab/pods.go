@@ -32,6 +32,8 @@ type labPod struct {
 	Root string
 	// Admin is the admin server's address (SEMAPHORE_ADMIN_ADDR).
 	Admin string
+	// Lease is the leader-election Lease's name, when the pod elects a leader.
+	Lease string
 	// FixedMounts are the container's mounts at paths the program uses as they are, which its
 	// runner must provide: /dev/net/tun (the host's) and /var/run/wireguard (a private
 	// directory per node, see the nodes' mount namespaces).
@@ -41,8 +43,9 @@ type labPod struct {
 // serviceAccountDir is where a pod finds its ServiceAccount's token and CA.
 const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-// podOf prepares a pod of component's workload in cluster's umbrella release, on node (empty
-// for a Deployment's pod, which the lab runs on this machine's network). It does what the
+// podOf prepares a pod of component's workload in cluster's umbrella release: for a DaemonSet
+// the pod on node, for a Deployment its replica-th pod (which the lab runs on this machine's
+// network; node is then empty). It does what the
 // kubelet does for a pod, and the little a process on this machine needs instead of a container:
 //
 //   - the environment is the container's, rendered by the chart, with the downward API's
@@ -59,7 +62,7 @@ const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 //     127.0.0.1.
 //
 // Nothing else is changed: what the chart gets wrong, the lab gets wrong too.
-func (l *lab) podOf(ctx context.Context, cluster, component, node string) (*labPod, error) {
+func (l *lab) podOf(ctx context.Context, cluster, component, node string, replica int) (*labPod, error) {
 	m := l.umbrellas[cluster]
 	if m == nil {
 		return nil, fmt.Errorf("no umbrella release in %s", cluster)
@@ -72,7 +75,7 @@ func (l *lab) podOf(ctx context.Context, cluster, component, node string) (*labP
 		return nil, fmt.Errorf("%s %s has %d containers, want 1", w.Kind, w.Name, len(w.Pod.Spec.Containers))
 	}
 	ctr := w.Pod.Spec.Containers[0]
-	name := w.Name + "-lab"
+	name := fmt.Sprintf("%s-%d", w.Name, replica)
 	if node != "" {
 		name = w.Name + "-" + node
 	}
@@ -103,6 +106,9 @@ func (l *lab) podOf(ctx context.Context, cluster, component, node string) (*labP
 	}
 	env["SEMAPHORE_LOCAL_KUBECONFIG"] = kubeconfig
 
+	if env["SEMAPHORE_LEADER_ELECT"] == "true" {
+		p.Lease = env["SEMAPHORE_LEADER_ELECT_LEASE_NAME"]
+	}
 	p.Admin = env["SEMAPHORE_ADMIN_ADDR"]
 	if !w.Pod.Spec.HostNetwork {
 		port, err := freePort()
@@ -250,4 +256,16 @@ func writeFile(name string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return os.WriteFile(name, data, mode)
+}
+
+// replicas is how many pods component's Deployment in cluster's umbrella release asks for.
+func (l *lab) replicas(cluster, component string) (int, error) {
+	w, err := l.umbrellas[cluster].Workload(component)
+	if err != nil {
+		return 0, err
+	}
+	if w.Replicas == nil {
+		return 1, nil // the API server's default
+	}
+	return int(*w.Replicas), nil
 }

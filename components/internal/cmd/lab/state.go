@@ -65,8 +65,12 @@ type ControllerState struct {
 	// Deployment's.
 	Node string `json:"node,omitempty"`
 	// Pod is the directory standing for the pod's filesystem: its remotes' kubeconfigs and
-	// ServiceAccount token (see podOf).
-	Pod string `json:"pod,omitempty"`
+	// ServiceAccount token (see podOf); PodName is the pod's name.
+	Pod     string `json:"pod,omitempty"`
+	PodName string `json:"podName,omitempty"`
+	// Lease is the name of the leader-election Lease (in the semaphore namespace) when the pod
+	// elects a leader.
+	Lease string `json:"lease,omitempty"`
 }
 
 // DNSState is one running CoreDNS.

@@ -60,6 +60,8 @@ type ControllerStatus struct {
 	ControllerState
 	Ready  bool
 	Detail string // the failing checks of /readyz, or the error reaching it
+	// Leader tells whether the pod holds its Lease (with Lease set).
+	Leader bool
 }
 
 // collect reads the status of the lab described by st.
@@ -99,7 +101,10 @@ func collect(ctx context.Context, st *State) *Status {
 	}
 	s.Controllers = make([]ControllerStatus, len(st.Controllers))
 	for i, c := range st.Controllers {
-		wg.Go(func() { s.Controllers[i] = readiness(ctx, c) })
+		wg.Go(func() {
+			s.Controllers[i] = readiness(ctx, c)
+			s.Controllers[i].Leader = c.Lease != "" && leaseHolder(ctx, st, c) == c.PodName
+		})
 	}
 	if st.Prometheus != nil {
 		wg.Go(func() { s.Prometheus = collectPrometheus(ctx, st.Prometheus) })
@@ -274,9 +279,19 @@ func findProblems(st *State, s *Status) []string {
 			}
 		}
 	}
+	leaders := map[string]int{}
 	for _, c := range s.Controllers {
 		if !c.Ready {
 			problems = append(problems, fmt.Sprintf("%s %s is not ready: %s", c.Component, c.where(), c.Detail))
+		}
+		if c.Lease != "" && c.Leader {
+			leaders[c.Component+" in "+c.Cluster]++
+		}
+	}
+	for _, c := range s.Controllers {
+		if c.Lease != "" && leaders[c.Component+" in "+c.Cluster] != 1 {
+			problems = append(problems, fmt.Sprintf("%s in %s has %d leaders, want 1", c.Component, c.Cluster, leaders[c.Component+" in "+c.Cluster]))
+			leaders[c.Component+" in "+c.Cluster] = 1 // once
 		}
 	}
 	problems = append(problems, wireguardProblems(st, s)...)
@@ -428,7 +443,14 @@ func printStatus(w io.Writer, st *State, s *Status) {
 		if c.Node != "" {
 			where = c.Node
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\thttp://%s/metrics\thttp://%s/readyz\tlog %s\n", c.Component, where, ready, c.Admin, c.Admin, c.Log)
+		if c.Lease != "" {
+			if c.Leader {
+				ready += ", leader"
+			} else {
+				ready += ", standby"
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\thttp://%s/metrics\tlog %s\n", c.Component, where, c.PodName, ready, c.Admin, c.Log)
 	}
 	tw.Flush()
 
@@ -469,7 +491,7 @@ func printStatus(w io.Writer, st *State, s *Status) {
 		filepath.Join(st.Dir, "clusters", "<cluster>", "semaphore-manifest.yaml"))
 	fmt.Fprintf(w, "  every controller runs with its pod's environment and files, in %s\n", filepath.Join(st.Dir, "pods", "<cluster>", "<pod>"))
 	fmt.Fprintf(w, "  e.g. kubectl --kubeconfig %s get svc -A   # as gcp's controllers read aws\n",
-		filepath.Join(st.Dir, "pods", "gcp", umbrellaRelease+"-service-mirror-lab", "etc", "semaphore", "remotes", "aws", "kubeconfig"))
+		filepath.Join(st.Dir, "pods", "gcp", umbrellaRelease+"-service-mirror-0", "etc", "semaphore", "remotes", "aws", "kubeconfig"))
 	fmt.Fprintln(w)
 }
 
@@ -477,6 +499,9 @@ func printStatus(w io.Writer, st *State, s *Status) {
 func (c ControllerState) where() string {
 	if c.Node != "" {
 		return "on " + c.Node
+	}
+	if c.PodName != "" {
+		return "in " + c.Cluster + " (" + c.PodName + ")"
 	}
 	return "in " + c.Cluster
 }
@@ -499,4 +524,21 @@ func section(w io.Writer, title string) {
 
 func table(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
+
+// leaseHolder is the holder of c's leader-election Lease ("" when it cannot be read).
+func leaseHolder(ctx context.Context, st *State, c ControllerState) string {
+	i := slices.IndexFunc(st.Clusters, func(cl ClusterState) bool { return cl.Name == c.Cluster })
+	if i < 0 {
+		return ""
+	}
+	client, err := clientsetOf(st.Clusters[i].DirectKubeconfig)
+	if err != nil {
+		return ""
+	}
+	lease, err := client.CoordinationV1().Leases(semaphoreNamespace).Get(ctx, c.Lease, metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *lease.Spec.HolderIdentity
 }

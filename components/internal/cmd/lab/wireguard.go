@@ -71,7 +71,7 @@ func (l *lab) startWireguards(ctx context.Context) error {
 // (podOf), and forwards a free port of this machine's loopback to its admin server (stop stops
 // that).
 func (l *lab) startWireguard(ctx context.Context, bin string, n NodeState) (c *child, stop func(), err error) {
-	pod, err := l.podOf(ctx, n.Cluster, "wireguard", n.Name)
+	pod, err := l.podOf(ctx, n.Cluster, "wireguard", n.Name, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -120,6 +120,7 @@ func (l *lab) startWireguard(ctx context.Context, bin string, n NodeState) (c *c
 		Log:       log,
 		PID:       c.cmd.Process.Pid,
 		Pod:       pod.Root,
+		PodName:   pod.Name,
 	})
 	l.mu.Unlock()
 	l.saveState()
