@@ -221,6 +221,25 @@ func promAPI(ctx context.Context, base, path string, params url.Values, out any)
 	return json.Unmarshal(r.Data, out)
 }
 
+// activeAlerts are the problems of a healthy lab's Prometheus: any alert pending or firing
+// (an expression of alerts/ that is true although nothing is wrong).
+func activeAlerts(ctx context.Context, base string) []string {
+	var r struct {
+		Alerts []struct {
+			Labels map[string]string `json:"labels"`
+			State  string            `json:"state"`
+		} `json:"alerts"`
+	}
+	if err := promAPI(ctx, base, "/api/v1/alerts", nil, &r); err != nil {
+		return []string{fmt.Sprintf("Prometheus alerts: %v", err)}
+	}
+	var problems []string
+	for _, a := range r.Alerts {
+		problems = append(problems, fmt.Sprintf("alert %s is %s in a healthy lab: %v", a.Labels["alertname"], a.State, a.Labels))
+	}
+	return problems
+}
+
 // promQuery runs an instant query.
 func promQuery(ctx context.Context, base, query string) ([]promResult, error) {
 	var data struct {
@@ -450,6 +469,7 @@ func (l *lab) checkDashboards(ctx context.Context) []string {
 		letOff = append(letOff, q.where+": "+q.expr)
 	}
 	fmt.Fprintf(l.out, "%d of %d dashboard queries return data\n", withData, len(queries))
+	problems = append(problems, activeAlerts(ctx, st.Prometheus.URL)...)
 	if len(letOff) > 0 {
 		why := "it does not run in this lab"
 		if st.Nodes != nil && st.Nodes.Skipped != "" {
