@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 )
 
 // The ping: an ICMP echo from a sample pod's address in one cluster to one in another, sent
@@ -103,12 +105,17 @@ func routeDevice(netns, src, dst string) string {
 	return ""
 }
 
-// pingProblems: every ping that was sent was answered.
+// pingProblems: every ping that was sent was answered, and went through the source node's
+// WireGuard device for the destination's cluster.
 func pingProblems(s *Status) []string {
 	var problems []string
 	for _, p := range s.Pings {
-		if p.NotChecked == "" && p.Err != nil {
+		switch want := peers.DeviceName(p.To.Cluster); {
+		case p.NotChecked != "":
+		case p.Err != nil:
 			problems = append(problems, fmt.Sprintf("ping %s -> %s: %v", p.From, p.To, p.Err))
+		case p.Device != want:
+			problems = append(problems, fmt.Sprintf("ping %s -> %s went through %q, not %s", p.From, p.To, p.Device, want))
 		}
 	}
 	return problems
