@@ -1,12 +1,17 @@
 package charts
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -126,4 +131,36 @@ func SecretData(s *unstructured.Unstructured) (map[string][]byte, error) {
 		out[k] = []byte(v)
 	}
 	return out, nil
+}
+
+// WriteVolume writes the files of a Secret or projected volume v of release m into dir, as the
+// kubelet would mount it, reading each Secret once from secrets (the pod's namespace). Every
+// file keeps its mode and is readable by its owner, the user who runs the pod here.
+func WriteVolume(ctx context.Context, secrets corev1client.SecretInterface, m *Manifest, v corev1.Volume, dir string) error {
+	files, err := VolumeFiles(m, v)
+	if err != nil {
+		return err
+	}
+	read := map[string]*corev1.Secret{}
+	for name, f := range files {
+		s, ok := read[f.Secret]
+		if !ok {
+			if s, err = secrets.Get(ctx, f.Secret, metav1.GetOptions{}); err != nil {
+				return fmt.Errorf("the kubelet could not mount volume %s: %w", v.Name, err)
+			}
+			read[f.Secret] = s
+		}
+		data, ok := s.Data[f.Key]
+		if !ok {
+			return fmt.Errorf("the kubelet could not mount volume %s: Secret %s has no key %s", v.Name, f.Secret, f.Key)
+		}
+		file := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(file, data, os.FileMode(f.Mode)|0o400); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -31,6 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-semaphore/semaphore/components/internal/charts"
 	"github.com/kube-semaphore/semaphore/components/internal/component"
 	"github.com/kube-semaphore/semaphore/components/internal/config"
 	"github.com/kube-semaphore/semaphore/components/internal/remote"
@@ -298,22 +298,8 @@ func simulatePod(t *testing.T, c *testenv.Cluster, m *manifest, w workload) *sim
 		if !ok {
 			continue
 		}
-		for name, f := range volumeFiles(t, m, volumes[vm.Name]) {
-			s, err := c.Client.CoreV1().Secrets(localNamespace).Get(context.Background(), f.Secret, metav1.GetOptions{})
-			if err != nil {
-				t.Fatalf("%s %s: the kubelet could not mount %s: %v", w.Kind, w.Name, vm.MountPath, err)
-			}
-			data, ok := s.Data[f.Key]
-			if !ok {
-				t.Fatalf("%s %s: Secret %s has no key %s", w.Kind, w.Name, f.Secret, f.Key)
-			}
-			file := filepath.Join(dir, rel, name)
-			if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(file, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
+		if err := charts.WriteVolume(context.Background(), c.Client.CoreV1().Secrets(localNamespace), m, volumes[vm.Name], filepath.Join(dir, rel)); err != nil {
+			t.Fatalf("%s %s: %v", w.Kind, w.Name, err)
 		}
 	}
 	p := &simulatedPod{Workload: w, RemotesDir: dir, ServiceAccount: w.Pod.Spec.ServiceAccountName}

@@ -58,14 +58,16 @@ func (l *lab) startController(ctx context.Context, component, binary, cluster st
 	}
 	l.mu.Lock()
 	l.state.Controllers = append(l.state.Controllers, ControllerState{
-		Component: "semaphore-" + component,
-		Cluster:   cluster,
-		Admin:     pod.Admin,
-		Log:       log,
-		PID:       c.cmd.Process.Pid,
-		Pod:       pod.Root,
-		PodName:   pod.Name,
-		Lease:     pod.Lease,
+		Component:  "semaphore-" + component,
+		Cluster:    cluster,
+		Admin:      pod.Admin,
+		Log:        log,
+		PID:        c.cmd.Process.Pid,
+		Pod:        pod.Root,
+		PodName:    pod.Name,
+		Kubeconfig: pod.Kubeconfig,
+		RemotesDir: pod.RemotesDir,
+		Lease:      pod.Lease,
 	})
 	l.mu.Unlock()
 	l.saveState()

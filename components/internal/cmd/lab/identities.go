@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -24,11 +23,11 @@ func (l *lab) checkIdentities(ctx context.Context) []string {
 	var problems []string
 	fmt.Fprintln(l.out, "Identities (SelfSubjectReview and SelfSubjectAccessReview with each pod's own credentials)")
 	for _, c := range l.snapshot().Controllers {
-		if c.Pod == "" {
+		if c.Kubeconfig == "" {
 			continue
 		}
 		var seen []string
-		local, err := whoAmI(ctx, filepath.Join(c.Pod, "in-cluster-kubeconfig"))
+		local, _, err := whoAmI(ctx, c.Kubeconfig)
 		switch {
 		case err != nil:
 			problems = append(problems, fmt.Sprintf("%s in %s: local identity: %v", c.Component, c.Cluster, err))
@@ -38,9 +37,8 @@ func (l *lab) checkIdentities(ctx context.Context) []string {
 			seen = append(seen, c.Cluster+": "+local)
 		}
 		for _, r := range remotesOf(c.Cluster) {
-			kubeconfig := remote.KubeconfigPath(filepath.Join(c.Pod, "etc", "semaphore", "remotes"), r)
 			want := "system:serviceaccount:" + remoteNamespace + ":semaphore-remote-" + c.Cluster
-			got, err := whoAmI(ctx, kubeconfig)
+			got, client, err := whoAmI(ctx, remote.KubeconfigPath(c.RemotesDir, r))
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("%s in %s: identity in %s: %v", c.Component, c.Cluster, r, err))
 				continue
@@ -49,7 +47,7 @@ func (l *lab) checkIdentities(ctx context.Context) []string {
 				problems = append(problems, fmt.Sprintf("%s in %s is %s in %s, want %s (semaphore-remote's)", c.Component, c.Cluster, got, r, want))
 				continue
 			}
-			if allowed, err := canWrite(ctx, kubeconfig); err != nil || allowed {
+			if allowed, err := canWrite(ctx, client); err != nil || allowed {
 				problems = append(problems, fmt.Sprintf("%s in %s may write services in %s as %s (err %v)", c.Component, c.Cluster, r, got, err))
 				continue
 			}
@@ -60,30 +58,26 @@ func (l *lab) checkIdentities(ctx context.Context) []string {
 	return problems
 }
 
-// whoAmI is the user kubeconfig authenticates as.
-func whoAmI(ctx context.Context, kubeconfig string) (string, error) {
+// whoAmI is the user kubeconfig authenticates as, and a client that uses it.
+func whoAmI(ctx context.Context, kubeconfig string) (string, kubernetes.Interface, error) {
 	cs, err := clientsetOf(kubeconfig)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return r.Status.UserInfo.Username, nil
+	return r.Status.UserInfo.Username, cs, nil
 }
 
-// canWrite tells whether kubeconfig's user may create Services in any namespace.
-func canWrite(ctx context.Context, kubeconfig string) (bool, error) {
-	cs, err := clientsetOf(kubeconfig)
-	if err != nil {
-		return false, err
-	}
+// canWrite tells whether client's user may create Services in any namespace.
+func canWrite(ctx context.Context, client kubernetes.Interface) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+	r, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Resource: "services"}},
 	}, metav1.CreateOptions{})
 	if err != nil {

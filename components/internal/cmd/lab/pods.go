@@ -34,6 +34,10 @@ type labPod struct {
 	Admin string
 	// Lease is the leader-election Lease's name, when the pod elects a leader.
 	Lease string
+	// Kubeconfig and RemotesDir are where the pod's credentials are: its in-cluster
+	// configuration (SEMAPHORE_LOCAL_KUBECONFIG) and its remotes' kubeconfigs
+	// (SEMAPHORE_REMOTES_DIR), moved under Root.
+	Kubeconfig, RemotesDir string
 	// FixedMounts are the container's mounts at paths the program uses as they are, which its
 	// runner must provide: /dev/net/tun (the host's) and /var/run/wireguard (a private
 	// directory per node, see the nodes' mount namespaces).
@@ -105,6 +109,7 @@ func (l *lab) podOf(ctx context.Context, cluster, component, node string, replic
 		return nil, err
 	}
 	env["SEMAPHORE_LOCAL_KUBECONFIG"] = kubeconfig
+	p.Kubeconfig, p.RemotesDir = kubeconfig, env["SEMAPHORE_REMOTES_DIR"]
 
 	if env["SEMAPHORE_LEADER_ELECT"] == "true" {
 		p.Lease = env["SEMAPHORE_LEADER_ELECT_LEASE_NAME"]
@@ -173,23 +178,8 @@ func (l *lab) mountVolumes(ctx context.Context, cluster string, m *charts.Manife
 		dir := filepath.Join(p.Root, vm.MountPath)
 		switch {
 		case v.Secret != nil || v.Projected != nil:
-			files, err := charts.VolumeFiles(m, v)
-			if err != nil {
+			if err := charts.WriteVolume(ctx, l.clusters[cluster].Client.CoreV1().Secrets(semaphoreNamespace), m, v, dir); err != nil {
 				return err
-			}
-			for name, f := range files {
-				s, err := l.clusters[cluster].Client.CoreV1().Secrets(semaphoreNamespace).Get(ctx, f.Secret, metav1.GetOptions{})
-				if err != nil {
-					return fmt.Errorf("the kubelet could not mount %s: %w", vm.MountPath, err)
-				}
-				data, ok := s.Data[f.Key]
-				if !ok {
-					return fmt.Errorf("the kubelet could not mount %s: Secret %s has no key %s", vm.MountPath, f.Secret, f.Key)
-				}
-				// The owner is this process's user, who runs the pod: owner-readable is enough.
-				if err := writeFile(filepath.Join(dir, name), data, os.FileMode(f.Mode)|0o400); err != nil {
-					return err
-				}
 			}
 		case v.HostPath != nil:
 			if node == "" {

@@ -71,6 +71,10 @@ type ControllerState struct {
 	// Lease is the name of the leader-election Lease (in the semaphore namespace) when the pod
 	// elects a leader.
 	Lease string `json:"lease,omitempty"`
+	// Kubeconfig and RemotesDir are the pod's credentials: its in-cluster configuration, and
+	// the directory of its remotes' kubeconfigs.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	RemotesDir string `json:"remotesDir,omitempty"`
 }
 
 // DNSState is one running CoreDNS.

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kube-semaphore/semaphore/components/internal/labels"
+	"github.com/kube-semaphore/semaphore/components/internal/remote"
 	"github.com/kube-semaphore/semaphore/components/internal/testenv"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
@@ -101,9 +102,22 @@ func collect(ctx context.Context, st *State) *Status {
 	}
 	s.Controllers = make([]ControllerStatus, len(st.Controllers))
 	for i, c := range st.Controllers {
+		wg.Go(func() { s.Controllers[i] = readiness(ctx, c) })
+	}
+	// Each Lease once, however many replicas compete for it.
+	var leases [][2]string // cluster, lease
+	for _, c := range st.Controllers {
+		if key := [2]string{c.Cluster, c.Lease}; c.Lease != "" && !slices.Contains(leases, key) {
+			leases = append(leases, key)
+		}
+	}
+	holders := map[[2]string]string{}
+	for _, key := range leases {
 		wg.Go(func() {
-			s.Controllers[i] = readiness(ctx, c)
-			s.Controllers[i].Leader = c.Lease != "" && leaseHolder(ctx, st, c) == c.PodName
+			h := leaseHolder(ctx, st, key[0], key[1])
+			mu.Lock()
+			defer mu.Unlock()
+			holders[key] = h
 		})
 	}
 	if st.Prometheus != nil {
@@ -112,6 +126,9 @@ func collect(ctx context.Context, st *State) *Status {
 	wg.Go(func() { s.WireGuard = collectWireGuard(ctx, st) })
 	wg.Go(func() { s.Pings = collectPings(st) })
 	wg.Wait()
+	for i, c := range st.Controllers {
+		s.Controllers[i].Leader = c.Lease != "" && holders[[2]string{c.Cluster, c.Lease}] == c.PodName
+	}
 	slices.SortFunc(s.DNS, func(a, b DNSAnswer) int { return strings.Compare(a.Cluster+a.Name, b.Cluster+b.Name) })
 	return s
 }
@@ -490,8 +507,10 @@ func printStatus(w io.Writer, st *State, s *Status) {
 	fmt.Fprintf(w, "  %s/%s (umbrella) in every cluster: its manifest in %s\n", semaphoreNamespace, umbrellaRelease,
 		filepath.Join(st.Dir, "clusters", "<cluster>", "semaphore-manifest.yaml"))
 	fmt.Fprintf(w, "  every controller runs with its pod's environment and files, in %s\n", filepath.Join(st.Dir, "pods", "<cluster>", "<pod>"))
-	fmt.Fprintf(w, "  e.g. kubectl --kubeconfig %s get svc -A   # as gcp's controllers read aws\n",
-		filepath.Join(st.Dir, "pods", "gcp", umbrellaRelease+"-service-mirror-0", "etc", "semaphore", "remotes", "aws", "kubeconfig"))
+	if i := slices.IndexFunc(st.Controllers, func(c ControllerState) bool { return c.Cluster == "gcp" && c.RemotesDir != "" }); i >= 0 {
+		fmt.Fprintf(w, "  e.g. kubectl --kubeconfig %s get svc -A   # as gcp's %s reads aws\n",
+			remote.KubeconfigPath(st.Controllers[i].RemotesDir, "aws"), st.Controllers[i].PodName)
+	}
 	fmt.Fprintln(w)
 }
 
@@ -526,9 +545,10 @@ func table(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
 
-// leaseHolder is the holder of c's leader-election Lease ("" when it cannot be read).
-func leaseHolder(ctx context.Context, st *State, c ControllerState) string {
-	i := slices.IndexFunc(st.Clusters, func(cl ClusterState) bool { return cl.Name == c.Cluster })
+// leaseHolder is the holder of Lease lease in cluster's semaphore namespace ("" when it cannot
+// be read).
+func leaseHolder(ctx context.Context, st *State, cluster, lease string) string {
+	i := slices.IndexFunc(st.Clusters, func(cl ClusterState) bool { return cl.Name == cluster })
 	if i < 0 {
 		return ""
 	}
@@ -536,9 +556,9 @@ func leaseHolder(ctx context.Context, st *State, c ControllerState) string {
 	if err != nil {
 		return ""
 	}
-	lease, err := client.CoordinationV1().Leases(semaphoreNamespace).Get(ctx, c.Lease, metav1.GetOptions{})
-	if err != nil || lease.Spec.HolderIdentity == nil {
+	l, err := client.CoordinationV1().Leases(semaphoreNamespace).Get(ctx, lease, metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
 		return ""
 	}
-	return *lease.Spec.HolderIdentity
+	return *l.Spec.HolderIdentity
 }

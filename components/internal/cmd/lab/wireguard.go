@@ -113,14 +113,16 @@ func (l *lab) startWireguard(ctx context.Context, bin string, n NodeState) (c *c
 	}
 	l.mu.Lock()
 	l.state.Controllers = append(l.state.Controllers, ControllerState{
-		Component: wireguardComponent,
-		Cluster:   n.Cluster,
-		Node:      n.Name,
-		Admin:     admin,
-		Log:       log,
-		PID:       c.cmd.Process.Pid,
-		Pod:       pod.Root,
-		PodName:   pod.Name,
+		Component:  wireguardComponent,
+		Cluster:    n.Cluster,
+		Node:       n.Name,
+		Admin:      admin,
+		Log:        log,
+		PID:        c.cmd.Process.Pid,
+		Pod:        pod.Root,
+		PodName:    pod.Name,
+		Kubeconfig: pod.Kubeconfig,
+		RemotesDir: pod.RemotesDir,
 	})
 	l.mu.Unlock()
 	l.saveState()
