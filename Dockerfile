@@ -31,7 +31,7 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
     set -eu; \
     for c in service-mirror policy wireguard; do \
         CGO_ENABLED=0 GOOS="$TARGETOS" GOARCH="$TARGETARCH" go build -trimpath \
-            -ldflags "-s -w -X github.com/kube-semaphore/semaphore/components/internal/metrics.Version=${VERSION}" \
+            -ldflags "-s -w -X github.com/kube-semaphore/semaphore/internal/metrics.Version=${VERSION}" \
             -o "/out/semaphore-$c" "./components/$c"; \
     done
 

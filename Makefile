@@ -14,7 +14,7 @@ GO ?= go
 # semaphore-<component>, like the images and charts.
 COMPONENTS := $(patsubst components/%/main.go,%,$(wildcard components/*/main.go))
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X github.com/kube-semaphore/semaphore/components/internal/metrics.Version=$(VERSION)
+LDFLAGS := -s -w -X github.com/kube-semaphore/semaphore/internal/metrics.Version=$(VERSION)
 
 # Integration tests start two or three API servers (each an etcd and a kube-apiserver) per
 # package. On the 2-core CI machines more than two packages at once starves them and turns
@@ -87,12 +87,12 @@ generate: ## Regenerate generated files: reference docs, chart READMEs, the char
 	@mkdir -p docs; \
 	tmp=$$(mktemp); trap 'rm -f "$$tmp"' EXIT; \
 	for gen in metrics:docs/metrics.md config:docs/configuration.md; do \
-		$(GO) run ./components/internal/cmd/$${gen%%:*}doc >"$$tmp"; \
+		$(GO) run ./internal/cmd/$${gen%%:*}doc >"$$tmp"; \
 		cat "$$tmp" >"$${gen#*:}"; \
 		echo "generate: wrote $${gen#*:}"; \
 	done
 	@if [ -n "$(DOC_CHARTS)" ]; then \
-		$(GO) run ./components/internal/cmd/chartdoc $(DOC_CHARTS); \
+		$(GO) run ./internal/cmd/chartdoc $(DOC_CHARTS); \
 		for d in $(DOC_CHARTS); do echo "generate: wrote $$d/README.md"; done; \
 	fi
 	@shopt -s nullglob; \
@@ -154,7 +154,7 @@ lint: ## gofmt, go vet and golangci-lint (.golangci.yml); reports all three befo
 
 # Every chart that has ci/*-values.yaml scenarios: `helm lint --strict` on each, and a render,
 # because helm lint reports a template's fail() only as [INFO]. helm is built from the module
-# proxy by ci/helm.sh. The Go tests in components/internal/charts go much further.
+# proxy by ci/helm.sh. The Go tests in internal/charts go much further.
 .PHONY: lint-charts
 lint-charts: ## helm lint --strict and helm template for every chart scenario (charts/**/ci/*-values.yaml)
 	@helm=$$(bash ci/helm.sh | tail -n 1); failed=""; \
@@ -228,7 +228,7 @@ test-alerts: ## Check the alert rules (alerts/*.yaml) and run their promtool uni
 # Benchmarks run one package at a time so that they do not compete for the two cores.
 .PHONY: bench
 bench: ## Run every benchmark (BENCHTIME=1x by default) against real API servers
-	@pkgs=$$({ grep -rlE --include='*_test.go' --exclude-dir=testdata '^func Benchmark' components ci || true; } \
+	@pkgs=$$({ grep -rlE --include='*_test.go' --exclude-dir=testdata '^func Benchmark' components internal lab ci || true; } \
 		| xargs -r -n 1 dirname | sort -u | sed 's|^|./|'); \
 	if [ -z "$$pkgs" ]; then echo "bench: no benchmarks yet"; exit 0; fi; \
 	assets="$(KUBE_ASSETS)"; \

@@ -8,7 +8,12 @@
 # module requires it and points each staging module at the matching published v0.X.Y instead.
 # etcd's server builds from the same wrapper, at the version kubernetes itself requires.
 #
-# A cold build takes about 6 minutes on 2 cores; when both binaries are present it does nothing.
+#   bash ci/kube-binaries.sh             kube-apiserver and etcd (what the integration tests need)
+#   bash ci/kube-binaries.sh all         also kube-controller-manager, kube-scheduler, kubelet and
+#                                        kube-proxy (what the lab's real clusters and nodes need)
+#
+# A cold build of the first two takes about 6 minutes on 2 cores, the other four about 5 more;
+# binaries already present are not built again.
 set -euo pipefail
 
 KUBE_VERSION=${KUBE_VERSION:-1.36.3}
@@ -17,7 +22,15 @@ CACHE_DIR=${SEMAPHORE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/semaphore}
 # the old recipe are not reused.
 out="$CACHE_DIR/kube/v$KUBE_VERSION-r2"
 
-if [[ -x "$out/kube-apiserver" && -x "$out/etcd" ]]; then
+kube_cmds=(kube-apiserver)
+if [[ ${1:-} == all ]]; then
+	kube_cmds+=(kube-controller-manager kube-scheduler kubelet kube-proxy)
+fi
+missing=()
+for cmd in etcd "${kube_cmds[@]}"; do
+	[[ -x "$out/$cmd" ]] || missing+=("$cmd")
+done
+if [[ ${#missing[@]} == 0 ]]; then
 	echo "$out"
 	exit 0
 fi
@@ -25,7 +38,7 @@ fi
 staging_version="v0.${KUBE_VERSION#1.}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-echo "building kube-apiserver v$KUBE_VERSION and etcd into $out (cold build: about 6 minutes)" >&2
+echo "building ${missing[*]} (Kubernetes v$KUBE_VERSION) into $out (cold: minutes each)" >&2
 
 cd "$work"
 # The wrapper needs no GOFLAGS from the caller (e.g. -mod=vendor from a product checkout).
@@ -51,17 +64,27 @@ package tools
 import (
 	_ "go.etcd.io/etcd/server/v3"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 GO
 go mod tidy >&2
-mkdir -p "$out.tmp"
+mkdir -p "$out"
 # Without the version stamped in, kube-apiserver reports v0.0.0-master and clients that check
 # the server version (helm's kubeVersion constraints, kubectl) refuse it.
 minor=${KUBE_VERSION#1.}
 minor=${minor%%.*}
 version_flags="-X k8s.io/component-base/version.gitVersion=v$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-go build -trimpath -ldflags="-s $version_flags" -o "$out.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2
-go build -trimpath -ldflags=-s -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3 >&2
-rm -rf "$out"
-mv "$out.tmp" "$out"
+# Each binary is built under a temporary name and renamed, so an interrupted build never leaves
+# a binary that looks complete.
+for cmd in "${missing[@]}"; do
+	if [[ $cmd == etcd ]]; then
+		go build -trimpath -ldflags=-s -o "$out/.$cmd.tmp" go.etcd.io/etcd/server/v3 >&2
+	else
+		go build -trimpath -ldflags="-s $version_flags" -o "$out/.$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd" >&2
+	fi
+	mv -f "$out/.$cmd.tmp" "$out/$cmd"
+done
 echo "$out"

@@ -6,7 +6,7 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/kube-semaphore/semaphore/components/internal/component"
+	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/components/policy/app"
 )
 

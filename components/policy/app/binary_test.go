@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-semaphore/semaphore/components/internal/remote"
-	"github.com/kube-semaphore/semaphore/components/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/remote"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 func TestBadConfiguration(t *testing.T) {

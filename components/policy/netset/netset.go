@@ -12,7 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kube-semaphore/semaphore/components/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/labels"
 )
 
 // Label keys on every set, naming the pods it stands for. NetworkPolicies select on them.

@@ -14,10 +14,10 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kube-semaphore/semaphore/components/internal/component"
-	"github.com/kube-semaphore/semaphore/components/internal/config"
-	"github.com/kube-semaphore/semaphore/components/internal/labels"
-	"github.com/kube-semaphore/semaphore/components/internal/metrics"
+	"github.com/kube-semaphore/semaphore/internal/component"
+	"github.com/kube-semaphore/semaphore/internal/config"
+	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/controller"
 )
 

@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/kube-semaphore/semaphore/components/internal/config"
-	"github.com/kube-semaphore/semaphore/components/internal/remote"
-	"github.com/kube-semaphore/semaphore/components/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/config"
+	"github.com/kube-semaphore/semaphore/internal/remote"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/app"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 )

@@ -6,7 +6,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 
-	"github.com/kube-semaphore/semaphore/components/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 )
 

@@ -3,8 +3,8 @@ package controller
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kube-semaphore/semaphore/components/internal/metrics"
-	"github.com/kube-semaphore/semaphore/components/internal/reconcile"
+	"github.com/kube-semaphore/semaphore/internal/metrics"
+	"github.com/kube-semaphore/semaphore/internal/reconcile"
 )
 
 // Metrics are the service mirror's own metrics.

@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kube-semaphore/semaphore/components/internal/labels"
-	"github.com/kube-semaphore/semaphore/components/internal/names"
+	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/names"
 )
 
 // Separator sits between the source namespace and name in a mirror's name. It is fixed: the

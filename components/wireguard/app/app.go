@@ -14,10 +14,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kube-semaphore/semaphore/components/internal/component"
-	"github.com/kube-semaphore/semaphore/components/internal/config"
-	"github.com/kube-semaphore/semaphore/components/internal/labels"
-	"github.com/kube-semaphore/semaphore/components/internal/metrics"
+	"github.com/kube-semaphore/semaphore/internal/component"
+	"github.com/kube-semaphore/semaphore/internal/config"
+	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"

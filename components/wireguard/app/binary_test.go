@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-semaphore/semaphore/components/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 // Issue 4, case 8 (and 6: conflicting device names are rejected at start): bad configuration

@@ -28,8 +28,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/kube-semaphore/semaphore/components/internal/reconcile"
-	"github.com/kube-semaphore/semaphore/components/internal/remote"
+	"github.com/kube-semaphore/semaphore/internal/reconcile"
+	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 )
 

@@ -5,8 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kube-semaphore/semaphore/components/internal/metrics"
-	"github.com/kube-semaphore/semaphore/components/internal/reconcile"
+	"github.com/kube-semaphore/semaphore/internal/metrics"
+	"github.com/kube-semaphore/semaphore/internal/reconcile"
 )
 
 // Metrics are semaphore-wireguard's own metrics.

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/components/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"

@@ -1,0 +1,138 @@
+// Package component assembles what every controller deployment shares: API clients from the
+// configuration, the metrics registry, the admin server with per-remote readiness, remote
+// health probing and leader election. A component adds its controller and runs it while it
+// leads.
+package component
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kube-semaphore/semaphore/internal/admin"
+	"github.com/kube-semaphore/semaphore/internal/config"
+	"github.com/kube-semaphore/semaphore/internal/leader"
+	"github.com/kube-semaphore/semaphore/internal/metrics"
+	"github.com/kube-semaphore/semaphore/internal/remote"
+)
+
+// Instruments are the metrics every component has: build_info, API client requests, remote
+// health and its work queue. Component-specific metrics are created on Factory.
+type Instruments struct {
+	Factory *metrics.Factory
+	Health  *remote.Health
+	Queue   workqueue.MetricsProvider
+}
+
+// NewInstruments creates the shared metrics of a component on reg.
+func NewInstruments(reg prometheus.Registerer, metricsPrefix string, probeInterval time.Duration, log *slog.Logger) Instruments {
+	f := metrics.NewFactory(reg, metricsPrefix)
+	metrics.BuildInfo(f)
+	metrics.ClientGo(f)
+	return Instruments{
+		Factory: f,
+		Health:  remote.NewHealth(f, probeInterval, log),
+		Queue:   metrics.WorkqueueProvider(f),
+	}
+}
+
+// Base is a configured component without its controller.
+type Base struct {
+	Instruments
+	Log         *slog.Logger
+	Registry    *prometheus.Registry
+	LocalConfig *rest.Config
+	Local       kubernetes.Interface
+	Remotes     []remote.Cluster
+
+	election config.LeaderElection
+	admin    *admin.Server
+	listener net.Listener
+	leading  atomic.Bool
+}
+
+// New builds everything that can fail on bad configuration, so the process fails at start:
+// clients from the kubeconfigs and the admin listener. The configuration must have been
+// validated. name is the user agent of every client.
+func New(name, metricsPrefix string, shared config.Shared, election config.LeaderElection, log *slog.Logger) (*Base, error) {
+	opts := remote.ClientOptions{UserAgent: name, QPS: shared.ClientQPS, Burst: shared.ClientBurst}
+	localCfg, err := remote.LocalConfig(shared.LocalKubeconfig, opts)
+	if err != nil {
+		return nil, err
+	}
+	local, err := kubernetes.NewForConfig(localCfg)
+	if err != nil {
+		return nil, fmt.Errorf("SEMAPHORE_LOCAL_KUBECONFIG: %w", err)
+	}
+	remotes, err := remote.LoadRemotes(shared.RemotesDir, shared.Remotes, opts)
+	if err != nil {
+		return nil, err
+	}
+	listener, err := admin.Listen(shared.AdminAddr)
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	metrics.RegisterProcess(reg)
+	b := &Base{
+		Instruments: NewInstruments(reg, metricsPrefix, shared.RemoteProbeInterval, log),
+		Log:         log,
+		Registry:    reg,
+		LocalConfig: localCfg,
+		Local:       local,
+		Remotes:     remotes,
+		election:    election,
+		admin:       admin.New(reg),
+		listener:    listener,
+	}
+	for _, r := range remotes {
+		b.Health.Add(r.Name, remote.ProbeReadyz(r))
+		b.admin.AddReadyCheck("remote:"+r.Name, func() error {
+			// Only the leader syncs caches; a standby is ready while the remote answers.
+			if b.leading.Load() {
+				return b.Health.Check(r.Name)
+			}
+			return b.Health.Reachable(r.Name)
+		})
+	}
+	return b, nil
+}
+
+// AdminAddr is the address the admin server listens on.
+func (b *Base) AdminAddr() string { return b.listener.Addr().String() }
+
+// Run serves the admin endpoints, probes the remotes and, while this replica leads, calls
+// run, until ctx is done. localSynced tells /readyz whether the leader's local caches synced.
+func (b *Base) Run(ctx context.Context, run func(context.Context), localSynced func() bool) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	b.admin.AddReadyCheck("controller", func() error {
+		// A standby replica is ready: it is waiting for the lease, as it should.
+		if b.leading.Load() && !localSynced() {
+			return errors.New("local caches not synced yet")
+		}
+		return nil
+	})
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- b.admin.Serve(ctx, b.listener) }()
+	go b.Health.Run(ctx)
+
+	err := leader.Run(ctx, b.election, b.Local, b.Log, func(ctx context.Context) {
+		b.leading.Store(true)
+		run(ctx)
+	})
+	cancel()
+	if serr := <-serveErr; err == nil {
+		err = serr
+	}
+	return err
+}

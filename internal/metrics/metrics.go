@@ -1,0 +1,117 @@
+// Package metrics creates a component's Prometheus metrics on an injected registry and records
+// what it created, so the metrics reference (docs/metrics.md) is generated from the code itself.
+package metrics
+
+import (
+	"runtime"
+	"sort"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Spec describes one metric family a component exports.
+type Spec struct {
+	Name   string
+	Type   string
+	Help   string
+	Labels []string
+}
+
+// Factory creates metrics named <prefix>_<name> and registers them on one registerer.
+type Factory struct {
+	prefix string
+	reg    prometheus.Registerer
+
+	mu    sync.Mutex
+	specs []Spec
+}
+
+// NewFactory returns a factory for metrics named prefix_*, registered on reg.
+func NewFactory(reg prometheus.Registerer, prefix string) *Factory {
+	return &Factory{prefix: prefix, reg: reg}
+}
+
+// Prefix is the common prefix of this factory's metric names.
+func (f *Factory) Prefix() string { return f.prefix }
+
+func (f *Factory) record(name, typ, help string, labels []string) string {
+	full := f.prefix + "_" + name
+	f.mu.Lock()
+	f.specs = append(f.specs, Spec{Name: full, Type: typ, Help: help, Labels: append([]string(nil), labels...)})
+	f.mu.Unlock()
+	return full
+}
+
+// Specs returns the metrics created so far, sorted by name.
+func (f *Factory) Specs() []Spec {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]Spec, len(f.specs))
+	for i, s := range f.specs {
+		s.Labels = append([]string(nil), s.Labels...)
+		out[i] = s
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// External records a metric that a custom collector of the component exports (for example
+// one that reads device statistics at scrape time) and returns its full name.
+func (f *Factory) External(name, typ, help string, labels ...string) string {
+	return f.record(name, typ, help, labels)
+}
+
+// Counter creates and registers a counter.
+func (f *Factory) Counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: f.record(name, "counter", help, nil), Help: help})
+	f.reg.MustRegister(c)
+	return c
+}
+
+// CounterVec creates and registers a counter with labels.
+func (f *Factory) CounterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: f.record(name, "counter", help, labels), Help: help}, labels)
+	f.reg.MustRegister(c)
+	return c
+}
+
+// Gauge creates and registers a gauge.
+func (f *Factory) Gauge(name, help string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: f.record(name, "gauge", help, nil), Help: help})
+	f.reg.MustRegister(g)
+	return g
+}
+
+// GaugeVec creates and registers a gauge with labels.
+func (f *Factory) GaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: f.record(name, "gauge", help, labels), Help: help}, labels)
+	f.reg.MustRegister(g)
+	return g
+}
+
+// HistogramVec creates and registers a histogram with labels.
+func (f *Factory) HistogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: f.record(name, "histogram", help, labels), Help: help, Buckets: buckets}, labels)
+	f.reg.MustRegister(h)
+	return h
+}
+
+// LatencyBuckets suit reconcile and propagation latencies: 1 ms to about 30 s.
+var LatencyBuckets = prometheus.ExponentialBuckets(0.001, 2, 16)
+
+// Version is the component version, set at build time with
+// -ldflags "-X github.com/kube-semaphore/semaphore/internal/metrics.Version=v1.2.3".
+var Version = "dev"
+
+// BuildInfo registers <prefix>_build_info, a constant 1 labelled with the version.
+func BuildInfo(f *Factory) {
+	g := f.GaugeVec("build_info", "A constant 1, labelled with the version of the component and of Go it was built with.", "version", "go_version")
+	g.WithLabelValues(Version, runtime.Version()).Set(1)
+}
+
+// RegisterProcess registers the Go runtime and process collectors on reg.
+func RegisterProcess(reg prometheus.Registerer) {
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}

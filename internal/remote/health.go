@@ -1,0 +1,181 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kube-semaphore/semaphore/internal/metrics"
+)
+
+// Health tracks, for each remote, whether its API server answers and whether the component's
+// caches of it have synced. It exports <prefix>_remote_up and
+// <prefix>_remote_last_sync_timestamp_seconds and serves the per-remote readiness checks.
+type Health struct {
+	interval time.Duration
+	timeout  time.Duration
+	log      *slog.Logger
+	up       *prometheus.GaugeVec
+	lastSync *prometheus.GaugeVec
+
+	mu      sync.Mutex
+	remotes map[string]*remoteState
+}
+
+type remoteState struct {
+	probe  func(context.Context) error
+	synced bool
+	err    error // last probe result; nil when the last probe succeeded
+	probed bool
+}
+
+// NewHealth creates the per-remote health metrics on f. Remotes are probed every interval.
+func NewHealth(f *metrics.Factory, interval time.Duration, log *slog.Logger) *Health {
+	return &Health{
+		interval: interval,
+		timeout:  max(interval, time.Second),
+		log:      log,
+		up:       f.GaugeVec("remote_up", "1 when the remote cluster's API server answered the last probe, 0 otherwise.", "remote"),
+		lastSync: f.GaugeVec("remote_last_sync_timestamp_seconds", "Unix time at which the component last knew its view of the remote to be current: caches synced and the API server answering.", "remote"),
+		remotes:  map[string]*remoteState{},
+	}
+}
+
+// ProbeReadyz returns a probe that asks a cluster's API server for /readyz, which every
+// authenticated identity may read.
+func ProbeReadyz(c Cluster) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+	}
+}
+
+// Add starts tracking a remote. It counts as down until its first probe succeeds.
+func (h *Health) Add(name string, probe func(context.Context) error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.remotes[name] = &remoteState{probe: probe}
+	h.up.WithLabelValues(name).Set(0)
+	h.lastSync.WithLabelValues(name)
+}
+
+// MarkSynced records that the component's caches of a remote have synced.
+func (h *Health) MarkSynced(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s, ok := h.remotes[name]; ok {
+		s.synced = true
+		if s.probed && s.err == nil {
+			h.lastSync.WithLabelValues(name).SetToCurrentTime()
+		}
+	}
+}
+
+// Up reports whether the remote answered its last probe.
+func (h *Health) Up(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.remotes[name]
+	return ok && s.probed && s.err == nil
+}
+
+// Reachable is nil when the remote answered its last probe.
+func (h *Health) Reachable(name string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.remotes[name]
+	switch {
+	case !ok:
+		return errors.New("unknown remote")
+	case !s.probed:
+		return errors.New("not probed yet")
+	case s.err != nil:
+		return fmt.Errorf("unreachable: %w", s.err)
+	}
+	return nil
+}
+
+// Check is the readiness check of one remote: nil when it is reachable and synced.
+func (h *Health) Check(name string) error {
+	if err := h.Reachable(name); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.remotes[name].synced {
+		return errors.New("caches not synced yet")
+	}
+	return nil
+}
+
+// Names returns the tracked remotes, sorted.
+func (h *Health) Names() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	names := make([]string, 0, len(h.remotes))
+	for n := range h.remotes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Run probes every remote each interval until ctx is done.
+func (h *Health) Run(ctx context.Context) {
+	t := time.NewTicker(h.interval)
+	defer t.Stop()
+	for {
+		h.probeAll(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (h *Health) probeAll(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, name := range h.Names() {
+		h.mu.Lock()
+		probe := h.remotes[name].probe
+		h.mu.Unlock()
+		wg.Go(func() {
+			pctx, cancel := context.WithTimeout(ctx, h.timeout)
+			err := probe(pctx)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			h.record(name, err)
+		})
+	}
+	wg.Wait()
+}
+
+func (h *Health) record(name string, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.remotes[name]
+	wasUp := s.probed && s.err == nil
+	s.probed, s.err = true, err
+	if err != nil {
+		h.up.WithLabelValues(name).Set(0)
+		if wasUp || !s.synced {
+			h.log.Warn("remote unreachable", "remote", name, "err", err)
+		}
+		return
+	}
+	h.up.WithLabelValues(name).Set(1)
+	if s.synced {
+		h.lastSync.WithLabelValues(name).SetToCurrentTime()
+	}
+	if !wasUp {
+		h.log.Info("remote reachable", "remote", name)
+	}
+}

@@ -1,0 +1,97 @@
+// Command lab runs the local lab: one real Kubernetes API server (kube-apiserver + etcd) per
+// cluster on this machine, semaphore-remote and the umbrella chart installed in each through the
+// Helm SDK, the Semaphore controllers running against them as the pods of the umbrella release
+// (podOf), the sample workloads of the Semaphore blog post, CoreDNS with the Corefile of
+// docs/coredns.md and Prometheus with the alert rules. `make lab` runs it through ci/lab;
+// docs/lab.md describes it.
+//
+//	lab [-dir DIR] [up]   bring the lab up, print its status, run until SIGINT/SIGTERM, tear down
+//	lab [-dir DIR] down   stop the running lab (from another terminal)
+//	lab [-dir DIR] status print the status of the running lab
+//	lab [-dir DIR] check  bring the lab up, check what it prints, tear it down; exit 0 or 1
+//
+// When run as root on Linux, every cluster's nodes are network namespaces running
+// semaphore-wireguard, with a ping from a pod address in gcp to one in aws that only WireGuard
+// carries. Each piece is one part (see lab.parts); without root the lab runs without the nodes
+// and says why.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kube-semaphore/semaphore/internal/testenv"
+)
+
+const usage = `Usage: bash ci/lab [flags] [command]
+
+Commands:
+  up      bring the lab up, print its status, run until Ctrl-C (or "down"), tear it down (default)
+  down    stop the running lab
+  status  print the status of the running lab (exit 1 when it is not running or not healthy)
+  check   bring the lab up, check that it works, tear it down; exit 0 when it works, 1 otherwise
+
+Flags:
+`
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
+	dir := fs.String("dir", filepath.Join(testenv.RepoRoot(), ".lab"), "lab `directory`: runtime state, kubeconfigs, logs")
+	nodes := fs.Bool("nodes", true, "run the nodes (network namespaces with semaphore-wireguard and the ping), which need root; false runs the control-plane part only")
+	timeout := fs.Duration("timeout", 2*time.Minute, "how long up and check wait for the lab to work once everything has started")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	command, rest := "up", []string(nil)
+	if fs.NArg() > 0 {
+		command, rest = fs.Arg(0), fs.Args()[1:]
+	}
+	if len(rest) > 0 && command != reaperCommand {
+		fs.Usage()
+		return 2
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lab: %v\n", err)
+		return 1
+	}
+	// envtest logs through controller-runtime, which complains (with a stack trace) when no
+	// logger was set; klog prints its errors and drops its chatter.
+	ctrllog.SetLogger(klog.NewKlogr())
+
+	switch command {
+	case "up":
+		return up(abs, *timeout, *nodes, false)
+	case "check":
+		return up(abs, *timeout, *nodes, true)
+	case "down":
+		return down(abs)
+	case "status":
+		return status(context.Background(), abs)
+	case reaperCommand:
+		return reap(abs, rest)
+	default:
+		fmt.Fprintf(os.Stderr, "lab: unknown command %q\n\n", command)
+		fs.Usage()
+		return 2
+	}
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/components/policy/calico"
+	"github.com/kube-semaphore/semaphore/components/policy/netset"
+)
+
+// calicoAPI is the API group semaphore-policy writes its GlobalNetworkSets to in the lab: the
+// umbrella chart's default.
+const calicoAPI = calico.APIv3
+
+// calicoCRD is the GlobalNetworkSet CRD of calicoAPI that every cluster's API server gets. In a
+// real cluster the Calico API server (an aggregated API) serves projectcalico.org/v3; the lab has
+// no Calico, and this CRD, with the same group, version, kind, scope and schema, stands in for
+// it: the controller sees the same REST paths and objects. The crd.projectcalico.org/v1 CRD of the
+// same fixtures is left out, as the controller writes to one group only.
+var calicoCRD = filepath.Join(testenv.RepoRoot(), "components", "policy", "testdata", "crds", "projectcalico.org_globalnetworksets.yaml")
+
+// startPolicies runs semaphore-policy for every cluster, turning the labelled pods of all the
+// other clusters into GlobalNetworkSets.
+func (l *lab) startPolicies(ctx context.Context) error {
+	return l.startControllers(ctx, "policy", l.bin.policy)
+}
+
+// expectedSet is a GlobalNetworkSet the sample workloads must lead to.
+type expectedSet struct {
+	Cluster string
+	Source  netset.Source
+	Nets    []string
+}
+
+// Name is the set's name as docs/policy.md gives it: <remote>-<namespace>-<set>.
+func (e expectedSet) Name() string {
+	return e.Source.Cluster + "-" + e.Source.Namespace + "-" + e.Source.Name
+}
+
+// expectedSets are the forwarder pods' sets: one in every cluster but their own, holding the
+// pods' IPs as /32 networks, sorted by address.
+func expectedSets() []expectedSet {
+	src := netset.Source{Cluster: forwarderCluster, Namespace: sampleNamespace, Name: forwarderName}
+	var nets []string
+	for i := range forwarderCount {
+		nets = append(nets, podIP(forwarderCluster, i)+"/32")
+	}
+	slices.SortFunc(nets, func(a, b string) int {
+		return netip.MustParsePrefix(a).Addr().Compare(netip.MustParsePrefix(b).Addr())
+	})
+	var out []expectedSet
+	for _, c := range remotesOf(forwarderCluster) {
+		out = append(out, expectedSet{Cluster: c, Source: src, Nets: nets})
+	}
+	return out
+}
+
+// NetSetStatus is one GlobalNetworkSet of semaphore-policy.
+type NetSetStatus struct {
+	Name     string
+	Source   netset.Source
+	SourceOK bool // the set carries all three source labels
+	Nets     []string
+}
+
+// listNetworkSets lists semaphore-policy's GlobalNetworkSets in a cluster.
+func listNetworkSets(ctx context.Context, kubeconfig string) ([]NetSetStatus, error) {
+	cfg, err := clientConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	resource, err := calico.Resource(calicoAPI)
+	if err != nil {
+		return nil, err
+	}
+	list, err := client.Resource(resource).List(ctx, metav1.ListOptions{LabelSelector: labels.ManagedBy + "=" + labels.Policy})
+	if err != nil {
+		return nil, err
+	}
+	var out []NetSetStatus
+	for i := range list.Items {
+		set, err := calico.FromUnstructured(&list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		s := NetSetStatus{Name: set.Name, Nets: set.Spec.Nets}
+		s.Source, s.SourceOK = netset.SourceOf(set.Labels)
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b NetSetStatus) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
