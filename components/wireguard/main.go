@@ -6,8 +6,8 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/components/wireguard/app"
+	"github.com/kube-semaphore/semaphore/internal/component"
 )
 
 func main() {

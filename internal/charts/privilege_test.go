@@ -30,11 +30,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/kube-semaphore/semaphore/internal/charts"
-	"github.com/kube-semaphore/semaphore/internal/component"
-	"github.com/kube-semaphore/semaphore/internal/config"
-	"github.com/kube-semaphore/semaphore/internal/remote"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
 	policyapp "github.com/kube-semaphore/semaphore/components/policy/app"
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
@@ -43,6 +38,11 @@ import (
 	wgapp "github.com/kube-semaphore/semaphore/components/wireguard/app"
 	wgcontroller "github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/internal/charts"
+	"github.com/kube-semaphore/semaphore/internal/component"
+	"github.com/kube-semaphore/semaphore/internal/config"
+	"github.com/kube-semaphore/semaphore/internal/remote"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 // Names of the least-privilege setup: semaphore-remote in aws for consumer gcp, the umbrella in

@@ -17,12 +17,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"github.com/kube-semaphore/semaphore/internal/charts"
-	"github.com/kube-semaphore/semaphore/internal/config"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
 	policyapp "github.com/kube-semaphore/semaphore/components/policy/app"
 	mirrorapp "github.com/kube-semaphore/semaphore/components/service-mirror/app"
 	wgapp "github.com/kube-semaphore/semaphore/components/wireguard/app"
+	"github.com/kube-semaphore/semaphore/internal/charts"
+	"github.com/kube-semaphore/semaphore/internal/config"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 // remotesDir is where the controllers look for the remotes' credentials, SEMAPHORE_REMOTES_DIR.

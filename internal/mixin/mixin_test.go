@@ -12,11 +12,11 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/kube-semaphore/semaphore/internal/metrics"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
 	policy "github.com/kube-semaphore/semaphore/components/policy/app"
 	serviceMirror "github.com/kube-semaphore/semaphore/components/service-mirror/app"
 	wireguard "github.com/kube-semaphore/semaphore/components/wireguard/app"
+	"github.com/kube-semaphore/semaphore/internal/metrics"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 // exported are the metric series names the components export, from their definitions:

@@ -14,12 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kube-semaphore/semaphore/components/policy/calico"
+	"github.com/kube-semaphore/semaphore/components/policy/controller"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
-	"github.com/kube-semaphore/semaphore/components/policy/calico"
-	"github.com/kube-semaphore/semaphore/components/policy/controller"
 )
 
 // Name is the component's name: its user agent, field manager and managed-by label value.

@@ -17,13 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kube-semaphore/semaphore/components/policy/app"
+	"github.com/kube-semaphore/semaphore/components/policy/calico"
+	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/components/policy/app"
-	"github.com/kube-semaphore/semaphore/components/policy/calico"
-	"github.com/kube-semaphore/semaphore/components/policy/netset"
 )
 
 // The clusters are shared by every test of the package; tests run one at a time, use their

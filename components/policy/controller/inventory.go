@@ -5,8 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
+	"github.com/kube-semaphore/semaphore/internal/labels"
 )
 
 // Inventory counts, per remote, the labelled pods seen there and the sets and addresses here.

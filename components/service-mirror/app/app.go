@@ -14,11 +14,11 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kube-semaphore/semaphore/components/service-mirror/controller"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/controller"
 )
 
 // Name is the component's name: its user agent, field manager and managed-by label value.

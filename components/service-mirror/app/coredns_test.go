@@ -9,8 +9,8 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 // Issue 2, case 12: real CoreDNS, configured with the Corefile from docs/coredns.md and

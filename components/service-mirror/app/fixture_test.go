@@ -18,11 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-semaphore/semaphore/components/service-mirror/app"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/app"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 )
 
 // The clusters are shared by every test of the package: starting three API servers takes

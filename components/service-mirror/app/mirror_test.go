@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 )
 
 // Issue 2, case 1: a labelled remote Service with endpoints appears locally under its mirror

@@ -6,8 +6,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 
-	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/labels"
 )
 
 // Inventory counts, per remote, what is selected there and what is mirrored here.

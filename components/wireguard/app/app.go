@@ -14,13 +14,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
+	"github.com/kube-semaphore/semaphore/components/wireguard/device"
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
-	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
-	"github.com/kube-semaphore/semaphore/components/wireguard/device"
-	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 )
 
 // Name is the component's name: its user agent and log tag.

@@ -19,12 +19,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kube-semaphore/semaphore/internal/config"
-	"github.com/kube-semaphore/semaphore/internal/remote"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/components/wireguard/app"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/internal/config"
+	"github.com/kube-semaphore/semaphore/internal/remote"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 // The tests that create devices run as root in network and mount namespaces of their own,

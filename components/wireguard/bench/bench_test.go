@@ -27,12 +27,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kube-semaphore/semaphore/internal/component"
-	"github.com/kube-semaphore/semaphore/internal/remote"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/internal/component"
+	"github.com/kube-semaphore/semaphore/internal/remote"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 const (

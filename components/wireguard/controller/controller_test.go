@@ -19,11 +19,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
-	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 )
 
 // fakeDevices is an in-memory stand-in for the host's WireGuard devices with wgctrl's

@@ -7,10 +7,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/kube-semaphore/semaphore/internal/metrics"
 	policy "github.com/kube-semaphore/semaphore/components/policy/app"
 	serviceMirror "github.com/kube-semaphore/semaphore/components/service-mirror/app"
 	wireguard "github.com/kube-semaphore/semaphore/components/wireguard/app"
+	"github.com/kube-semaphore/semaphore/internal/metrics"
 )
 
 type component struct {
