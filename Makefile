@@ -76,6 +76,13 @@ build: ## Build the component binaries into ./bin/
 		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o "bin/semaphore-$$c" "./components/$$c"; \
 	done
 
+# Without Docker and without a base image (internal/images, docs/images.md): reproducible, the
+# same commit gives the same digests. VERSION goes into the binaries; IMAGES_FLAGS goes to the
+# command, e.g. IMAGES_FLAGS='-push registry.example.net/semaphore' or '-platforms linux/amd64'.
+.PHONY: images
+images: ## Build the three images (OCI, linux/amd64 + linux/arm64) into .build/images
+	@$(GO) run ./internal/cmd/images -version '$(VERSION)' $(IMAGES_FLAGS)
+
 .PHONY: fmt
 fmt: ## Format all Go code (gofmt, and goimports through golangci-lint when available)
 	@$(GO_FILES) | xargs -0 -r gofmt -w

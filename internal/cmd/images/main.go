@@ -1,0 +1,149 @@
+// Command images builds the three component images without Docker (internal/images) and writes
+// them as one OCI image layout, optionally pushing them to a registry as well (run by
+// `make images`):
+//
+//	images [-out DIR] [-platforms linux/amd64,linux/arm64] [-push REGISTRY [-insecure]] [-tag TAG] [-version VERSION]
+//
+// The images are named <registry>/semaphore-<component>:<tag>, as the charts expect them: the
+// registry is ghcr.io/kube-semaphore, or REGISTRY with -push; the tag is the appVersion of
+// charts/semaphore. It prints each image's reference and index digest.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/kube-semaphore/semaphore/internal/images"
+)
+
+func main() {
+	out := flag.String("out", "", "directory of the OCI image layout (default: .build/images in the module root)")
+	platforms := flag.String("platforms", strings.Join(images.DefaultPlatforms, ","), "comma-separated platforms of every image")
+	push := flag.String("push", "", "also push the images to this registry (host[:port][/path]), which then names them")
+	insecure := flag.Bool("insecure", false, "push over plain HTTP (a registry on localhost or a loopback address gets it anyway)")
+	tag := flag.String("tag", "", "tag of every image (default: the appVersion of charts/semaphore)")
+	version := flag.String("version", "", "version compiled into the binaries and labelled (default: git describe --tags --always --dirty)")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: images [flags]\n\n"+
+			"Builds the images of semaphore-service-mirror, semaphore-policy and semaphore-wireguard into an OCI image layout.\n\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() > 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, config{
+		out: *out, platforms: *platforms, push: *push, insecure: *insecure, tag: *tag, version: *version,
+	}, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "images: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	out, platforms, push, tag, version string
+	insecure                           bool
+}
+
+func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
+	start := time.Now()
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return err
+	}
+	opts, err := images.DefaultOptions(ctx, root)
+	if err != nil {
+		return err
+	}
+	if c.version != "" {
+		opts.Version = c.version
+	}
+	opts.Progress = stderr
+	if c.tag == "" {
+		if c.tag, err = images.AppVersion(filepath.Join(root, "charts", "semaphore")); err != nil {
+			return err
+		}
+	}
+	registry := images.DefaultRegistry
+	if c.push != "" {
+		registry = strings.TrimSuffix(c.push, "/")
+	}
+	out := c.out
+	if out == "" {
+		out = filepath.Join(root, ".build", "images")
+	}
+	var platforms []string
+	for p := range strings.SplitSeq(c.platforms, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			platforms = append(platforms, p)
+		}
+	}
+	if len(platforms) == 0 {
+		return errors.New("-platforms: no platform")
+	}
+
+	built := map[string]v1.ImageIndex{}
+	var refs []string
+	for _, spec := range images.Components() {
+		spec.Platforms = platforms
+		idx, err := images.Build(ctx, spec, opts)
+		if err != nil {
+			return err
+		}
+		ref := spec.Ref(registry, c.tag)
+		built[ref] = idx
+		refs = append(refs, ref)
+	}
+	if err := images.WriteLayout(out, built); err != nil {
+		return err
+	}
+	for _, ref := range refs {
+		d, err := built[ref].Digest()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s  %s\n", ref, d)
+	}
+	fmt.Fprintf(stdout, "OCI image layout: %s (%d images, %s, version %s, created %s)\n",
+		out, len(refs), strings.Join(platforms, " "), opts.Version, opts.Epoch.Format(time.RFC3339))
+	if c.push != "" {
+		for _, ref := range refs {
+			if err := images.Push(ctx, ref, built[ref], c.insecure); err != nil {
+				return err
+			}
+			d, _ := built[ref].Digest()
+			fmt.Fprintf(stdout, "pushed %s@%s\n", ref, d)
+		}
+	}
+	fmt.Fprintf(stderr, "images: done in %s\n", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// moduleRoot is the directory of the main module's go.mod, wherever the command runs from.
+func moduleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("not inside a Go module: run it from the repository")
+	}
+	return filepath.Dir(gomod), nil
+}
