@@ -6,22 +6,18 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"log"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-semaphore/semaphore/internal/charts"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 // The releases, as docs/charts.md installs them: semaphore-remote in a namespace of its own,
@@ -32,9 +28,6 @@ const (
 	umbrellaRelease = "semaphore"
 )
 
-// tokenLifetime is how long the tokens the lab issues are valid: longer than any lab runs.
-const tokenLifetime = 7 * 24 * time.Hour
-
 // wireguardPorts are the UDP ports of the WireGuard devices, by remote (wireguard.listenPorts):
 // one port per remote cluster, the same on every node.
 var wireguardPorts = map[string]int{"aws": 51821, "gcp": 51822, "merit": 51823}
@@ -42,7 +35,7 @@ var wireguardPorts = map[string]int{"aws": 51821, "gcp": 51822, "merit": 51823}
 // remoteEntry is one item of the umbrella's global.remotes, as semaphore-remote's NOTES print it.
 type remoteEntry = map[string]any
 
-// installRemoteCharts installs charts/semaphore-remote into every cluster through the Helm SDK,
+// installRemoteCharts installs charts/semaphore-remote into every cluster with the helm CLI, from the lab's registry,
 // with every other cluster as a consumer, and then does for each consumer what the release's
 // NOTES tell a user to do: it copies the consumer's token into a Secret of the consumer's
 // semaphore namespace and takes the global.remotes entry the NOTES print, with the CA filled
@@ -52,20 +45,16 @@ func (l *lab) installRemoteCharts(ctx context.Context) error {
 	defer cancel()
 	notes := map[string]string{}
 	for _, spec := range clusterSpecs {
-		c := l.clusters[spec.Name]
 		consumers := []any{}
 		for _, r := range remotesOf(spec.Name) {
 			consumers = append(consumers, map[string]any{"name": r})
 		}
-		m, err := l.helmInstall(c, charts.RemoteDir, remoteRelease, remoteNamespace, map[string]any{
+		m, err := l.helmInstall(ctx, spec.Name, remoteRelease, remoteRelease, remoteNamespace, map[string]any{
 			"clusterName": spec.Name,
-			"apiServer":   apiServer(c),
+			"apiServer":   l.apiServerOnUnderlay(spec.Name),
 			"consumers":   consumers,
 		})
 		if err != nil {
-			return fmt.Errorf("%s: %w", spec.Name, err)
-		}
-		if err := l.fillTokenSecrets(ctx, c, m); err != nil {
 			return fmt.Errorf("%s: %w", spec.Name, err)
 		}
 		notes[spec.Name] = m.Release.Info.Notes
@@ -73,7 +62,7 @@ func (l *lab) installRemoteCharts(ctx context.Context) error {
 			return err
 		}
 	}
-	l.logf("installed semaphore-remote in %s (charts/semaphore-remote, Helm SDK)", strings.Join(clusterNames(), ", "))
+	l.logf("installed semaphore-remote in %s (helm install oci://%s/%s/%s)", strings.Join(clusterNames(), ", "), l.registry, chartsRepo, remoteRelease)
 
 	l.remoteEntries = map[string][]remoteEntry{}
 	for _, consumer := range clusterSpecs {
@@ -86,71 +75,6 @@ func (l *lab) installRemoteCharts(ctx context.Context) error {
 		}
 	}
 	l.logf("copied each consumer's token into its cluster, as the NOTES say (%s)", l.path("clusters", "*", "semaphore-remote-NOTES.txt"))
-	return nil
-}
-
-// apiServer is c's API server URL as the controllers reach it: on this machine's loopback, and
-// at the same address inside the nodes' network namespaces, which forward it.
-func apiServer(c *testenv.Cluster) string {
-	return strings.TrimSuffix(c.Config.Host, "/")
-}
-
-// helmInstall installs chart (relative to the repository) into c as an admin would, with
-// Helm's messages in logs/helm.log.
-func (l *lab) helmInstall(c *testenv.Cluster, chart, release, namespace string, vals map[string]any) (*charts.Manifest, error) {
-	logf, err := os.OpenFile(l.path("logs", "helm.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
-	// Helm's chart loader reports through the standard logger every symbolic link it follows
-	// (the subcharts reach the library chart through one each).
-	log.SetOutput(logf)
-	defer log.SetOutput(os.Stderr)
-	cfg, err := charts.Config(c.DirectKubeconfig, namespace, l.path("tmp", "helm-cache", c.Name), func(format string, v ...any) {
-		fmt.Fprintf(logf, "%s %s: "+format+"\n", append([]any{c.Name, release}, v...)...)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return charts.Install(cfg, filepath.Join(testenv.RepoRoot(), chart), release, namespace, vals)
-}
-
-// fillTokenSecrets does the job of kube-controller-manager's token controller, which the lab
-// does not run: it fills every kubernetes.io/service-account-token Secret of release m with a
-// token of its ServiceAccount, the cluster's CA and the namespace. The token comes from the
-// TokenRequest API, bound to the Secret: like the token controller's, it is valid until the
-// Secret is deleted (or, here, for tokenLifetime).
-func (l *lab) fillTokenSecrets(ctx context.Context, c *testenv.Cluster, m *charts.Manifest) error {
-	for _, o := range m.Of("Secret") {
-		if o.Object["type"] != string(corev1.SecretTypeServiceAccountToken) {
-			continue
-		}
-		ns, name := o.GetNamespace(), o.GetName()
-		secrets := c.Client.CoreV1().Secrets(ns)
-		s, err := secrets.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		sa := s.Annotations[corev1.ServiceAccountNameKey]
-		tr, err := c.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
-			Spec: authenticationv1.TokenRequestSpec{
-				ExpirationSeconds: ptr.To(int64(tokenLifetime.Seconds())),
-				BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Secret", APIVersion: "v1", Name: name, UID: s.UID},
-			},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("a token for ServiceAccount %s/%s: %w", ns, sa, err)
-		}
-		s.Data = map[string][]byte{
-			corev1.ServiceAccountTokenKey:     []byte(tr.Status.Token),
-			corev1.ServiceAccountRootCAKey:    c.Config.CAData,
-			corev1.ServiceAccountNamespaceKey: []byte(ns),
-		}
-		if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("filling token Secret %s/%s: %w", ns, name, err)
-		}
-	}
 	return nil
 }
 
@@ -220,16 +144,19 @@ func (l *lab) followNotes(ctx context.Context, remote, consumer, notes string) (
 		return nil, err
 	}
 
-	// Step 1: the token, from the token Secret of the remote cluster into the consumer's.
+	// Step 1: the token, from the token Secret of the remote cluster into the consumer's. As
+	// the NOTES say, kube-controller-manager's token controller fills it a moment after the
+	// install: wait and retry.
 	src, dst := l.clusters[remote], l.clusters[consumer]
-	s, err := src.Client.CoreV1().Secrets(steps.TokenNamespace).Get(ctx, steps.TokenSecret, metav1.GetOptions{})
+	var s *corev1.Secret
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		s, err = src.Client.CoreV1().Secrets(steps.TokenNamespace).Get(ctx, steps.TokenSecret, metav1.GetOptions{})
+		return err == nil && len(s.Data[corev1.ServiceAccountTokenKey]) > 0, err
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("token Secret %s/%s: no token from the token controller: %w", steps.TokenNamespace, steps.TokenSecret, err)
 	}
 	token := s.Data[corev1.ServiceAccountTokenKey]
-	if len(token) == 0 {
-		return nil, fmt.Errorf("token Secret %s/%s has no token yet", steps.TokenNamespace, steps.TokenSecret)
-	}
 	if err := dst.EnsureNamespace(ctx, semaphoreNamespace); err != nil {
 		return nil, err
 	}
@@ -287,13 +214,13 @@ func dedent(block, prefix string) string {
 	return strings.Join(out, "\n")
 }
 
-// installUmbrellas installs charts/semaphore into every cluster through the Helm SDK, with the
+// installUmbrellas installs charts/semaphore into every cluster with the helm CLI, from the lab's registry, with the
 // remotes the NOTES gave (installRemoteCharts) and the lab's settings (umbrellaValues). The
 // controllers then run with what it renders (podOf).
-func (l *lab) installUmbrellas(context.Context) error {
+func (l *lab) installUmbrellas(ctx context.Context) error {
 	l.umbrellas = map[string]*charts.Manifest{}
 	for _, spec := range clusterSpecs {
-		m, err := l.helmInstall(l.clusters[spec.Name], charts.UmbrellaDir, umbrellaRelease, semaphoreNamespace, l.umbrellaValues(spec.Name))
+		m, err := l.helmInstall(ctx, spec.Name, umbrellaRelease, umbrellaRelease, semaphoreNamespace, l.umbrellaValues(spec.Name))
 		if err != nil {
 			return fmt.Errorf("%s: %w", spec.Name, err)
 		}
@@ -302,8 +229,8 @@ func (l *lab) installUmbrellas(context.Context) error {
 			return err
 		}
 	}
-	l.logf("installed the umbrella chart in %s (charts/semaphore, Helm SDK; rendered manifests in %s)",
-		strings.Join(clusterNames(), ", "), l.path("clusters", "*", "semaphore-manifest.yaml"))
+	l.logf("installed the umbrella chart in %s (helm install oci://%s/%s/%s; rendered manifests in %s)",
+		strings.Join(clusterNames(), ", "), l.registry, chartsRepo, umbrellaRelease, l.path("clusters", "*", "semaphore-manifest.yaml"))
 	return nil
 }
 
@@ -320,7 +247,12 @@ func (l *lab) umbrellaValues(cluster string) map[string]any {
 		remotes[i] = e
 	}
 	return map[string]any{
-		"global": map[string]any{"clusterName": cluster, "remotes": remotes},
+		"global": map[string]any{
+			"clusterName": cluster,
+			"remotes":     remotes,
+			// The images the lab built, in its registry: the one value that moves them.
+			"image": map[string]any{"registry": l.registry + "/" + imagesRepo},
+		},
 		// The mirrors go to the release namespace; the chart then leaves the namespace alone.
 		"serviceMirror": map[string]any{"mirrorNamespace": map[string]any{"name": semaphoreNamespace}},
 		"policy":        map[string]any{"calicoAPI": calicoAPI},

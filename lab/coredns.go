@@ -3,121 +3,152 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"strconv"
-	"syscall"
-	"time"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
-// dnsClusters are the clusters whose CoreDNS the lab runs: gcp, where the blog's forwarders
-// look fluentd up.
-var dnsClusters = []string{"gcp"}
+// Every cluster's DNS: CoreDNS as kubeadm deploys it (a Deployment in kube-system behind the
+// kube-dns Service at the address every kubelet gives its pods), running the Corefile of
+// docs/coredns.md as it stands there, so that gcp's pods resolve
+// fluentd.sys-log.svc.cluster.aws to fluentd's mirror exactly as the docs promise. The image
+// is CoreDNS built by ci/coredns.sh, in the lab's registry.
 
-// startCoreDNS runs CoreDNS for each of dnsClusters with the Corefile of docs/coredns.md,
-// changed only as the test harness changes it for a CoreDNS outside a pod (a kubeconfig for the
-// kubernetes plugin, free ports on 127.0.0.1): the lab checks what the docs tell users to
-// deploy.
-func (l *lab) startCoreDNS(ctx context.Context) error {
-	var started []*child
-	// CoreDNS keeps no state, and its lameduck period (5 s in the docs' Corefile) only matters
-	// behind a Service: kill it.
-	l.onTeardown(func() {
-		stopAll(started, syscall.SIGKILL, 5*time.Second)
-		l.logf("stopped CoreDNS")
-	})
-	for _, name := range dnsClusters {
-		c, err := l.startOneCoreDNS(ctx, name)
-		if c != nil {
-			started = append(started, c)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+const (
+	dnsNamespace = "kube-system"
+	dnsName      = "coredns"
+	dnsService   = "kube-dns"
+)
+
+// createCoreDNS creates CoreDNS in every cluster.
+func (l *lab) createCoreDNS(ctx context.Context) error {
+	corefile, err := testenv.DocsCorefile()
+	if err != nil {
+		return fmt.Errorf("docs/coredns.md: %w", err)
+	}
+	for _, spec := range clusterSpecs {
+		if err := l.createClusterDNS(ctx, spec, corefile); err != nil {
+			return fmt.Errorf("%s: %w", spec.Name, err)
 		}
 	}
+	l.logf("created CoreDNS in %s (kube-system/coredns, Service kube-dns; the Corefile of docs/coredns.md)", strings.Join(clusterNames(), ", "))
 	return nil
 }
 
-func (l *lab) startOneCoreDNS(ctx context.Context, cluster string) (*child, error) {
-	corefile, err := testenv.CorefileFromDocsFile(l.clusters[cluster].DirectKubeconfig, semaphoreNamespace)
-	if err != nil {
-		return nil, fmt.Errorf("docs/coredns.md: %w", err)
+func (l *lab) createClusterDNS(ctx context.Context, spec clusterSpec, corefile string) error {
+	client := l.clusters[spec.Name].Client
+	app := map[string]string{"k8s-app": "kube-dns"}
+	if _, err := client.CoreV1().ServiceAccounts(dnsNamespace).Create(ctx, &corev1.ServiceAccount{
+		ObjectMeta: metav1.ObjectMeta{Name: dnsName},
+	}, metav1.CreateOptions{}); err != nil {
+		return err
 	}
-	dir := l.path("coredns", cluster)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	// What the kubernetes plugin reads.
+	if _, err := client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "system:coredns"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"services", "pods", "namespaces"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		return err
 	}
-	conf := l.path("coredns", cluster, "Corefile")
-	if err := os.WriteFile(conf, []byte(corefile), 0o644); err != nil {
-		return nil, err
+	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "system:coredns"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:coredns"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: dnsName, Namespace: dnsNamespace}},
+	}, metav1.CreateOptions{}); err != nil {
+		return err
 	}
-	port, err := freeDNSPort()
-	if err != nil {
-		return nil, err
+	if _, err := client.CoreV1().ConfigMaps(dnsNamespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: dnsName},
+		Data:       map[string]string{"Corefile": corefile},
+	}, metav1.CreateOptions{}); err != nil {
+		return err
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	log := l.path("logs", "coredns-"+cluster+".log")
-	c, err := l.startChild("coredns-"+cluster, l.bin.coredns, []string{"-conf", conf, "-dns.port", strconv.Itoa(port)}, nil, log, false)
-	if err != nil {
-		return nil, err
+	pod := corev1.PodSpec{
+		ServiceAccountName: dnsName,
+		// The Corefile forwards what is not the cluster's to the resolvers of resolv.conf. The
+		// lab's nodes have none (nothing may leave the machine), and CoreDNS refuses to start
+		// without one: it gets an address on the underlay that nothing answers.
+		DNSPolicy: corev1.DNSNone,
+		DNSConfig: &corev1.PodDNSConfig{Nameservers: []string{silentUpstreamDNS}},
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot: ptr.To(true),
+			// Port 53 without a capability: a safe sysctl, which the kubelet allows.
+			Sysctls: []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "53"}},
+		},
+		Containers: []corev1.Container{{
+			Name:  dnsName,
+			Image: l.imageRef(corednsImage),
+			Args:  []string{"-conf", "/etc/coredns/Corefile"},
+			Ports: []corev1.ContainerPort{
+				{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP},
+				{Name: "dns-tcp", ContainerPort: 53, Protocol: corev1.ProtocolTCP},
+				{Name: "metrics", ContainerPort: 9153, Protocol: corev1.ProtocolTCP},
+			},
+			VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/coredns", ReadOnly: true}},
+			// The ready and health plugins of the Corefile.
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(8181)}}},
+			LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(8080)}}},
+			SecurityContext: restrictedContainer(),
+		}},
+		Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: dnsName}},
+		}}},
 	}
-	// CoreDNS opens its UDP and TCP listeners together, once every plugin has started (the
-	// kubernetes plugin waits up to 5 s for its caches): an accepted TCP connection means it
-	// answers on both.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			conn.Close()
-			break
-		}
-		select {
-		case <-c.done:
-			return c, fmt.Errorf("coredns exited at start (%w); see %s", c.err, log)
-		case <-ctx.Done():
-			return c, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return c, fmt.Errorf("coredns does not listen on %s; see %s", addr, log)
-		}
+	if _, err := client.AppsV1().Deployments(dnsNamespace).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: dnsName, Labels: app},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: app},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: app}, Spec: pod},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		return err
 	}
-	l.mu.Lock()
-	l.state.DNS = append(l.state.DNS, DNSState{Cluster: cluster, Addr: addr, Corefile: conf, Log: log})
-	l.mu.Unlock()
-	l.logf("started CoreDNS for %s on %s (Corefile from docs/coredns.md)", cluster, addr)
-	return c, nil
+	_, err := client.CoreV1().Services(dnsNamespace).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: dnsService, Labels: app},
+		Spec: corev1.ServiceSpec{
+			Selector:  app,
+			ClusterIP: spec.dnsServiceIP(),
+			Ports: []corev1.ServicePort{
+				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
+				{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
+				{Name: "metrics", Port: 9153, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(9153)},
+			},
+		},
+	}, metav1.CreateOptions{})
+	return err
 }
 
-// freeDNSPort returns a port free for both UDP and TCP on 127.0.0.1 at the time of the call.
-func freeDNSPort() (int, error) {
-	var err error
-	for range 20 {
-		var port int
-		if port, err = freePort(); err != nil {
-			return 0, err
-		}
-		var ul net.PacketConn
-		ul, err = net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err == nil {
-			ul.Close()
-			return port, nil
-		}
+// restrictedContainer is the container securityContext of the lab's own pods: the restricted
+// Pod Security Standard, like the chart's controllers.
+func restrictedContainer() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsUser:                ptr.To(int64(65532)),
+		RunAsGroup:               ptr.To(int64(65532)),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
-	return 0, err
 }
 
-// dnsNames are the names each CoreDNS of the lab must resolve, by cluster.
-func dnsNames() map[string][]expectedMirror {
+// dnsNames are the names each cluster's CoreDNS must resolve, by cluster: the mirrors there.
+func dnsNames(st *State) map[string][]expectedMirror {
 	out := map[string][]expectedMirror{}
-	for _, m := range expectedMirrors() {
-		for _, c := range dnsClusters {
-			if c == m.Cluster {
-				out[c] = append(out[c], m)
-			}
-		}
+	for _, m := range expectedMirrors(st) {
+		out[m.Cluster] = append(out[m.Cluster], m)
 	}
 	return out
 }

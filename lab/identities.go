@@ -3,31 +3,38 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kube-semaphore/semaphore/internal/remote"
 )
 
-// checkIdentities checks, for every controller the lab runs as a chart's pod, who it is to each
-// cluster it talks to: its local kubeconfig must be its release's ServiceAccount, each remote's
-// kubeconfig the ServiceAccount semaphore-remote made in that remote for this cluster, and
-// that one must be refused any write. It returns the problems and prints one line per
-// controller.
+// checkIdentities checks, for every controller pod, who it is to each cluster it talks to, with
+// the credentials the kubelet gave the pod, read from inside its container: its ServiceAccount
+// token must be its release's ServiceAccount, each remote's kubeconfig the ServiceAccount
+// semaphore-remote made in that remote for this cluster, and that one must be refused any
+// write. It returns the problems and prints one line per controller.
 func (l *lab) checkIdentities(ctx context.Context) []string {
 	var problems []string
 	fmt.Fprintln(l.out, "Identities (SelfSubjectReview and SelfSubjectAccessReview with each pod's own credentials)")
-	for _, c := range l.snapshot().Controllers {
-		if c.Kubeconfig == "" {
+	st := l.snapshot()
+	for _, c := range st.Controllers {
+		root, err := containerRoot(c.PodUID)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s %s: %v", c.Component, c.where(), err))
 			continue
 		}
 		var seen []string
-		local, _, err := whoAmI(ctx, c.Kubeconfig)
+		local, _, err := whoAmI(ctx, inClusterConfig(root, l.clusters[c.Cluster].Config.Host, l.clusters[c.Cluster].Config.CAData))
 		switch {
 		case err != nil:
 			problems = append(problems, fmt.Sprintf("%s in %s: local identity: %v", c.Component, c.Cluster, err))
@@ -38,7 +45,12 @@ func (l *lab) checkIdentities(ctx context.Context) []string {
 		}
 		for _, r := range remotesOf(c.Cluster) {
 			want := "system:serviceaccount:" + remoteNamespace + ":semaphore-remote-" + c.Cluster
-			got, client, err := whoAmI(ctx, remote.KubeconfigPath(c.RemotesDir, r))
+			cfg, err := remoteConfig(root, remote.KubeconfigPath(c.RemotesDir, r), l.clusters[r].Config.Host)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s in %s: kubeconfig of %s: %v", c.Component, c.Cluster, r, err))
+				continue
+			}
+			got, client, err := whoAmI(ctx, cfg)
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("%s in %s: identity in %s: %v", c.Component, c.Cluster, r, err))
 				continue
@@ -58,9 +70,56 @@ func (l *lab) checkIdentities(ctx context.Context) []string {
 	return problems
 }
 
-// whoAmI is the user kubeconfig authenticates as, and a client that uses it.
-func whoAmI(ctx context.Context, kubeconfig string) (string, kubernetes.Interface, error) {
-	cs, err := clientsetOf(kubeconfig)
+// inClusterConfig is what client-go's in-cluster configuration reads in the container whose
+// root is root, pointed at the API server's address on this machine (host, caData: the same
+// server certificate, which names 127.0.0.1 too).
+func inClusterConfig(root, host string, caData []byte) *rest.Config {
+	return &rest.Config{
+		Host:            host,
+		BearerTokenFile: filepath.Join(root, serviceAccountDir, corev1.ServiceAccountTokenKey),
+		TLSClientConfig: rest.TLSClientConfig{CAData: caData},
+		Timeout:         5 * time.Second,
+	}
+}
+
+// serviceAccountDir is where a pod's ServiceAccount token is mounted.
+const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// remoteConfig is the kubeconfig at path in the container whose root is root, its files read
+// from there too, pointed at the remote API server's address on this machine.
+func remoteConfig(root, path, host string) (*rest.Config, error) {
+	kc, err := clientcmd.LoadFromFile(filepath.Join(root, path))
+	if err != nil {
+		return nil, err
+	}
+	// A relative path in a kubeconfig is relative to the kubeconfig's directory.
+	inRoot := func(p string) string {
+		if p != "" && !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(path), p)
+		}
+		if p != "" {
+			p = filepath.Join(root, p)
+		}
+		return p
+	}
+	for _, a := range kc.AuthInfos {
+		a.TokenFile = inRoot(a.TokenFile)
+	}
+	for _, c := range kc.Clusters {
+		c.CertificateAuthority = inRoot(c.CertificateAuthority)
+		c.Server = host
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*kc, nil).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = 5 * time.Second
+	return cfg, nil
+}
+
+// whoAmI is the user cfg authenticates as, and a client that uses it.
+func whoAmI(ctx context.Context, cfg *rest.Config) (string, kubernetes.Interface, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return "", nil, err
 	}

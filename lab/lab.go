@@ -28,6 +28,9 @@ type lab struct {
 
 	clusters map[string]*testenv.Cluster
 	bin      binaries
+	// registry is the host:port of the lab's OCI registry (startRegistry); imageTag is the tag
+	// of every image there.
+	registry, imageTag string
 	// withNodes is false when the lab must not create its nodes (-nodes=false).
 	withNodes bool
 	// remoteEntries are the global.remotes entries of each cluster's umbrella release, as
@@ -44,7 +47,10 @@ type lab struct {
 
 // binaries are the programs the lab runs besides the API servers.
 type binaries struct {
+	// kube is the directory of etcd and the Kubernetes binaries.
+	kube          string
 	coredns       string
+	helm          string
 	serviceMirror string
 	policy        string
 }
@@ -56,23 +62,22 @@ type part struct {
 	run  func(ctx context.Context) error
 }
 
-// parts are the pieces of the lab, in the order they come up: the charts are installed before
-// the controllers run, since each controller runs as a pod of the umbrella release (podOf); the
-// nodes (network namespaces, when run as root) come before semaphore-wireguard runs on them,
-// and Prometheus comes after the controllers it scrapes. Each part that exposes something to look
-// at adds it to collect, printStatus and problems.
+// parts are the pieces of the lab, in the order they come up: the registry holds the images
+// and charts before anything installs or pulls them; the nodes run before the charts are
+// installed (and so before their pods are scheduled); Prometheus comes after the pods it
+// scrapes. Each part that exposes something to look at adds it to collect, printStatus and
+// problems.
 func (l *lab) parts() []part {
 	return []part{
 		{"binaries", l.buildBinaries},
+		{"registry", l.startRegistry},
 		{"clusters", l.startClusters},
 		{"nodes", l.startNodes},
 		{"semaphore-remote", l.installRemoteCharts},
 		{"semaphore (umbrella chart)", l.installUmbrellas},
+		{"CoreDNS", l.createCoreDNS},
 		{"sample workloads", l.createSampleWorkloads},
-		{"semaphore-service-mirror", l.startServiceMirrors},
-		{"semaphore-policy", l.startPolicies},
-		{"semaphore-wireguard", l.startWireguards},
-		{"CoreDNS", l.startCoreDNS},
+		{"pods", l.waitForPods},
 		{"Prometheus", l.startPrometheus},
 	}
 }
@@ -89,7 +94,7 @@ func up(dir string, timeout time.Duration, withNodes, check bool) int {
 	}
 	defer l.teardown() // also on a panic; it runs once
 	l.withNodes = withNodes
-	before := hostLinks()
+	before := machineNow()
 
 	code := l.run(ctx, timeout, check)
 	l.teardown()
@@ -99,7 +104,7 @@ func up(dir string, timeout time.Duration, withNodes, check bool) int {
 			printProblems(l.out, left)
 			code = 1
 		} else {
-			fmt.Fprintf(l.out, "lab check: nothing left behind (processes, network namespaces, links, runtime files)\n")
+			fmt.Fprintf(l.out, "lab check: nothing left behind (processes, network namespaces, cgroups, links, sysctls, runtime files)\n")
 		}
 		if code == 0 {
 			fmt.Fprintf(l.out, "lab check: PASSED in %s\n", l.elapsed())
@@ -259,6 +264,7 @@ func (l *lab) snapshot() *State {
 	st.Clusters = append([]ClusterState(nil), st.Clusters...)
 	st.Controllers = append([]ControllerState(nil), st.Controllers...)
 	st.DNS = append([]DNSState(nil), st.DNS...)
+	st.Pods = append([]PodState(nil), st.Pods...)
 	st.Processes = append([]Proc(nil), st.Processes...)
 	return &st
 }

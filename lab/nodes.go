@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"net"
 	"net/netip"
 	"net/url"
 	"os"
@@ -15,23 +16,33 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/internal/charts"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/lab/node"
 )
 
-// The lab's nodes. Every node of every cluster is a network namespace, joined to the others by
-// an underlay (a bridge in a namespace of its own), with the addresses of the sample pods it
-// hosts on its loopback and no route to any other pod: traffic between the clusters' pods can
-// only go through the WireGuard devices that semaphore-wireguard sets up on each node
-// (wireguard.go). Nothing is created in the host's network namespace: every link is created
-// directly in the namespace it belongs to, so deleting the namespaces deletes everything.
+// The lab's nodes. Every node of every cluster is a network namespace running containerd,
+// kubelet and kube-proxy (lab/node), joined to the others by an underlay (a bridge in a
+// namespace of its own). Its pods get addresses from its pod CIDR on a CNI bridge; the nodes of
+// a cluster route each other's pod CIDRs over the underlay, and nothing routes one cluster's
+// pods to another's: that traffic only goes through the WireGuard devices semaphore-wireguard
+// sets up on each node. The underlay also holds each cluster's API server address (APIAddr),
+// forwarded to the API server on this machine's loopback: the kubernetes Service's endpoint,
+// for the kubelets, kube-proxy, pods, and other clusters' pods. Nothing is created in the host's
+// network namespace: every link is created directly in the namespace it belongs to, so deleting
+// the namespaces deletes everything.
 //
-// The network namespaces need root (and Linux); without, the lab runs without nodes and says so.
+// The nodes need root (and Linux); without, the lab runs without nodes, and so without pods, and
+// says so.
 
 const (
 	// nodesPerCluster: two, so that every remote is more than one peer.
@@ -51,13 +62,20 @@ const (
 	nodeLink = linkPrefix + "ul"
 	// netnsDir is where `ip netns add` keeps its named network namespaces.
 	netnsDir = "/run/netns"
-	// samplePodHost is the host number of a node's first sample pod in the node's pod CIDR.
-	samplePodHost = 10
+	// silentUpstreamDNS is the upstream resolver of the clusters' CoreDNS: an address on the
+	// underlay that no link has, so that a query for a name outside the clusters goes nowhere
+	// (and never leaves the machine).
+	silentUpstreamDNS = "198.19.0.254"
+	// sysctlsFile (in the lab directory) keeps the machine's sysctls that kubelet changes, as
+	// they were before the first node started, until they are restored.
+	sysctlsFile = "nodes/sysctls.json"
+	// clusterDomain is every cluster's DNS domain.
+	clusterDomain = "cluster.local"
 )
 
 // NodesState is the lab's nodes, or why it runs without them.
 type NodesState struct {
-	// Skipped says why there are no nodes (and so no semaphore-wireguard and no ping).
+	// Skipped says why there are no nodes (and so no pods).
 	Skipped  string      `json:"skipped,omitempty"`
 	Underlay string      `json:"underlay,omitempty"`
 	Nodes    []NodeState `json:"nodes,omitempty"`
@@ -71,8 +89,8 @@ type NodeState struct {
 	// Underlay is the node's address on the underlay, its InternalIP.
 	Underlay string `json:"underlay"`
 	PodCIDR  string `json:"podCIDR"`
-	// Pods are the addresses of the sample pods the node hosts, which it answers for.
-	Pods []string `json:"pods,omitempty"`
+	// Dir holds the node's state: containerd's, kubelet's, the pods' logs (lab/node).
+	Dir string `json:"dir"`
 }
 
 // nodeName is the name of the i-th node (from 0) of cluster.
@@ -100,11 +118,9 @@ func addrAdd(a netip.Addr, n int) netip.Addr {
 	return netip.AddrFrom4(b)
 }
 
-// labNodes are the lab's nodes: nodesPerCluster in every cluster, each hosting the sample pods
-// that workloads.go places on it.
-func labNodes() []NodeState {
+// labNodes are the lab's nodes: nodesPerCluster in every cluster.
+func (l *lab) labNodes() []NodeState {
 	underlay := netip.MustParsePrefix(underlayCIDR).Addr()
-	pods := samplePodsByNode()
 	var out []NodeState
 	for ci, c := range clusterSpecs {
 		for i := range nodesPerCluster {
@@ -116,7 +132,7 @@ func labNodes() []NodeState {
 				// aws-node-1 is .11, gcp-node-2 .22: the address tells the node.
 				Underlay: addrAdd(underlay, 10*(ci+1)+i+1).String(),
 				PodCIDR:  nodePodCIDR(c.Name, i).String(),
-				Pods:     pods[name],
+				Dir:      l.path("nodes", name),
 			})
 		}
 	}
@@ -129,16 +145,12 @@ func (n NodeState) veth() string {
 	return linkPrefix + strings.TrimPrefix(n.Netns, netnsPrefix)
 }
 
-// startNodes creates the Node objects and, where the machine allows, the nodes' network
-// namespaces: the underlay, the pods' addresses, and forwarders that give every node the API
-// servers at the address they have on this machine.
+// startNodes creates the nodes where the machine allows: the underlay with the API servers'
+// addresses, a network namespace per node with routes to its cluster's other nodes' pods, and
+// in each a real node (containerd, kubelet, kube-proxy) registered as the Node the lab made
+// with its pod CIDR.
 func (l *lab) startNodes(ctx context.Context) error {
-	nodes := labNodes()
-	// The Nodes are API objects that need no privilege: with or without the namespaces, the
-	// sample pods' nodeName names a Node.
-	if err := l.createNodeObjects(ctx, nodes); err != nil {
-		return err
-	}
+	nodes := l.labNodes()
 	reason := nodesUnsupported()
 	if !l.withNodes {
 		reason = "-nodes=false: the control-plane part only, as without root"
@@ -163,7 +175,7 @@ func (l *lab) startNodes(ctx context.Context) error {
 	}
 	var stops []func()
 	l.onTeardown(func() {
-		for _, stop := range stops {
+		for _, stop := range slices.Backward(stops) {
 			stop()
 		}
 		l.deleteNamespaces()
@@ -174,128 +186,282 @@ func (l *lab) startNodes(ctx context.Context) error {
 		l.skipNodes(fmt.Sprintf("cannot create network namespaces: %v", err))
 		return nil
 	}
-	if err := ipCommands(
-		[]string{"-n", underlayNetns, "link", "add", bridgeLink, "type", "bridge"},
-		[]string{"-n", underlayNetns, "link", "set", bridgeLink, "up"},
-	); err != nil {
+	if err := l.createUnderlay(nodes); err != nil {
 		return err
 	}
-	prefixLen := netip.MustParsePrefix(underlayCIDR).Bits()
 	for _, n := range nodes {
-		if err := l.addNetns(n.Netns); err != nil {
-			return err
-		}
-		cmds := [][]string{
-			{"-n", n.Netns, "link", "add", nodeLink, "type", "veth", "peer", "name", n.veth(), "netns", underlayNetns},
-			{"-n", underlayNetns, "link", "set", n.veth(), "master", bridgeLink, "up"},
-			{"-n", n.Netns, "addr", "add", n.Underlay + "/" + strconv.Itoa(prefixLen), "dev", nodeLink},
-			{"-n", n.Netns, "link", "set", nodeLink, "up"},
-		}
-		// A pod's address on the node's loopback: an address the node answers for, with no
-		// veth and no namespace per pod, which the data path does not need.
-		for _, p := range n.Pods {
-			cmds = append(cmds, []string{"-n", n.Netns, "addr", "add", p + "/32", "dev", "lo"})
-		}
-		if err := ipCommands(cmds...); err != nil {
+		if err := l.createNodeNetns(n, nodes); err != nil {
 			return fmt.Errorf("%s: %w", n.Name, err)
 		}
 	}
-
-	// A node's network reaches the API servers at the same address as this machine's does
-	// (https://127.0.0.1:<port>), so every kubeconfig written for this machine works unchanged
-	// on the nodes: a forwarder inside each namespace listens on each port an API server (or
-	// the cuttable proxy in front of it) has on this machine's loopback.
-	addrs, err := l.apiServerAddrs()
-	if err != nil {
-		return err
-	}
-	for _, n := range nodes {
-		for _, a := range addrs {
-			stop, err := forwardIntoNetns(n.Netns, a)
-			if err != nil {
-				return err
-			}
-			stops = append(stops, stop)
-		}
-	}
-
 	// The underlay works: the first node reaches every other one.
 	for _, n := range nodes[1:] {
 		if _, err := pingInNetns(nodes[0].Netns, nodes[0].Underlay, n.Underlay, 2*time.Second); err != nil {
 			return fmt.Errorf("underlay: %s cannot reach %s: %w", nodes[0].Name, n.Name, err)
 		}
 	}
-
+	forwards, err := l.forwardIntoNodes(nodes)
+	stops = append(stops, forwards...)
+	if err != nil {
+		return err
+	}
+	if err := l.createNodeObjects(ctx, nodes); err != nil {
+		return err
+	}
+	stop, err := l.runNodes(ctx, nodes)
+	stops = append(stops, stop)
+	if err != nil {
+		return err
+	}
 	l.mu.Lock()
 	l.state.Nodes = &NodesState{Underlay: underlayCIDR, Nodes: nodes}
 	l.mu.Unlock()
 	l.saveState()
-	l.logf("created %d nodes as network namespaces (%s*) on the underlay %s", len(nodes), netnsPrefix, underlayCIDR)
+	return l.waitNodesReady(ctx, nodes)
+}
+
+// createUnderlay makes the bridge that joins the nodes, with every cluster's API server
+// address on it, and routes every node's pod CIDR to the node: the way back for pods that
+// talk to an API server.
+func (l *lab) createUnderlay(nodes []NodeState) error {
+	bits := strconv.Itoa(netip.MustParsePrefix(underlayCIDR).Bits())
+	cmds := [][]string{
+		{"-n", underlayNetns, "link", "add", bridgeLink, "type", "bridge"},
+		{"-n", underlayNetns, "link", "set", bridgeLink, "up"},
+	}
+	for _, c := range clusterSpecs {
+		cmds = append(cmds, []string{"-n", underlayNetns, "addr", "add", c.APIAddr + "/" + bits, "dev", bridgeLink})
+	}
+	for _, n := range nodes {
+		cmds = append(cmds, []string{"-n", underlayNetns, "route", "add", n.PodCIDR, "via", n.Underlay})
+	}
+	return ipCommands(cmds...)
+}
+
+// createNodeNetns makes node n's network namespace on the underlay, with routes to the pod
+// CIDRs of the other nodes of its cluster.
+func (l *lab) createNodeNetns(n NodeState, nodes []NodeState) error {
+	if err := l.addNetns(n.Netns); err != nil {
+		return err
+	}
+	bits := strconv.Itoa(netip.MustParsePrefix(underlayCIDR).Bits())
+	cmds := [][]string{
+		{"-n", n.Netns, "link", "add", nodeLink, "type", "veth", "peer", "name", n.veth(), "netns", underlayNetns},
+		{"-n", underlayNetns, "link", "set", n.veth(), "master", bridgeLink, "up"},
+		{"-n", n.Netns, "addr", "add", n.Underlay + "/" + bits, "dev", nodeLink},
+		{"-n", n.Netns, "link", "set", nodeLink, "up"},
+	}
+	for _, o := range nodes {
+		if o.Cluster == n.Cluster && o.Name != n.Name {
+			cmds = append(cmds, []string{"-n", n.Netns, "route", "add", o.PodCIDR, "via", o.Underlay})
+		}
+	}
+	// A process on the node's own network (a host-network pod) needs a route to the Service
+	// CIDR before kube-proxy's rules translate its ClusterIP: a node has a default route for
+	// that, the lab's nodes have none (nothing may leave the machine). Addresses kube-proxy
+	// does not translate die on the underlay.
+	spec := specOf(n.Cluster)
+	cmds = append(cmds, []string{"-n", n.Netns, "route", "add", spec.ServiceCIDR, "dev", nodeLink})
+	return ipCommands(cmds...)
+}
+
+// forwardIntoNodes makes every API server reachable on the underlay at its cluster's APIAddr
+// (same port as on this machine's loopback, the port the API server advertises), and the
+// registry inside every node at the address it has on this machine, where containerd pulls
+// from. It returns what stops the forwarders.
+func (l *lab) forwardIntoNodes(nodes []NodeState) ([]func(), error) {
+	var stops []func()
+	for _, spec := range clusterSpecs {
+		u, err := url.Parse(l.clusters[spec.Name].Config.Host)
+		if err != nil {
+			return stops, err
+		}
+		_, stop, err := testenv.ForwardIntoNetns(underlayNetns, net.JoinHostPort(spec.APIAddr, u.Port()), u.Host)
+		if err != nil {
+			return stops, fmt.Errorf("%s: the API server on the underlay: %w", spec.Name, err)
+		}
+		stops = append(stops, stop)
+	}
+	for _, n := range nodes {
+		stop, err := forwardIntoNetns(n.Netns, l.registry)
+		if err != nil {
+			return stops, fmt.Errorf("%s: the registry: %w", n.Name, err)
+		}
+		stops = append(stops, stop)
+	}
+	return stops, nil
+}
+
+// apiServerOnUnderlay is cluster's API server URL as nodes and pods (its own and other
+// clusters') reach it: what semaphore-remote's NOTES give the consumers.
+func (l *lab) apiServerOnUnderlay(cluster string) string {
+	spec := specOf(cluster)
+	u, _ := url.Parse(l.clusters[cluster].Config.Host)
+	return "https://" + net.JoinHostPort(spec.APIAddr, u.Port())
+}
+
+// runNodes starts containerd, kubelet and kube-proxy on every node, each kubelet with its
+// node's credentials (system:node:<name>, which the Node authorizer limits to its own node and
+// pods) and kube-proxy with system:kube-proxy's. stop stops them all and restores the
+// machine-wide settings kubelet changes.
+func (l *lab) runNodes(ctx context.Context, nodes []NodeState) (stop func(), err error) {
+	var running []*node.Node
+	sysctls := l.path(sysctlsFile)
+	stop = func() {
+		l.keepPodLogs()
+		var wg sync.WaitGroup
+		for _, n := range running {
+			wg.Go(func() {
+				if err := n.Stop(); err != nil {
+					l.logf("stopping a node: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if err := node.RestoreSysctls(sysctls); err != nil {
+			l.logf("restoring the machine's sysctls: %v", err)
+		}
+		l.logf("stopped the nodes")
+	}
+	if err := os.MkdirAll(l.path("nodes"), 0o755); err != nil {
+		return stop, err
+	}
+	if err := node.SaveSysctls(sysctls); err != nil {
+		return stop, err
+	}
+	keyDir, err := wireguardKeyDir()
+	if err != nil {
+		return stop, err
+	}
+	for _, n := range nodes {
+		spec := specOf(n.Cluster)
+		c, server := l.clusters[n.Cluster], l.apiServerOnUnderlay(n.Cluster)
+		kubeletKubeconfig := filepath.Join(n.Dir+"-credentials", "kubelet.kubeconfig")
+		proxyKubeconfig := filepath.Join(n.Dir+"-credentials", "kube-proxy.kubeconfig")
+		if err := os.MkdirAll(filepath.Dir(kubeletKubeconfig), 0o700); err != nil {
+			return stop, err
+		}
+		if err := c.AddUser(kubeletKubeconfig, "system:node:"+n.Name, []string{"system:nodes"}, server); err != nil {
+			return stop, err
+		}
+		if err := c.AddUser(proxyKubeconfig, "system:kube-proxy", nil, server); err != nil {
+			return stop, err
+		}
+		started, err := node.Start(ctx, node.Config{
+			Name:            n.Name,
+			Netns:           n.Netns,
+			IP:              n.Underlay,
+			PodCIDR:         n.PodCIDR,
+			ClusterCIDR:     spec.PodCIDR,
+			ClusterDNS:      spec.dnsServiceIP(),
+			ClusterDomain:   clusterDomain,
+			Kubeconfig:      kubeletKubeconfig,
+			ProxyKubeconfig: proxyKubeconfig,
+			Registry:        l.registry,
+			SandboxImage:    l.imageRef(pauseImage),
+			Dir:             n.Dir,
+			LogDir:          l.path("logs"),
+			BinDir:          l.bin.kube,
+			// semaphore-wireguard's keys (the chart's hostPath) are each node's own.
+			PrivateDirs: []string{keyDir},
+		})
+		if err != nil {
+			return stop, fmt.Errorf("%s: %w", n.Name, err)
+		}
+		running = append(running, started)
+		for _, pid := range started.PIDs() {
+			l.recordProcess("node-"+n.Name, pid)
+		}
+	}
+	l.logf("started containerd, kubelet and kube-proxy on %d nodes (network namespaces %s*, underlay %s)", len(nodes), netnsPrefix, underlayCIDR)
+	return stop, nil
+}
+
+// wireguardKeyDir is where semaphore-wireguard keeps its keys on a node (the chart's keyDir,
+// a hostPath): each node's own.
+func wireguardKeyDir() (string, error) {
+	path := filepath.Join(testenv.RepoRoot(), charts.UmbrellaDir, "charts", "wireguard", "values.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var values struct {
+		KeyDir string `json:"keyDir"`
+	}
+	if err := yaml.Unmarshal(data, &values); err != nil || values.KeyDir == "" {
+		return "", fmt.Errorf("%s: no keyDir (%v)", path, err)
+	}
+	return values.KeyDir, nil
+}
+
+// keepPodLogs copies the logs of the lab's pods into logs/pods/<cluster>_<namespace>_<pod>.log
+// before the nodes, and their /var/log/pods, go.
+func (l *lab) keepPodLogs() {
+	dir := l.path("logs", "pods")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return
+	}
+	for _, p := range l.snapshot().Pods {
+		data, err := os.ReadFile(p.Log)
+		if err != nil {
+			continue
+		}
+		_ = os.WriteFile(filepath.Join(dir, p.Cluster+"_"+p.Namespace+"_"+p.Name+".log"), data, 0o644)
+	}
+}
+
+// waitNodesReady waits until every node is Ready.
+func (l *lab) waitNodesReady(ctx context.Context, nodes []NodeState) error {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, n := range nodes {
+			obj, err := l.clusters[n.Cluster].Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil || !nodeReady(obj) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the nodes are not Ready (see logs/kubelet-*.log): %w", err)
+	}
+	l.logf("the %d nodes are Ready", len(nodes))
 	return nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // skipNodes records that the lab runs without nodes, and why.
 func (l *lab) skipNodes(reason string) {
-	l.logf("skipping the nodes' network namespaces, semaphore-wireguard and the ping through it: %s", reason)
+	l.logf("skipping the nodes (and so every pod: controllers, CoreDNS, sample workloads): %s", reason)
 	l.mu.Lock()
 	l.state.Nodes = &NodesState{Skipped: reason}
 	l.mu.Unlock()
 	l.saveState()
 }
 
-// createNodeObjects creates every node's Node with its pod CIDR and, through the status
-// subresource as a kubelet would, its underlay address as InternalIP: what semaphore-wireguard
-// publishes as the node's endpoint and routes the pod CIDR to.
+// createNodeObjects creates every node's Node with its pod CIDR, which no controller allocates
+// here (kube-controller-manager runs with --allocate-node-cidrs=false); the kubelet registers
+// into it and sets its status.
 func (l *lab) createNodeObjects(ctx context.Context, nodes []NodeState) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for _, n := range nodes {
-		api := l.clusters[n.Cluster].Client.CoreV1().Nodes()
-		obj, err := api.Create(ctx, &corev1.Node{
+		_, err := l.clusters[n.Cluster].Client.CoreV1().Nodes().Create(ctx, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{corev1.LabelHostname: n.Name}},
 			Spec:       corev1.NodeSpec{PodCIDR: n.PodCIDR, PodCIDRs: []string{n.PodCIDR}},
 		}, metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("%s: node %s: %w", n.Cluster, n.Name, err)
 		}
-		obj.Status.Addresses = []corev1.NodeAddress{
-			{Type: corev1.NodeInternalIP, Address: n.Underlay},
-			{Type: corev1.NodeHostName, Address: n.Name},
-		}
-		if _, err := api.UpdateStatus(ctx, obj, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("%s: node %s: %w", n.Cluster, n.Name, err)
-		}
 	}
 	return nil
-}
-
-// apiServerAddrs are the host:port addresses at which the kubeconfigs of this machine reach
-// the API servers: directly, and through the proxies that can cut a cluster off.
-func (l *lab) apiServerAddrs() ([]string, error) {
-	var addrs []string
-	for _, spec := range clusterSpecs {
-		c := l.clusters[spec.Name]
-		urls := []string{c.Config.Host}
-		for _, path := range []string{c.Kubeconfig, c.DirectKubeconfig} {
-			kc, err := clientcmd.LoadFromFile(path)
-			if err != nil {
-				return nil, err
-			}
-			for _, cl := range kc.Clusters {
-				urls = append(urls, cl.Server)
-			}
-		}
-		for _, s := range urls {
-			u, err := url.Parse(s)
-			if err != nil {
-				return nil, fmt.Errorf("%s: API server %q: %w", spec.Name, s, err)
-			}
-			if !slices.Contains(addrs, u.Host) {
-				addrs = append(addrs, u.Host)
-			}
-		}
-	}
-	return addrs, nil
 }
 
 // addNetns creates a network namespace with its loopback up. It records the name in the state

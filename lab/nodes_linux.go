@@ -3,13 +3,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
-	"sync"
 	"time"
 
 	"github.com/kube-semaphore/semaphore/internal/testenv"
@@ -45,62 +41,7 @@ func forwardIntoNetns(netns, addr string) (stop func(), err error) {
 // node's admin server, which listens in the node's namespace. It returns the address it
 // listens on, and stop, which closes the listener and every forwarded connection.
 func forwardFromNetns(netns, target string) (addr string, stop func(), err error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	var mu sync.Mutex
-	conns := map[net.Conn]bool{}
-	track := func(c net.Conn, add bool) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if conns == nil { // stopped
-			return false
-		}
-		if add {
-			conns[c] = true
-		} else {
-			delete(conns, c)
-		}
-		return true
-	}
-	go func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer client.Close()
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				backend, err := testenv.DialInNetns(ctx, netns, "tcp", target)
-				cancel()
-				if err != nil {
-					return
-				}
-				defer backend.Close()
-				if !track(client, true) || !track(backend, true) {
-					return
-				}
-				done := make(chan struct{}, 2)
-				go func() { _, _ = io.Copy(backend, client); done <- struct{}{} }()
-				go func() { _, _ = io.Copy(client, backend); done <- struct{}{} }()
-				<-done
-				track(client, false)
-				track(backend, false)
-			}()
-		}
-	}()
-	stop = func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for c := range conns {
-			c.Close()
-		}
-		conns = nil
-	}
-	return ln.Addr().String(), stop, nil
+	return testenv.ForwardFromNetns(netns, target)
 }
 
 // pingInNetns pings dst from src inside netns and returns the round-trip time.

@@ -1,261 +1,223 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
+	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/kube-semaphore/semaphore/internal/charts"
+	"github.com/kube-semaphore/semaphore/lab/node"
 )
 
-// labPod is one pod of an umbrella workload as the lab runs it: a process with the container's
-// environment as the chart renders it, and its volumes as files under Root.
-type labPod struct {
-	Name string
-	// Env is the container's environment (NAME=value), resolved as the kubelet would, with the
-	// changes podOf describes.
-	Env []string
-	// Root stands for the container's filesystem: a volume mounted at /x is Root/x.
-	Root string
-	// Admin is the admin server's address (SEMAPHORE_ADMIN_ADDR).
-	Admin string
-	// Lease is the leader-election Lease's name, when the pod elects a leader.
-	Lease string
-	// Kubeconfig and RemotesDir are where the pod's credentials are: its in-cluster
-	// configuration (SEMAPHORE_LOCAL_KUBECONFIG) and its remotes' kubeconfigs
-	// (SEMAPHORE_REMOTES_DIR), moved under Root.
-	Kubeconfig, RemotesDir string
-	// FixedMounts are the container's mounts at paths the program uses as they are, which its
-	// runner must provide: /dev/net/tun (the host's) and /var/run/wireguard (a private
-	// directory per node, see the nodes' mount namespaces).
-	FixedMounts []string
+// The lab's pods are the kubelets' and the scheduler's: the lab only waits for every workload
+// to be available, and then records where each pod runs, so that the status, Prometheus and
+// `lab check` can reach it. A pod's ports are on its node's network only: the lab forwards a
+// free port of this machine's loopback to each controller's admin port.
+
+// PodState is one pod of the lab's workloads.
+type PodState struct {
+	Cluster   string `json:"cluster"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	// App is the pod's app.kubernetes.io/name (or k8s-app) label: what it is a pod of.
+	App  string `json:"app"`
+	Node string `json:"node"`
+	IP   string `json:"ip"`
+	// Log is the file the kubelet writes the pod's (first) container's output to.
+	Log string `json:"log"`
 }
 
-// serviceAccountDir is where a pod finds its ServiceAccount's token and CA.
-const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
-
-// podOf prepares a pod of component's workload in cluster's umbrella release: for a DaemonSet
-// the pod on node, for a Deployment its replica-th pod (which the lab runs on this machine's
-// network; node is then empty). It does what the
-// kubelet does for a pod, and the little a process on this machine needs instead of a container:
-//
-//   - the environment is the container's, rendered by the chart, with the downward API's
-//     fields resolved;
-//   - every Secret and projected volume is written from the cluster's Secrets under Root, and
-//     every hostPath volume is a directory of the node's under the lab directory; variables
-//     whose value is a path inside a mount (SEMAPHORE_REMOTES_DIR, SEMAPHORE_WG_KEY_DIR) are
-//     moved under Root with it;
-//   - the in-cluster configuration, which needs a pod's service environment, is a kubeconfig
-//     (SEMAPHORE_LOCAL_KUBECONFIG) with a token of the pod's ServiceAccount from the
-//     TokenRequest API, read from Root's ServiceAccount directory as client-go reads it in a pod;
-//   - a pod off the host network has a network namespace of its own, and so a port of its own;
-//     here those pods share this machine's, so the admin server moves to a free port on
-//     127.0.0.1.
-//
-// Nothing else is changed: what the chart gets wrong, the lab gets wrong too.
-func (l *lab) podOf(ctx context.Context, cluster, component, node string, replica int) (*labPod, error) {
-	m := l.umbrellas[cluster]
-	if m == nil {
-		return nil, fmt.Errorf("no umbrella release in %s", cluster)
+// podIPs are the addresses (sorted as strings, as the status lists endpoints) of the pods of app in cluster.
+func (st *State) podIPs(cluster, app string) []string {
+	var out []string
+	for _, p := range st.Pods {
+		if p.Cluster == cluster && p.App == app {
+			out = append(out, p.IP)
+		}
 	}
-	w, err := m.Workload(component)
+	slices.Sort(out)
+	return out
+}
+
+// podsOf are the pods of app in cluster.
+func (st *State) podsOf(cluster, app string) []PodState {
+	var out []PodState
+	for _, p := range st.Pods {
+		if p.Cluster == cluster && p.App == app {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// waitForPods waits until every Deployment and DaemonSet of every cluster is available with
+// all its replicas up to date, then records the pods and forwards to the controllers.
+func (l *lab) waitForPods(ctx context.Context) error {
+	if nodes := l.snapshot().Nodes; nodes == nil || nodes.Skipped != "" {
+		return nil // startNodes said why: without nodes, no pod runs
+	}
+	l.logf("waiting for the scheduler and the kubelets to run every pod (images pulled from %s)…", l.registry)
+	var pending []string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pending = nil
+		for _, name := range clusterNames() {
+			p, err := l.unavailable(ctx, name)
+			if err != nil {
+				return false, nil // the API server may be busy: ask again
+			}
+			pending = append(pending, p...)
+		}
+		return len(pending) == 0, nil
+	})
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("not available: %s (see logs/kubelet-*.log and the pods' events)", strings.Join(pending, ", "))
 	}
-	if len(w.Pod.Spec.Containers) != 1 {
-		return nil, fmt.Errorf("%s %s has %d containers, want 1", w.Kind, w.Name, len(w.Pod.Spec.Containers))
+	if err := l.recordPods(ctx); err != nil {
+		return err
 	}
-	ctr := w.Pod.Spec.Containers[0]
-	name := fmt.Sprintf("%s-%d", w.Name, replica)
-	if node != "" {
-		name = w.Name + "-" + node
-	}
-	p := &labPod{Name: name, Root: l.path("pods", cluster, name)}
-	if err := os.RemoveAll(p.Root); err != nil {
-		return nil, err
-	}
-
-	env, err := charts.Env(w, ctr, charts.Pod{Name: name, Namespace: semaphoreNamespace, Node: node})
-	if err != nil {
-		return nil, err
-	}
-	if err := l.mountVolumes(ctx, cluster, m, w, ctr, node, p); err != nil {
-		return nil, fmt.Errorf("%s %s: %w", w.Kind, w.Name, err)
-	}
-	for k, v := range env {
-		if p.insideMount(ctr, v) {
-			env[k] = filepath.Join(p.Root, v)
-		}
-	}
-
-	if v, ok := env["SEMAPHORE_LOCAL_KUBECONFIG"]; ok {
-		return nil, fmt.Errorf("%s %s sets SEMAPHORE_LOCAL_KUBECONFIG=%q; in a pod the in-cluster configuration is the ServiceAccount's", w.Kind, w.Name, v)
-	}
-	kubeconfig, err := l.serviceAccountKubeconfig(ctx, cluster, w.Pod.Spec.ServiceAccountName, p.Root)
-	if err != nil {
-		return nil, err
-	}
-	env["SEMAPHORE_LOCAL_KUBECONFIG"] = kubeconfig
-	p.Kubeconfig, p.RemotesDir = kubeconfig, env["SEMAPHORE_REMOTES_DIR"]
-
-	if env["SEMAPHORE_LEADER_ELECT"] == "true" {
-		p.Lease = env["SEMAPHORE_LEADER_ELECT_LEASE_NAME"]
-	}
-	p.Admin = env["SEMAPHORE_ADMIN_ADDR"]
-	if !w.Pod.Spec.HostNetwork {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		p.Admin = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		env["SEMAPHORE_ADMIN_ADDR"] = p.Admin
-	}
-	for k, v := range env {
-		p.Env = append(p.Env, k+"="+v)
-	}
-	slices.Sort(p.Env)
-	return p, nil
-}
-
-// fixedPath tells the mounts that podOf leaves where they are: devices, and the runtime
-// directory the program's libraries use at a fixed place (userspace WireGuard's sockets).
-func fixedPath(mountPath string) bool {
-	for _, dir := range []string{"/dev", "/var/run", "/run"} {
-		if mountPath == dir || strings.HasPrefix(mountPath, dir+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-// insideMount tells whether value is a path inside, or above, one of ctr's relocated mounts:
-// a path the program would open in the container's filesystem.
-func (p *labPod) insideMount(ctr corev1.Container, value string) bool {
-	if !path.IsAbs(value) {
-		return false
-	}
-	value = path.Clean(value)
-	for _, vm := range ctr.VolumeMounts {
-		mp := path.Clean(vm.MountPath)
-		if fixedPath(mp) {
-			continue
-		}
-		if value == mp || strings.HasPrefix(value, mp+"/") || strings.HasPrefix(mp, value+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-// mountVolumes writes ctr's volumes under p.Root as the kubelet would mount them.
-func (l *lab) mountVolumes(ctx context.Context, cluster string, m *charts.Manifest, w charts.Workload, ctr corev1.Container, node string, p *labPod) error {
-	volumes := map[string]corev1.Volume{}
-	for _, v := range w.Pod.Spec.Volumes {
-		volumes[v.Name] = v
-	}
-	for _, vm := range ctr.VolumeMounts {
-		v, ok := volumes[vm.Name]
-		if !ok {
-			return fmt.Errorf("mount %s: no volume %s", vm.MountPath, vm.Name)
-		}
-		if fixedPath(path.Clean(vm.MountPath)) {
-			p.FixedMounts = append(p.FixedMounts, path.Clean(vm.MountPath))
-			continue
-		}
-		dir := filepath.Join(p.Root, vm.MountPath)
-		switch {
-		case v.Secret != nil || v.Projected != nil:
-			if err := charts.WriteVolume(ctx, l.clusters[cluster].Client.CoreV1().Secrets(semaphoreNamespace), m, v, dir); err != nil {
-				return err
-			}
-		case v.HostPath != nil:
-			if node == "" {
-				return fmt.Errorf("hostPath volume %s in a pod without a node", v.Name)
-			}
-			// The node's filesystem is a directory of the lab; the pod sees the node's
-			// directory through a symbolic link.
-			hostDir := l.path("nodes", node, "root", v.HostPath.Path)
-			if err := os.MkdirAll(hostDir, 0o700); err != nil {
-				return err
-			}
-			if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-				return err
-			}
-			if err := os.Symlink(hostDir, dir); err != nil {
-				return err
-			}
-		case v.EmptyDir != nil:
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("volume %s: a kind of volume the lab cannot mount", v.Name)
-		}
-	}
+	l.logf("every pod runs: %d pods on %d nodes", len(l.snapshot().Pods), len(l.snapshot().Nodes.Nodes))
 	return nil
 }
 
-// serviceAccountKubeconfig writes, under root, what a pod of sa finds in its ServiceAccount
-// directory (a token from the TokenRequest API, the CA, the namespace) and a kubeconfig that
-// reads them there, as client-go's in-cluster configuration does (re-reading the token file).
-func (l *lab) serviceAccountKubeconfig(ctx context.Context, cluster, sa, root string) (string, error) {
-	c := l.clusters[cluster]
-	tr, err := c.Client.CoreV1().ServiceAccounts(semaphoreNamespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(tokenLifetime.Seconds()))},
-	}, metav1.CreateOptions{})
+// unavailable names the workloads of cluster that are not fully available yet.
+func (l *lab) unavailable(ctx context.Context, cluster string) ([]string, error) {
+	client := l.clusters[cluster].Client
+	var out []string
+	deployments, err := client.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return "", fmt.Errorf("a token for ServiceAccount %s/%s: %w", semaphoreNamespace, sa, err)
+		return nil, err
 	}
-	dir := filepath.Join(root, serviceAccountDir)
-	for name, data := range map[string][]byte{
-		corev1.ServiceAccountTokenKey:     []byte(tr.Status.Token),
-		corev1.ServiceAccountRootCAKey:    c.Config.CAData,
-		corev1.ServiceAccountNamespaceKey: []byte(semaphoreNamespace),
-	} {
-		if err := writeFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			return "", err
+	for _, d := range deployments.Items {
+		want := ptrValue(d.Spec.Replicas, 1)
+		if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != want || d.Status.AvailableReplicas != want || d.Status.Replicas != want {
+			out = append(out, fmt.Sprintf("%s/deployment/%s/%s (%d of %d available)", cluster, d.Namespace, d.Name, d.Status.AvailableReplicas, want))
 		}
 	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[cluster] = &clientcmdapi.Cluster{Server: apiServer(c), CertificateAuthority: filepath.Join(dir, corev1.ServiceAccountRootCAKey)}
-	kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{TokenFile: filepath.Join(dir, corev1.ServiceAccountTokenKey)}
-	kc.Contexts[cluster] = &clientcmdapi.Context{Cluster: cluster, AuthInfo: sa, Namespace: semaphoreNamespace}
-	kc.CurrentContext = cluster
-	path := filepath.Join(root, "in-cluster-kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return "", err
-	}
-	return path, nil
-}
-
-func writeFile(name string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(name, data, mode)
-}
-
-// replicas is how many pods component's Deployment in cluster's umbrella release asks for.
-func (l *lab) replicas(cluster, component string) (int, error) {
-	w, err := l.umbrellas[cluster].Workload(component)
+	daemonSets, err := client.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	if w.Replicas == nil {
-		return 1, nil // the API server's default
+	for _, d := range daemonSets.Items {
+		if !daemonSetAvailable(d) {
+			out = append(out, fmt.Sprintf("%s/daemonset/%s/%s (%d of %d available)", cluster, d.Namespace, d.Name, d.Status.NumberAvailable, nodesPerCluster))
+		}
 	}
-	return int(*w.Replicas), nil
+	return out, nil
+}
+
+func daemonSetAvailable(d appsv1.DaemonSet) bool {
+	s := d.Status
+	return s.ObservedGeneration >= d.Generation && s.DesiredNumberScheduled == nodesPerCluster &&
+		s.UpdatedNumberScheduled == nodesPerCluster && s.NumberAvailable == nodesPerCluster
+}
+
+func ptrValue(p *int32, def int32) int32 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// recordPods records every running pod of the lab's workloads, the controllers among them with
+// a forward to their admin port, and each cluster's CoreDNS.
+func (l *lab) recordPods(ctx context.Context) error {
+	nodeDirs := map[string]string{}
+	for _, n := range l.snapshot().Nodes.Nodes {
+		nodeDirs[n.Cluster+"/"+n.Name] = n.Dir
+	}
+	var pods []PodState
+	var controllers []ControllerState
+	var dns []DNSState
+	for _, cluster := range clusterNames() {
+		list, err := l.clusters[cluster].Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, pod := range list.Items {
+			if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
+				continue
+			}
+			p := PodState{
+				Cluster: cluster, Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID),
+				App:  cmp.Or(pod.Labels["app.kubernetes.io/name"], pod.Labels["k8s-app"]),
+				Node: pod.Spec.NodeName, IP: pod.Status.PodIP,
+				Log: podLog(nodeDirs[cluster+"/"+pod.Spec.NodeName], &pod),
+			}
+			pods = append(pods, p)
+			switch {
+			case strings.HasPrefix(p.App, "semaphore-") && pod.Namespace == semaphoreNamespace:
+				c, err := l.controllerOf(&pod, p)
+				if err != nil {
+					return fmt.Errorf("%s: pod %s: %w", cluster, pod.Name, err)
+				}
+				controllers = append(controllers, c)
+			case p.App == "kube-dns" && pod.Namespace == dnsNamespace:
+				dns = append(dns, DNSState{Cluster: cluster, Pod: pod.Name, Addr: net.JoinHostPort(p.IP, "53")})
+			}
+		}
+	}
+	slices.SortFunc(controllers, func(a, b ControllerState) int {
+		return cmp.Or(strings.Compare(a.Component, b.Component), strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.PodName, b.PodName))
+	})
+	l.mu.Lock()
+	l.state.Pods, l.state.Controllers, l.state.DNS = pods, controllers, dns
+	l.mu.Unlock()
+	l.saveState()
+	return nil
+}
+
+// controllerOf is a Semaphore controller's pod, with a port of this machine's loopback
+// forwarded to its admin port (through the underlay, which routes every pod CIDR).
+func (l *lab) controllerOf(pod *corev1.Pod, p PodState) (ControllerState, error) {
+	c := ControllerState{
+		Component: p.App, Cluster: p.Cluster, PodName: pod.Name, PodUID: p.UID, PodIP: p.IP, Log: p.Log,
+	}
+	if pod.Spec.HostNetwork {
+		c.Node = pod.Spec.NodeName // a DaemonSet's pod: one per node
+	}
+	ctr := pod.Spec.Containers[0]
+	for _, e := range ctr.Env {
+		switch e.Name {
+		case "SEMAPHORE_LEADER_ELECT_LEASE_NAME":
+			c.Lease = e.Value
+		case "SEMAPHORE_REMOTES_DIR":
+			c.RemotesDir = e.Value
+		}
+	}
+	port := 0
+	for _, cp := range ctr.Ports {
+		if cp.Name == "admin" {
+			port = int(cp.ContainerPort)
+		}
+	}
+	if port == 0 {
+		return c, fmt.Errorf("no admin port")
+	}
+	admin, stop, err := forwardFromNetns(underlayNetns, net.JoinHostPort(p.IP, strconv.Itoa(port)))
+	if err != nil {
+		return c, err
+	}
+	l.onTeardown(stop)
+	c.Admin = admin
+	return c, nil
+}
+
+// podLog is where the kubelet of the node whose state is in nodeDir writes the output of pod's
+// first container: /var/log/pods/<namespace>_<name>_<uid>/<container>/0.log in the node.
+func podLog(nodeDir string, pod *corev1.Pod) string {
+	if nodeDir == "" || len(pod.Spec.Containers) == 0 {
+		return ""
+	}
+	return filepath.Join(node.HostPath(nodeDir, "/var/log/pods"), pod.Namespace+"_"+pod.Name+"_"+string(pod.UID), pod.Spec.Containers[0].Name, "0.log")
 }

@@ -27,12 +27,6 @@ const calicoAPI = calico.APIv3
 // same fixtures is left out, as the controller writes to one group only.
 var calicoCRD = filepath.Join(testenv.RepoRoot(), "components", "policy", "testdata", "crds", "projectcalico.org_globalnetworksets.yaml")
 
-// startPolicies runs semaphore-policy for every cluster, turning the labelled pods of all the
-// other clusters into GlobalNetworkSets.
-func (l *lab) startPolicies(ctx context.Context) error {
-	return l.startControllers(ctx, "policy", l.bin.policy)
-}
-
 // expectedSet is a GlobalNetworkSet the sample workloads must lead to.
 type expectedSet struct {
 	Cluster string
@@ -47,12 +41,13 @@ func (e expectedSet) Name() string {
 
 // expectedSets are the forwarder pods' sets: one in every cluster but their own, holding the
 // pods' IPs as /32 networks, sorted by address.
-func expectedSets() []expectedSet {
+func expectedSets(st *State) []expectedSet {
 	src := netset.Source{Cluster: forwarderCluster, Namespace: sampleNamespace, Name: forwarderName}
 	var nets []string
-	for i := range forwarderCount {
-		nets = append(nets, podIP(forwarderCluster, i)+"/32")
+	for _, ip := range st.podIPs(forwarderCluster, forwarderName) {
+		nets = append(nets, ip+"/32")
 	}
+	// semaphore-policy sorts a set's nets by address.
 	slices.SortFunc(nets, func(a, b string) int {
 		return netip.MustParsePrefix(a).Addr().Compare(netip.MustParsePrefix(b).Addr())
 	})

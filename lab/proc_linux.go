@@ -106,3 +106,25 @@ func childrenOf(ppid int) ([]int, error) {
 	}
 	return out, nil
 }
+
+// containerRoot is the root directory of the application container of the pod with uid, as
+// this machine sees it (/proc/<pid>/root): the pod's process that the kubelet gave the pod's
+// ServiceAccount token (the sandbox's has no volumes). The kubelet names every pod's cgroup
+// pod<uid>.
+func containerRoot(uid string) (string, error) {
+	pids, err := allPIDs()
+	if err != nil {
+		return "", err
+	}
+	for _, pid := range pids {
+		cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if err != nil || !strings.Contains(string(cg), "/pod"+uid+"/") {
+			continue
+		}
+		root := fmt.Sprintf("/proc/%d/root", pid)
+		if _, err := os.Stat(filepath.Join(root, serviceAccountDir)); err == nil {
+			return root, nil
+		}
+	}
+	return "", fmt.Errorf("no process of pod %s with its ServiceAccount's token on this machine", uid)
+}

@@ -28,3 +28,5 @@ func procCmdline(int) string { return "" }
 func allPIDs() ([]int, error) { return nil, errNoProc }
 
 func childrenOf(int) ([]int, error) { return nil, errNoProc }
+
+func containerRoot(string) (string, error) { return "", errNoProc }

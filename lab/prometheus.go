@@ -53,6 +53,10 @@ type PromTarget struct {
 // startPrometheus runs Prometheus scraping every controller of the lab, with the repository's
 // alert rules loaded.
 func (l *lab) startPrometheus(ctx context.Context) error {
+	if st := l.snapshot(); st.Nodes == nil || st.Nodes.Skipped != "" {
+		l.logf("skipping Prometheus: without nodes, no controller runs to scrape")
+		return nil
+	}
 	if !fileExists(prometheusBinary) {
 		l.logf("skipping Prometheus: %s is missing (bash ci/promtool.sh installs it)", prometheusBinary)
 		return nil
@@ -417,6 +421,10 @@ func componentsOf(query string) []string {
 // without root) are let off, and listed.
 func (l *lab) checkDashboards(ctx context.Context) []string {
 	st := l.snapshot()
+	if st.Nodes != nil && st.Nodes.Skipped != "" {
+		fmt.Fprintf(l.out, "dashboard queries not checked: there are no nodes (%s), so no controller runs\n", st.Nodes.Skipped)
+		return nil
+	}
 	if st.Prometheus == nil {
 		return []string{"Prometheus does not run: cannot check the dashboard queries"}
 	}

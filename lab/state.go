@@ -15,22 +15,31 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kube-semaphore/semaphore/lab/node"
 )
 
 // State is what a running lab writes to state.json: what `lab status` shows, and what `lab
 // down` and the reaper need to clean up after a lab that died.
 type State struct {
-	PID         int               `json:"pid"`
-	PIDStart    uint64            `json:"pidStart,omitempty"`
-	Started     time.Time         `json:"started"`
-	Phase       string            `json:"phase"`
-	Dir         string            `json:"dir"`
-	Clusters    []ClusterState    `json:"clusters,omitempty"`
+	PID      int            `json:"pid"`
+	PIDStart uint64         `json:"pidStart,omitempty"`
+	Started  time.Time      `json:"started"`
+	Phase    string         `json:"phase"`
+	Dir      string         `json:"dir"`
+	Clusters []ClusterState `json:"clusters,omitempty"`
+	// Registry is the host:port of the lab's OCI registry.
+	Registry string `json:"registry,omitempty"`
+	// Kubeconfig is the lab's kubeconfig, a context per cluster.
+	Kubeconfig  string            `json:"kubeconfig,omitempty"`
 	Controllers []ControllerState `json:"controllers,omitempty"`
 	DNS         []DNSState        `json:"dns,omitempty"`
 	Prometheus  *PrometheusState  `json:"prometheus,omitempty"`
-	// Nodes are the nodes, network namespaces running semaphore-wireguard, or why there are none.
+	// Nodes are the nodes, network namespaces running containerd, kubelet and kube-proxy, or why
+	// there are none.
 	Nodes *NodesState `json:"nodes,omitempty"`
+	// Pods are the running pods of every cluster.
+	Pods []PodState `json:"pods,omitempty"`
 	// Namespaces are the network namespaces the lab created, for deleting them after it: each
 	// is recorded before it is created.
 	Namespaces []string `json:"namespaces,omitempty"`
@@ -54,35 +63,33 @@ type ClusterState struct {
 	DirectKubeconfig string `json:"directKubeconfig"`
 }
 
-// ControllerState is one running controller.
+// ControllerState is one running controller: a pod of the umbrella release.
 type ControllerState struct {
 	Component string `json:"component"`
 	Cluster   string `json:"cluster"`
-	Admin     string `json:"admin"`
-	Log       string `json:"log"`
-	PID       int    `json:"pid"`
+	// Admin is a port of this machine's loopback forwarded to the pod's admin port.
+	Admin string `json:"admin"`
+	// Log is the file the kubelet writes the pod's output to.
+	Log string `json:"log"`
 	// Node is the node a DaemonSet's controller runs on (semaphore-wireguard), "" for a
 	// Deployment's.
-	Node string `json:"node,omitempty"`
-	// Pod is the directory standing for the pod's filesystem: its remotes' kubeconfigs and
-	// ServiceAccount token (see podOf); PodName is the pod's name.
-	Pod     string `json:"pod,omitempty"`
-	PodName string `json:"podName,omitempty"`
+	Node    string `json:"node,omitempty"`
+	PodName string `json:"podName"`
+	PodUID  string `json:"podUID"`
+	PodIP   string `json:"podIP"`
 	// Lease is the name of the leader-election Lease (in the semaphore namespace) when the pod
 	// elects a leader.
 	Lease string `json:"lease,omitempty"`
-	// Kubeconfig and RemotesDir are the pod's credentials: its in-cluster configuration, and
-	// the directory of its remotes' kubeconfigs.
-	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// RemotesDir is where the pod reads its remotes' kubeconfigs (SEMAPHORE_REMOTES_DIR).
 	RemotesDir string `json:"remotesDir,omitempty"`
 }
 
-// DNSState is one running CoreDNS.
+// DNSState is one cluster's CoreDNS pod.
 type DNSState struct {
-	Cluster  string `json:"cluster"`
-	Addr     string `json:"addr"`
-	Corefile string `json:"corefile"`
-	Log      string `json:"log"`
+	Cluster string `json:"cluster"`
+	Pod     string `json:"pod"`
+	// Addr is the pod's DNS address, on the underlay.
+	Addr string `json:"addr"`
 }
 
 // Proc identifies a process across pid reuse.
@@ -198,7 +205,7 @@ func acquire(dir string, out io.Writer) error {
 
 // runtimePaths are what only a running lab needs, in its directory. The binaries and the logs
 // are not among them: they stay.
-var runtimePaths = []string{"clusters", "coredns", "nodes", "pods", "prometheus", "tmp", stateFile, stateFile + ".tmp", pidFile}
+var runtimePaths = []string{kubeconfigFile, "clusters", "coredns", "nodes", "pods", "prometheus", "tmp", stateFile, stateFile + ".tmp", pidFile}
 
 // removeRuntimeState removes the runtime paths.
 func removeRuntimeState(dir string) error {
@@ -210,8 +217,9 @@ func removeRuntimeState(dir string) error {
 }
 
 // leftovers are the processes of a lab in dir that still run: those st recorded, and any
-// kube-apiserver, etcd, CoreDNS or controller whose command line names the lab directory
-// (which catches those started after the state was last written).
+// process of a cluster or a node whose command line names the lab directory (which catches
+// those started after the state was last written; comm names are cut at 15 bytes). What runs
+// in a node's pods is in the node's cgroups (see cleanUp).
 func leftovers(dir string, st *State) []Proc {
 	seen := map[int]bool{os.Getpid(): true}
 	var out []Proc
@@ -230,7 +238,8 @@ func leftovers(dir string, st *State) []Proc {
 		}
 		name := procName(pid)
 		switch {
-		case name == "kube-apiserver", name == "etcd", name == "coredns", name == "prometheus", strings.HasPrefix(name, "semaphore-"):
+		case name == "kube-apiserver", name == "etcd", name == "prometheus", name == "kube-controller",
+			name == "kube-scheduler", name == "containerd", name == "kubelet", name == "kube-proxy":
 		default:
 			continue
 		}
@@ -261,6 +270,19 @@ func cleanUp(dir string, st *State, out io.Writer) error {
 		}
 		if p.alive() {
 			return fmt.Errorf("%s (pid %d) does not die", p.Name, p.PID)
+		}
+	}
+	// A node's containers and shims are no children of the lab: its cgroups hold them.
+	if st != nil && st.Nodes != nil {
+		keyDir, _ := wireguardKeyDir()
+		for _, n := range st.Nodes.Nodes {
+			fmt.Fprintf(out, "lab: cleaning up node %s\n", n.Name)
+			if err := node.Cleanup(n.Name, keyDir); err != nil {
+				return fmt.Errorf("node %s: %w", n.Name, err)
+			}
+		}
+		if err := node.RestoreSysctls(filepath.Join(dir, sysctlsFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
 		}
 	}
 	// Deleting a node's network namespace deletes its links and addresses too; the processes
@@ -402,20 +424,30 @@ func reap(dir string, args []string) int {
 	return 0
 }
 
-// hostLinks are the names of this machine's network interfaces (in the lab's own network
-// namespace), to tell afterwards that the lab added none.
-func hostLinks() []string {
-	ifs, _ := net.Interfaces()
-	names := make([]string, len(ifs))
-	for i, ifc := range ifs {
-		names[i] = ifc.Name
-	}
-	return names
+// machine is what the lab must leave of this machine as it found it: the names of its network
+// interfaces (in the lab's own network namespace), and the sysctls kubelet changes.
+type machine struct {
+	links   []string
+	sysctls map[string]string
 }
 
-// leftBehind lists what a lab in dir left after it went down: processes, network namespaces of
-// the lab, links of this machine that were not there before (linksBefore), runtime files.
-func leftBehind(dir string, linksBefore []string) []string {
+func machineNow() machine {
+	ifs, _ := net.Interfaces()
+	m := machine{sysctls: map[string]string{}}
+	for _, ifc := range ifs {
+		m.links = append(m.links, ifc.Name)
+	}
+	for _, s := range node.KubeletSysctls {
+		v, _ := os.ReadFile(filepath.Join("/proc/sys", s))
+		m.sysctls[s] = strings.TrimSpace(string(v))
+	}
+	return m
+}
+
+// leftBehind lists what a lab in dir left after it went down: processes, network namespaces
+// and node cgroups of the lab, links of this machine that were not there before, sysctls
+// that differ, runtime files.
+func leftBehind(dir string, before machine) []string {
 	var out []string
 	for _, p := range leftovers(dir, nil) {
 		out = append(out, fmt.Sprintf("left behind: process %s (pid %d)", p.Name, p.PID))
@@ -426,9 +458,19 @@ func leftBehind(dir string, linksBefore []string) []string {
 			out = append(out, "left behind: network namespace "+e.Name())
 		}
 	}
-	for _, name := range hostLinks() {
-		if !slices.Contains(linksBefore, name) {
+	cgroups, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", node.CgroupRoot("*")))
+	for _, cg := range cgroups {
+		out = append(out, "left behind: cgroup "+cg)
+	}
+	now := machineNow()
+	for _, name := range now.links {
+		if !slices.Contains(before.links, name) {
 			out = append(out, "left behind: link "+name+" on this machine")
+		}
+	}
+	for s, v := range before.sysctls {
+		if now.sysctls[s] != v {
+			out = append(out, fmt.Sprintf("left behind: sysctl %s is %s, was %s", s, now.sysctls[s], v))
 		}
 	}
 	for _, p := range runtimePaths {

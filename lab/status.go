@@ -21,7 +21,6 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/labels"
-	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -36,7 +35,7 @@ type Status struct {
 	Controllers []ControllerStatus
 	Prometheus  *PromStatus // nil when Prometheus does not run
 	WireGuard   []NodeWireGuard
-	Pings       []PingStatus
+	Traffic     *TrafficLog // nil without nodes
 }
 
 // MirrorStatus is one mirror Service.
@@ -87,13 +86,13 @@ func collect(ctx context.Context, st *State) *Status {
 			s.NetSets[c.Name], s.NetSetErrs[c.Name] = sets, err
 		})
 	}
-	names := dnsNames()
+	names := dnsNames(st)
 	for _, d := range st.DNS {
 		for _, m := range names[d.Cluster] {
 			wg.Go(func() {
 				lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 				defer cancel()
-				addrs, err := testenv.LookupHost(lctx, d.Addr, m.DNSName())
+				addrs, err := testenv.LookupHostInNetns(lctx, underlayNetns, d.Addr, m.DNSName())
 				mu.Lock()
 				defer mu.Unlock()
 				s.DNS = append(s.DNS, DNSAnswer{Cluster: d.Cluster, Server: d.Addr, Name: m.DNSName(), Addrs: addrs, Err: err})
@@ -124,7 +123,7 @@ func collect(ctx context.Context, st *State) *Status {
 		wg.Go(func() { s.Prometheus = collectPrometheus(ctx, st.Prometheus) })
 	}
 	wg.Go(func() { s.WireGuard = collectWireGuard(ctx, st) })
-	wg.Go(func() { s.Pings = collectPings(st) })
+	wg.Go(func() { s.Traffic = collectTraffic(st) })
 	wg.Wait()
 	for i, c := range st.Controllers {
 		s.Controllers[i].Leader = c.Lease != "" && holders[[2]string{c.Cluster, c.Lease}] == c.PodName
@@ -225,7 +224,11 @@ func findProblems(st *State, s *Status) []string {
 			problems = append(problems, fmt.Sprintf("%s: listing mirrors: %v", c.Name, err))
 		}
 	}
-	for _, want := range expectedMirrors() {
+	if st.Nodes != nil && st.Nodes.Skipped != "" {
+		// No node, no pod: the clusters and the releases are all there is to check.
+		return problems
+	}
+	for _, want := range expectedMirrors(st) {
 		if s.MirrorErrs[want.Cluster] != nil {
 			continue
 		}
@@ -242,7 +245,7 @@ func findProblems(st *State, s *Status) []string {
 			problems = append(problems, fmt.Sprintf("%s: listing GlobalNetworkSets: %v", c.Name, err))
 		}
 	}
-	for _, want := range expectedSets() {
+	for _, want := range expectedSets(st) {
 		if s.NetSetErrs[want.Cluster] != nil {
 			continue
 		}
@@ -260,20 +263,20 @@ func findProblems(st *State, s *Status) []string {
 	// no set holds its own cluster's pods.
 	for cluster, mirrors := range s.Mirrors {
 		for _, m := range mirrors {
-			if !slices.ContainsFunc(expectedMirrors(), func(e expectedMirror) bool { return e.Cluster == cluster && e.Name() == m.Name }) {
+			if !slices.ContainsFunc(expectedMirrors(st), func(e expectedMirror) bool { return e.Cluster == cluster && e.Name() == m.Name }) {
 				problems = append(problems, fmt.Sprintf("%s: unexpected mirror %s/%s", cluster, semaphoreNamespace, m.Name))
 			}
 		}
 	}
 	for cluster, sets := range s.NetSets {
 		for _, n := range sets {
-			if !slices.ContainsFunc(expectedSets(), func(e expectedSet) bool { return e.Cluster == cluster && e.Name() == n.Name }) {
+			if !slices.ContainsFunc(expectedSets(st), func(e expectedSet) bool { return e.Cluster == cluster && e.Name() == n.Name }) {
 				problems = append(problems, fmt.Sprintf("%s: unexpected GlobalNetworkSet %s", cluster, n.Name))
 			}
 		}
 	}
 	for _, d := range st.DNS {
-		for _, want := range dnsNames()[d.Cluster] {
+		for _, want := range dnsNames(st)[d.Cluster] {
 			m, ok := findMirror(s, d.Cluster, want.Name())
 			if !ok {
 				continue // reported above
@@ -312,7 +315,7 @@ func findProblems(st *State, s *Status) []string {
 		}
 	}
 	problems = append(problems, wireguardProblems(st, s)...)
-	problems = append(problems, pingProblems(s)...)
+	problems = append(problems, trafficProblems(s)...)
 	return append(problems, prometheusProblems(st, s.Prometheus)...)
 }
 
@@ -368,12 +371,15 @@ func printStatus(w io.Writer, st *State, s *Status) {
 	up := time.Since(st.Started).Round(time.Second)
 	fmt.Fprintf(w, "Semaphore lab: %s for %s (pid %d, directory %s)\n", st.Phase, up, st.PID, st.Dir)
 
-	section(w, "Clusters (admin kubeconfigs; their contexts are named after the clusters)")
+	section(w, fmt.Sprintf("Clusters (kubectl --kubeconfig %s --context <cluster>)", st.Kubeconfig))
 	tw := table(w)
 	for _, c := range st.Clusters {
-		fmt.Fprintf(tw, "  %s\t%s\tservices %s\t%s\n", c.Name, c.Server, c.ServiceCIDR, c.Kubeconfig)
+		fmt.Fprintf(tw, "  %s\t%s\tservices %s\n", c.Name, c.Server, c.ServiceCIDR)
 	}
 	tw.Flush()
+	if st.Registry != "" {
+		fmt.Fprintf(w, "  registry %s: images %s/..., charts oci://%s/%s/...\n", st.Registry, imagesRepo, st.Registry, chartsRepo)
+	}
 
 	section(w, fmt.Sprintf("Mirrored Services (semaphore-service-mirror, namespace %s)", semaphoreNamespace))
 	tw = table(w)
@@ -421,7 +427,10 @@ func printStatus(w io.Writer, st *State, s *Status) {
 	fmt.Fprintf(w, "  docs/policy.md shows the Calico NetworkPolicy that selects a set by its labels\n")
 
 	for _, d := range st.DNS {
-		section(w, fmt.Sprintf("DNS (CoreDNS of %s on %s, with the Corefile of docs/coredns.md)", d.Cluster, d.Addr))
+		if len(dnsNames(st)[d.Cluster]) == 0 {
+			continue
+		}
+		section(w, fmt.Sprintf("DNS (CoreDNS of %s, pod %s at %s, with the Corefile of docs/coredns.md)", d.Cluster, d.Pod, d.Addr))
 		tw = table(w)
 		for _, a := range s.DNS {
 			if a.Cluster != d.Cluster {
@@ -431,7 +440,7 @@ func printStatus(w io.Writer, st *State, s *Status) {
 			if a.Err != nil {
 				answer = "error: " + a.Err.Error()
 			}
-			for _, want := range dnsNames()[d.Cluster] {
+			for _, want := range dnsNames(st)[d.Cluster] {
 				if m, ok := findMirror(s, d.Cluster, want.Name()); ok && want.DNSName() == a.Name && slices.Equal(a.Addrs, []string{m.ClusterIP}) {
 					answer += fmt.Sprintf("\t(the ClusterIP of %s/%s)", semaphoreNamespace, m.Name)
 				}
@@ -439,14 +448,12 @@ func printStatus(w io.Writer, st *State, s *Status) {
 			fmt.Fprintf(tw, "  %s\t-> %s\n", a.Name, answer)
 		}
 		tw.Flush()
-		if names := dnsNames()[d.Cluster]; len(names) > 0 {
-			host, port, _ := net.SplitHostPort(d.Addr)
-			fmt.Fprintf(w, "  try: dig @%s -p %s +short %s\n", host, port, names[0].DNSName())
-		}
+		host, _, _ := net.SplitHostPort(d.Addr)
+		fmt.Fprintf(w, "  try: ip netns exec %s dig @%s +short %s\n", underlayNetns, host, dnsNames(st)[d.Cluster][0].DNSName())
 	}
 
 	printWireGuard(w, st, s)
-	printPings(w, st, s)
+	printTraffic(w, st, s)
 
 	section(w, "Controllers")
 	tw = table(w)
@@ -474,43 +481,34 @@ func printStatus(w io.Writer, st *State, s *Status) {
 	printPrometheus(w, st, s.Prometheus)
 
 	section(w, "Poke at it")
-	kubeconfig := func(cluster string) string {
-		for _, c := range st.Clusters {
-			if c.Name == cluster {
-				return c.Kubeconfig
-			}
-		}
-		return filepath.Join(st.Dir, "clusters", cluster, "kubeconfig")
+	kubectl := func(cluster string) string {
+		return fmt.Sprintf("kubectl --kubeconfig %s --context %s", st.Kubeconfig, cluster)
 	}
-	var all []string
-	for _, c := range st.Clusters {
-		all = append(all, c.Kubeconfig)
+	fmt.Fprintf(w, "  %s get pods -A -o wide\n", kubectl("gcp"))
+	fmt.Fprintf(w, "  %s get svc,endpointslices -n %s\n", kubectl("gcp"), semaphoreNamespace)
+	fmt.Fprintf(w, "  %s get svc,endpointslices -n %s\n", kubectl(fluentdCluster), sampleNamespace)
+	fmt.Fprintf(w, "  %s get globalnetworksets.projectcalico.org -o yaml\n", kubectl(remotesOf(forwarderCluster)[0]))
+	fmt.Fprintf(w, "  # stop mirroring fluentd, and watch its mirrors go (and the forwarders' requests fail):\n")
+	fmt.Fprintf(w, "  %s -n %s label svc %s %s-\n", kubectl(fluentdCluster), sampleNamespace, fluentdName, mirrorLabel)
+	fmt.Fprintf(w, "  # scale the forwarders down to one, and watch the network sets shrink:\n")
+	fmt.Fprintf(w, "  %s -n %s scale deployment %s --replicas 1\n", kubectl(forwarderCluster), sampleNamespace, forwarderName)
+	if i := slices.IndexFunc(st.Pods, func(p PodState) bool { return p.App == fluentdName }); i >= 0 {
+		fmt.Fprintf(w, "  # what fluentd logs (the kubelet's file; kubectl logs needs the API server to reach the kubelet, which it cannot here):\n")
+		fmt.Fprintf(w, "  tail -f %s\n", st.Pods[i].Log)
 	}
-	fmt.Fprintf(w, "  kubectl --kubeconfig %s get svc,endpointslices -n %s\n", kubeconfig("gcp"), semaphoreNamespace)
-	fmt.Fprintf(w, "  kubectl --kubeconfig %s get svc,endpointslices -n %s\n", kubeconfig(fluentdCluster), sampleNamespace)
-	fmt.Fprintf(w, "  kubectl --kubeconfig %s get globalnetworksets.projectcalico.org -o yaml\n", kubeconfig(remotesOf(forwarderCluster)[0]))
-	fmt.Fprintf(w, "  # stop mirroring fluentd, and watch its mirrors go:\n")
-	fmt.Fprintf(w, "  kubectl --kubeconfig %s -n %s label svc %s %s-\n", kubeconfig(fluentdCluster), sampleNamespace, fluentdName, mirrorLabel)
-	fmt.Fprintf(w, "  # take %s-1 out of its network set, and watch the sets shrink:\n", forwarderName)
-	fmt.Fprintf(w, "  kubectl --kubeconfig %s -n %s label pod %s-1 %s-\n", kubeconfig(forwarderCluster), sampleNamespace, forwarderName, policyLabel)
 	if st.Nodes != nil && len(st.Nodes.Nodes) > 0 {
 		n := st.Nodes.Nodes[0]
-		fmt.Fprintf(w, "  # a node's routes to the other clusters' pods, through its WireGuard devices:\n")
-		fmt.Fprintf(w, "  ip -n %s route; ip -n %s -s link show %s\n", n.Netns, n.Netns, peers.DeviceName(remotesOf(n.Cluster)[0]))
+		fmt.Fprintf(w, "  # a node's routes to the other clusters' pods, through its WireGuard devices, and kube-proxy's rules:\n")
+		fmt.Fprintf(w, "  ip -n %s route; ip -n %s -s link show %s; ip netns exec %s iptables -t nat -S KUBE-SERVICES\n",
+			n.Netns, n.Netns, peers.DeviceName(remotesOf(n.Cluster)[0]), n.Netns)
 	}
-	fmt.Fprintf(w, "  # all clusters at once (contexts %s):\n", strings.Join(clusterNames(), ", "))
-	fmt.Fprintf(w, "  export KUBECONFIG=%s\n", strings.Join(all, string(filepath.ListSeparator)))
 
-	section(w, "Charts (installed through the Helm SDK; docs/lab.md)")
-	fmt.Fprintf(w, "  %s/%s in every cluster: its NOTES, followed for each consumer, in %s\n", remoteNamespace, remoteRelease,
-		filepath.Join(st.Dir, "clusters", "<cluster>", "semaphore-remote-NOTES.txt"))
-	fmt.Fprintf(w, "  %s/%s (umbrella) in every cluster: its manifest in %s\n", semaphoreNamespace, umbrellaRelease,
-		filepath.Join(st.Dir, "clusters", "<cluster>", "semaphore-manifest.yaml"))
-	fmt.Fprintf(w, "  every controller runs with its pod's environment and files, in %s\n", filepath.Join(st.Dir, "pods", "<cluster>", "<pod>"))
-	if i := slices.IndexFunc(st.Controllers, func(c ControllerState) bool { return c.Cluster == "gcp" && c.RemotesDir != "" }); i >= 0 {
-		fmt.Fprintf(w, "  e.g. kubectl --kubeconfig %s get svc -A   # as gcp's %s reads aws\n",
-			remote.KubeconfigPath(st.Controllers[i].RemotesDir, "aws"), st.Controllers[i].PodName)
-	}
+	section(w, "Charts (helm install from the lab's registry, as the README tells users)")
+	fmt.Fprintf(w, "  helm --kubeconfig %s --kube-context <cluster> list -A\n", st.Kubeconfig)
+	fmt.Fprintf(w, "  %s/%s in every cluster: its values, and its NOTES followed for each consumer, in %s\n", remoteNamespace, remoteRelease,
+		filepath.Join(st.Dir, "clusters", "<cluster>", "semaphore-remote-{values.yaml,NOTES.txt}"))
+	fmt.Fprintf(w, "  %s/%s (umbrella) in every cluster: its values and manifest in %s\n", semaphoreNamespace, umbrellaRelease,
+		filepath.Join(st.Dir, "clusters", "<cluster>", "semaphore-{values,manifest}.yaml"))
 	fmt.Fprintln(w)
 }
 

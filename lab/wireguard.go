@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,113 +18,6 @@ import (
 
 // wireguardComponent is semaphore-wireguard's ControllerState.Component.
 const wireguardComponent = "semaphore-wireguard"
-
-// runScript gives a node's controller its own mount namespace with a private /var/run, so that
-// the UAPI sockets of userspace WireGuard (in /var/run/wireguard, which network namespaces
-// share) do not clash between nodes: in a pod, /var/run/wireguard is an emptyDir. A tmpfs over
-// the whole of /var/run (instead of over /var/run/wireguard alone) leaves nothing on the host:
-// /var/run/wireguard need not exist there, and mount -n keeps libmount from creating /run/mount
-// on the host's /run either. `ip netns exec`, unshare and sh all exec, so the process the lab
-// starts is the controller. The same as the data-path test's
-// (components/wireguard/datapath).
-const runScript = `mount -n -t tmpfs -o mode=0755 semaphore-run /var/run && mkdir /var/run/wireguard && exec "$0"`
-
-// startWireguards runs semaphore-wireguard on every node, in the node's network namespace, as
-// the umbrella chart's DaemonSet runs it on every node of a cluster, and forwards a port of this
-// machine to each one's admin server for readiness, status and Prometheus.
-func (l *lab) startWireguards(ctx context.Context) error {
-	nodes := l.snapshot().Nodes
-	if nodes == nil || nodes.Skipped != "" {
-		return nil // startNodes said why
-	}
-	bin, err := l.goBuild(ctx, "semaphore-wireguard", "./components/wireguard")
-	if err != nil {
-		return err
-	}
-	var started []*child
-	var stops []func()
-	l.onTeardown(func() {
-		stopAll(started, syscall.SIGTERM, 10*time.Second)
-		for _, stop := range stops {
-			stop()
-		}
-		l.logf("stopped semaphore-wireguard")
-	})
-	for _, n := range nodes.Nodes {
-		c, stop, err := l.startWireguard(ctx, bin, n)
-		if stop != nil {
-			stops = append(stops, stop)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", n.Name, err)
-		}
-		started = append(started, c)
-	}
-	l.logf("started semaphore-wireguard on %d nodes, in their network namespaces", len(nodes.Nodes))
-	return nil
-}
-
-// startWireguard starts the controller of node n as the pod of the umbrella's DaemonSet on n
-// (podOf), and forwards a free port of this machine's loopback to its admin server (stop stops
-// that).
-func (l *lab) startWireguard(ctx context.Context, bin string, n NodeState) (c *child, stop func(), err error) {
-	pod, err := l.podOf(ctx, n.Cluster, "wireguard", n.Name, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	// The mounts the runner provides: the machine's TUN device, and a private /var/run (see
-	// runScript) for /var/run/wireguard.
-	for _, m := range pod.FixedMounts {
-		if m != "/dev/net/tun" && m != "/var/run/wireguard" {
-			return nil, nil, fmt.Errorf("the chart mounts %s, which the lab cannot provide", m)
-		}
-	}
-	env := pod.Env
-	vars := map[string]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		vars[k] = v
-	}
-	// The controller's own settings are the pod's; the tools that start it (ip, unshare, sh,
-	// mount) need a PATH, which a container image has and a pod's env need not set.
-	if _, ok := vars["PATH"]; !ok {
-		env = append(env, "PATH="+os.Getenv("PATH"))
-	}
-	// The admin server listens in the node's namespace (the pod is on the host network).
-	host, port, err := net.SplitHostPort(vars["SEMAPHORE_ADMIN_ADDR"])
-	if err != nil {
-		return nil, nil, fmt.Errorf("SEMAPHORE_ADMIN_ADDR: %w", err)
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
-	admin, stop, err := forwardFromNetns(n.Netns, net.JoinHostPort(host, port))
-	if err != nil {
-		return nil, nil, err
-	}
-	name := "wireguard-" + n.Name
-	log := l.path("logs", name+".log")
-	c, err = l.startChild(name, "ip", []string{"netns", "exec", n.Netns, "unshare", "--mount", "--", "sh", "-c", runScript, bin}, env, log, false)
-	if err != nil {
-		return nil, stop, err
-	}
-	l.mu.Lock()
-	l.state.Controllers = append(l.state.Controllers, ControllerState{
-		Component:  wireguardComponent,
-		Cluster:    n.Cluster,
-		Node:       n.Name,
-		Admin:      admin,
-		Log:        log,
-		PID:        c.cmd.Process.Pid,
-		Pod:        pod.Root,
-		PodName:    pod.Name,
-		Kubeconfig: pod.Kubeconfig,
-		RemotesDir: pod.RemotesDir,
-	})
-	l.mu.Unlock()
-	l.saveState()
-	return c, stop, nil
-}
 
 // NodeWireGuard is what one node's semaphore-wireguard reports through its metrics, with the
 // endpoints its peers publish.

@@ -3,27 +3,30 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 // The sample workloads of the Semaphore blog post: fluentd in aws collects logs, and the
 // forwarder pods in gcp send it theirs, through fluentd's mirror in gcp.
 const (
-	sampleNamespace  = "sys-log"
-	fluentdCluster   = "aws"
-	fluentdName      = "fluentd"
-	fluentdReplicas  = 2
-	forwarderCluster = "gcp"
-	forwarderName    = "forwarder"
-	forwarderCount   = 2
+	sampleNamespace        = "sys-log"
+	fluentdCluster         = "aws"
+	fluentdName            = "fluentd"
+	fluentdReplicas  int32 = 2
+	forwarderCluster       = "gcp"
+	forwarderName          = "forwarder"
+	forwarderCount   int32 = 2
 
 	mirrorLabel = "mirror.semaphore.uw.io/mirror-service"
 	policyLabel = "policy.semaphore.uw.io/name"
@@ -34,9 +37,8 @@ var fluentdPorts = []struct {
 	port int32
 }{{"forward", 8888}, {"http", 8889}}
 
-// createSampleWorkloads creates the sample workloads. No kube-controller-manager runs in the
-// lab, so what it would do is done here: fluentd's EndpointSlice is written directly, and the
-// forwarder pods get their IPs through the status subresource, as a kubelet would set them.
+// createSampleWorkloads creates the sample workloads: Deployments of the lab's sample program
+// (lab/cmd/sample, in the lab's registry), spread over the nodes of their cluster.
 func (l *lab) createSampleWorkloads(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -46,136 +48,95 @@ func (l *lab) createSampleWorkloads(ctx context.Context) error {
 	if err := l.createForwarders(ctx); err != nil {
 		return fmt.Errorf("%s: %w", forwarderCluster, err)
 	}
-	l.logf("created %s/%s/%s (mirrored, %d endpoints) and %d %s pods in %s/%s",
-		fluentdCluster, sampleNamespace, fluentdName, fluentdReplicas, forwarderCount, forwarderName, forwarderCluster, sampleNamespace)
+	l.logf("created %s/%s/%s (%d replicas, mirrored) and %s/%s/%s (%d replicas, in network sets)",
+		fluentdCluster, sampleNamespace, fluentdName, fluentdReplicas, forwarderCluster, sampleNamespace, forwarderName, forwarderCount)
 	return nil
 }
 
-// createFluentd creates the Service that opts in to mirroring, and its endpoints.
+// createFluentd creates fluentd: the sample program serving both ports and logging every
+// request with its client's address, and its Service, which opts in to mirroring.
 func (l *lab) createFluentd(ctx context.Context) error {
 	c := l.clusters[fluentdCluster]
-	if err := c.EnsureNamespace(ctx, sampleNamespace); err != nil {
-		return err
-	}
-	app := map[string]string{"app.kubernetes.io/name": fluentdName}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   fluentdName,
 			Labels: map[string]string{"app.kubernetes.io/name": fluentdName, mirrorLabel: "true"},
 		},
-		Spec: corev1.ServiceSpec{Selector: app},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app.kubernetes.io/name": fluentdName}},
 	}
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: fluentdName + "-",
-			Labels: map[string]string{
-				discoveryv1.LabelServiceName: fluentdName,
-				// What Kubernetes' own EndpointSlice controller would have written.
-				discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io",
-			},
-		},
-		AddressType: discoveryv1.AddressTypeIPv4,
-	}
+	var listen []string
+	var ports []corev1.ContainerPort
 	for _, p := range fluentdPorts {
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
-			Name: p.name, Port: p.port, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(p.port),
+			Name: p.name, Port: p.port, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString(p.name),
 		})
-		slice.Ports = append(slice.Ports, discoveryv1.EndpointPort{
-			Name: ptr.To(p.name), Port: ptr.To(p.port), Protocol: ptr.To(corev1.ProtocolTCP),
-		})
+		ports = append(ports, corev1.ContainerPort{Name: p.name, ContainerPort: p.port, Protocol: corev1.ProtocolTCP})
+		listen = append(listen, fmt.Sprintf(":%d", p.port))
 	}
-	for i := range fluentdReplicas {
-		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
-			Addresses: []string{podIP(fluentdCluster, i)},
-			NodeName:  ptr.To(sampleNode(fluentdCluster, i)),
-			Conditions: discoveryv1.EndpointConditions{
-				Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false),
-			},
-		})
-	}
-	if _, err := c.Client.CoreV1().Services(sampleNamespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+	ctr := l.sampleContainer(fluentdName, "serve", "-listen", strings.Join(listen, ","))
+	ctr.Ports = ports
+	ctr.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+		HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString(fluentdPorts[0].name)}}}
+	if err := l.createSampleDeployment(ctx, c, fluentdName, fluentdReplicas, nil, ctr); err != nil {
 		return err
 	}
-	_, err := c.Client.DiscoveryV1().EndpointSlices(sampleNamespace).Create(ctx, slice, metav1.CreateOptions{})
+	_, err := c.Client.CoreV1().Services(sampleNamespace).Create(ctx, svc, metav1.CreateOptions{})
 	return err
 }
 
-// createForwarders creates the pods that carry the policy label: semaphore-policy turns them
-// into a GlobalNetworkSet in each of the other clusters (see expectedSets).
+// createForwarders creates the forwarders, which carry the policy label (semaphore-policy
+// turns them into a GlobalNetworkSet in each of the other clusters) and send requests to
+// fluentd in aws by the name docs/coredns.md gives its mirror.
 func (l *lab) createForwarders(ctx context.Context) error {
-	c := l.clusters[forwarderCluster]
-	// EnsureNamespace also creates the default ServiceAccount, which pods need.
+	url := fmt.Sprintf("http://%s.%s.svc.cluster.%s:%d/", fluentdName, sampleNamespace, fluentdCluster, fluentdPorts[0].port)
+	ctr := l.sampleContainer(forwarderName, "send", "-url", url, "-interval", "1s")
+	return l.createSampleDeployment(ctx, l.clusters[forwarderCluster], forwarderName, forwarderCount,
+		map[string]string{policyLabel: forwarderName}, ctr)
+}
+
+// sampleContainer is a container of the sample program with args.
+func (l *lab) sampleContainer(name string, args ...string) corev1.Container {
+	return corev1.Container{
+		Name:  name,
+		Image: l.imageRef(sampleImage),
+		Args:  args,
+		Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+		SecurityContext: restrictedContainer(),
+	}
+}
+
+// createSampleDeployment creates a Deployment of replicas pods of ctr in the sample namespace,
+// at most one per node.
+func (l *lab) createSampleDeployment(ctx context.Context, c *testenv.Cluster, name string, replicas int32, extraLabels map[string]string, ctr corev1.Container) error {
 	if err := c.EnsureNamespace(ctx, sampleNamespace); err != nil {
 		return err
 	}
-	pods := c.Client.CoreV1().Pods(sampleNamespace)
-	for i := range forwarderCount {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:   fmt.Sprintf("%s-%d", forwarderName, i),
-				Labels: map[string]string{"app.kubernetes.io/name": forwarderName, policyLabel: forwarderName},
+	app := map[string]string{"app.kubernetes.io/name": name}
+	podLabels := maps.Clone(app)
+	maps.Copy(podLabels, extraLabels)
+	_, err := c.Client.AppsV1().Deployments(sampleNamespace).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: app},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: app},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec: corev1.PodSpec{
+					AutomountServiceAccountToken: ptr.To(false),
+					SecurityContext:              &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)},
+					Containers:                   []corev1.Container{ctr},
+					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+						MaxSkew:           1,
+						TopologyKey:       corev1.LabelHostname,
+						WhenUnsatisfiable: corev1.DoNotSchedule,
+						LabelSelector:     &metav1.LabelSelector{MatchLabels: app},
+					}},
+				},
 			},
-			Spec: corev1.PodSpec{
-				// As the scheduler would have bound it.
-				NodeName:   sampleNode(forwarderCluster, i),
-				Containers: []corev1.Container{{Name: forwarderName, Image: "fluent/fluent-bit:3.2"}},
-			},
-		}
-		created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		ip := podIP(forwarderCluster, i)
-		created.Status = corev1.PodStatus{
-			Phase:  corev1.PodRunning,
-			PodIP:  ip,
-			PodIPs: []corev1.PodIP{{IP: ip}},
-			Conditions: []corev1.PodCondition{
-				{Type: corev1.PodReady, Status: corev1.ConditionTrue},
-				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
-			},
-			ContainerStatuses: []corev1.ContainerStatus{{
-				Name:    forwarderName,
-				Image:   pod.Spec.Containers[0].Image,
-				Ready:   true,
-				Started: ptr.To(true),
-				State:   corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
-			}},
-		}
-		if _, err := pods.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// sampleNode is the node the i-th sample pod of cluster runs on: the pods of a workload go
-// round the cluster's nodes, so that each node of a cluster hosts one of them.
-func sampleNode(cluster string, i int) string {
-	return nodeName(cluster, i%nodesPerCluster)
-}
-
-// podIP is the address of the i-th sample pod in cluster, from its node's pod CIDR: a node's
-// first sample pod gets host number 10 in it (198.18.1.10 on aws-node-1, 198.18.1.138 on
-// aws-node-2), its next one 11, and so on.
-func podIP(cluster string, i int) string {
-	return addrAdd(nodePodCIDR(cluster, i%nodesPerCluster).Addr(), samplePodHost+i/nodesPerCluster).String()
-}
-
-// samplePodsByNode are the addresses of the sample pods (fluentd's endpoints and the
-// forwarder pods) by node.
-func samplePodsByNode() map[string][]string {
-	out := map[string][]string{}
-	for _, w := range []struct {
-		cluster string
-		count   int
-	}{{fluentdCluster, fluentdReplicas}, {forwarderCluster, forwarderCount}} {
-		for i := range w.count {
-			n := sampleNode(w.cluster, i)
-			out[n] = append(out[n], podIP(w.cluster, i))
-		}
-	}
-	return out
+		},
+	}, metav1.CreateOptions{})
+	return err
 }
 
 // expectedMirror is a mirror the sample workloads must lead to, and the name under which the
@@ -195,12 +156,9 @@ func (e expectedMirror) DNSName() string {
 }
 
 // expectedMirrors are fluentd's mirrors: one in every cluster but its own.
-func expectedMirrors() []expectedMirror {
+func expectedMirrors(st *State) []expectedMirror {
 	src := mirror.Source{Cluster: fluentdCluster, Namespace: sampleNamespace, Name: fluentdName}
-	var eps []string
-	for i := range fluentdReplicas {
-		eps = append(eps, podIP(fluentdCluster, i))
-	}
+	eps := st.podIPs(fluentdCluster, fluentdName)
 	var out []expectedMirror
 	for _, c := range remotesOf(fluentdCluster) {
 		out = append(out, expectedMirror{Cluster: c, Source: src, Endpoints: eps})

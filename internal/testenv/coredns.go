@@ -150,10 +150,14 @@ func Resolver(addr string) *net.Resolver {
 // LookupHost resolves name (A and AAAA) at the DNS server at addr and returns the addresses
 // sorted. name is always treated as fully qualified, so no search domains are tried.
 func LookupHost(ctx context.Context, addr, name string) ([]string, error) {
+	return lookupHost(ctx, Resolver(addr), addr, name)
+}
+
+func lookupHost(ctx context.Context, r *net.Resolver, addr, name string) ([]string, error) {
 	if !strings.HasSuffix(name, ".") {
 		name += "."
 	}
-	addrs, err := Resolver(addr).LookupHost(ctx, name)
+	addrs, err := r.LookupHost(ctx, name)
 	if dnsErr := (*net.DNSError)(nil); errors.As(err, &dnsErr) {
 		dnsErr.Server = addr
 	}
@@ -181,14 +185,20 @@ func CorefileFromDocs(t testing.TB, kubeconfig, mirrorNamespace string) string {
 	return corefile
 }
 
-// CorefileFromDocsFile is CorefileFromDocs for callers that are not tests (the local lab): it
-// returns the adapted Corefile, or the error CorefileFromDocs fails the test with.
-func CorefileFromDocsFile(kubeconfig, mirrorNamespace string) (string, error) {
+// DocsCorefile is the Corefile docs/coredns.md tells users to deploy, as it stands there: what
+// the lab's CoreDNS pods run.
+func DocsCorefile() (string, error) {
 	doc, err := os.ReadFile(filepath.Join(RepoRoot(), "docs", "coredns.md"))
 	if err != nil {
 		return "", err
 	}
-	block, err := fencedBlock(string(doc), "corefile")
+	return fencedBlock(string(doc), "corefile")
+}
+
+// CorefileFromDocsFile is CorefileFromDocs for callers that are not tests (the local lab): it
+// returns the adapted Corefile, or the error CorefileFromDocs fails the test with.
+func CorefileFromDocsFile(kubeconfig, mirrorNamespace string) (string, error) {
+	block, err := DocsCorefile()
 	if err != nil {
 		return "", err
 	}

@@ -114,6 +114,28 @@ func ForwardIntoNetns(netns, addr, target string) (listening string, stop func()
 	return ln.Addr().String(), f.Close, nil
 }
 
+// ForwardFromNetns is ForwardIntoNetns the other way round: it opens a TCP listener on a free
+// port of 127.0.0.1 in the caller's network namespace and forwards every connection to target
+// (host:port), dialed from inside the named network namespace. This is how the host reaches a
+// pod's port that only exists on a node's network.
+func ForwardFromNetns(netns, target string) (listening string, stop func(), err error) {
+	if _, _, err := net.SplitHostPort(target); err != nil {
+		return "", nil, fmt.Errorf("forwarder from %s: target %q: %w", netns, target, err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	f := &proxy{addr: ln.Addr().String(), backend: target, conns: map[net.Conn]struct{}{},
+		dial: func(network, addr string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return DialInNetns(ctx, netns, network, addr)
+		}}
+	f.serve(ln)
+	return ln.Addr().String(), f.Close, nil
+}
+
 // ForwardInto is ForwardIntoNetns on a free port of 127.0.0.1, for a test: it fails the test
 // when the forwarder cannot start, and stops it when the test ends.
 func ForwardInto(t testing.TB, netns, target string) string {
@@ -177,4 +199,16 @@ func Ping(netns, src, dst string, timeout time.Duration) (time.Duration, error) 
 			return time.Since(sent), nil
 		}
 	}
+}
+
+// LookupHostInNetns is LookupHost with the queries sent from inside the named network
+// namespace, to a DNS server (a pod's) that only exists on the network there.
+func LookupHostInNetns(ctx context.Context, netns, addr, name string) ([]string, error) {
+	r := &net.Resolver{
+		PreferGo: true,
+		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return DialInNetns(ctx, netns, network, addr)
+		},
+	}
+	return lookupHost(ctx, r, addr, name)
 }

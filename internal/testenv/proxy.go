@@ -11,6 +11,8 @@ import (
 type proxy struct {
 	addr    string
 	backend string
+	// dial, when set, connects to backend instead of a plain dial from this network namespace.
+	dial func(network, addr string) (net.Conn, error)
 
 	mu    sync.Mutex
 	ln    net.Listener
@@ -48,7 +50,11 @@ func (p *proxy) serve(ln net.Listener) {
 }
 
 func (p *proxy) forward(client net.Conn) {
-	backend, err := net.Dial("tcp", p.backend)
+	dial := p.dial
+	if dial == nil {
+		dial = net.Dial
+	}
+	backend, err := dial("tcp", p.backend)
 	if err != nil {
 		client.Close()
 		return

@@ -44,6 +44,15 @@ type Options struct {
 	ServiceCIDRs string
 	// Dir is where kubeconfigs and logs go (default: a new temporary directory).
 	Dir string
+	// CertDir, when set, holds the API server's serving certificate and key (apiserver.crt,
+	// apiserver.key, signed by ServingCA) and its service-account signing pair
+	// (sa-signer.crt, sa-signer.key), for a cluster whose pods reach the API server at
+	// addresses envtest's own certificate does not name (its Service's ClusterIP). envtest then
+	// uses them instead of making its own.
+	CertDir   string
+	ServingCA []byte
+	// APIServerFlags are kube-apiserver flags set on top of envtest's (name without dashes).
+	APIServerFlags map[string]string
 }
 
 // Cluster is one running API server.
@@ -131,7 +140,12 @@ func StartCluster(name string, opts Options) (*Cluster, error) {
 		ControlPlaneStopTimeout:  time.Minute,
 	}
 	c := &Cluster{Name: name, env: env, tempDir: tempDir}
-	args := env.ControlPlane.GetAPIServer().Configure()
+	apiServer := env.ControlPlane.GetAPIServer()
+	if opts.CertDir != "" {
+		apiServer.CertDir = opts.CertDir
+		apiServer.SecureServing.CA = opts.ServingCA
+	}
+	args := apiServer.Configure()
 	if opts.ServiceCIDRs == "" {
 		opts.ServiceCIDRs = "10.0.0.0/16"
 	}
@@ -139,6 +153,9 @@ func StartCluster(name string, opts Options) (*Cluster, error) {
 	// Otherwise kube-apiserver derives the address from the default route, and fails to start
 	// where there is none (inside a network namespace a test created).
 	args.Set("advertise-address", "127.0.0.1")
+	for flag, value := range opts.APIServerFlags {
+		args.Set(flag, value)
+	}
 	if opts.Audit {
 		policy := filepath.Join(dir, "audit-policy.yaml")
 		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
@@ -203,6 +220,22 @@ func writeKubeconfig(path string, data []byte, name, server string) error {
 	}
 	kc.CurrentContext = name
 	return clientcmd.WriteToFile(*kc, path)
+}
+
+// AddUser writes to path a kubeconfig for a user of the API server, authenticated by a client
+// certificate, named user and member of groups: how the lab gives kubelets, kube-proxy and the
+// control plane their own identities. server replaces the API server's URL in it when set
+// (for clients that reach the API server at another address).
+func (c *Cluster) AddUser(path, user string, groups []string, server string) error {
+	u, err := c.env.AddUser(envtest.User{Name: user, Groups: groups}, nil)
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := u.KubeConfig()
+	if err != nil {
+		return err
+	}
+	return writeKubeconfig(path, kubeconfig, c.Name, server)
 }
 
 // Stop stops the API server and its proxy.

@@ -16,7 +16,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
-// Issue 3, case 1: labelled pods of gcp/sys-log become GlobalNetworkSet
+// Labelled pods of gcp/sys-log become GlobalNetworkSet
 // gcp-<namespace>-forwarder with the four labels and the pods' addresses as sorted host
 // networks without duplicates, in both Calico API groups; aws pods of the same name and
 // namespace get their own set.
@@ -72,7 +72,7 @@ func TestPodsBecomeNetworkSets(t *testing.T) {
 	}
 }
 
-// Issue 3, cases 2 and 3: a new pod, a changed address, a deleted pod, a finished pod, a pod
+// A new pod, a changed address, a deleted pod, a finished pod, a pod
 // whose label value changes (it moves to the other set) and a pod whose label is removed are
 // all reflected; dual-stack pods contribute both addresses; a set left empty is deleted.
 func TestSetsFollowPods(t *testing.T) {
@@ -133,7 +133,7 @@ func TestSetsFollowPods(t *testing.T) {
 	testenv.Eventually(t, 30*time.Second, "set of an unlabelled pod deleted", func() error { return setGone(api, other) })
 }
 
-// Issue 3, case 4: a GlobalNetworkSet with the set's name that we did not create is never
+// A GlobalNetworkSet with the set's name that we did not create is never
 // changed or deleted; the clash is logged, counted and recorded as an Event; once it goes,
 // our set takes the name.
 func TestNameClashLeavesForeignSetsAlone(t *testing.T) {

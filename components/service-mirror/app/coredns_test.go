@@ -13,7 +13,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
-// Issue 2, case 12: real CoreDNS, configured with the Corefile from docs/coredns.md and
+// Real CoreDNS, configured with the Corefile from docs/coredns.md and
 // pointed at the local API server, resolves <name>.<namespace>.svc.cluster.<remote> to the
 // ClusterIP of the mirror the controller created.
 func TestCoreDNSResolvesMirror(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
-// Issue 2, case 1: a labelled remote Service with endpoints appears locally under its mirror
+// A labelled remote Service with endpoints appears locally under its mirror
 // name with the same ports and endpoints; two remotes with the same Service get two mirrors;
 // an unlabelled Service is not mirrored.
 func TestMirrorsServiceAndEndpoints(t *testing.T) {
@@ -119,7 +119,7 @@ func TestMirrorsServiceAndEndpoints(t *testing.T) {
 	})
 }
 
-// Issue 2, case 2: headless stays headless (with hostnames), NodePort and LoadBalancer become
+// Headless stays headless (with hostnames), NodePort and LoadBalancer become
 // ClusterIP without node ports, IPv6 and dual-stack endpoints are carried.
 func TestServiceTypesAndAddressFamilies(t *testing.T) {
 	cfg := newConfig(t, "aws")
@@ -189,7 +189,7 @@ func TestServiceTypesAndAddressFamilies(t *testing.T) {
 	})
 }
 
-// Issue 2, case 3: scale up, scale down and readiness flips propagate; over a hundred
+// Scale up, scale down and readiness flips propagate; over a hundred
 // endpoints in several slices are carried whole.
 func TestEndpointChangesPropagate(t *testing.T) {
 	cfg := newConfig(t, "aws")
@@ -266,7 +266,7 @@ func TestEndpointChangesPropagate(t *testing.T) {
 	expect("slice removed", want, 2)
 }
 
-// Issue 2, case 4: removing the label, deleting the Service, or deleting its namespace removes
+// Removing the label, deleting the Service, or deleting its namespace removes
 // the mirror and its slices.
 func TestMirrorRemoval(t *testing.T) {
 	cfg := newConfig(t, "aws")
@@ -330,7 +330,7 @@ func TestMirrorRemoval(t *testing.T) {
 	}
 }
 
-// Issue 2, case 5: names over 63 characters get a deterministic shortened name that works and
+// Names over 63 characters get a deterministic shortened name that works and
 // does not collide with another mirror.
 func TestLongNamesAreShortened(t *testing.T) {
 	cfg := newConfig(t, "aws")
@@ -374,7 +374,7 @@ func TestLongNamesAreShortened(t *testing.T) {
 	}
 }
 
-// Issue 2, case 6: a local Service or EndpointSlice that has a mirror's name but is not ours
+// A local Service or EndpointSlice that has a mirror's name but is not ours
 // is never changed or deleted; the clash is logged, counted and recorded as an Event. Once
 // the foreign object goes, the mirror takes its place.
 func TestNameClashLeavesForeignObjectsAlone(t *testing.T) {

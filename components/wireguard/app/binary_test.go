@@ -7,7 +7,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
-// Issue 4, case 8 (and 6: conflicting device names are rejected at start): bad configuration
+// Bad configuration, conflicting device names included,
 // exits non-zero with one line naming the variable. None of these cases gets as far as
 // touching the host's network, so this runs without root and without an API server.
 func TestBadConfiguration(t *testing.T) {

@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.RunInNamespaces(m, testenv.PrepareAPIServers))
 }
 
-// Issue 4, case 7: on shutdown the devices stay; a remote removed from the configuration has
+// On shutdown the devices stay; a remote removed from the configuration has
 // its device, routes, key and annotations removed at the next start.
 //
 // What is testable here, without kernel WireGuard: a kernel device outlives the process that

@@ -1,0 +1,163 @@
+//go:build unix
+
+package main
+
+import (
+	"debug/elf"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildPath string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// buildSample builds the program as the lab does (CGO_ENABLED=0), once per test run.
+func buildSample(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command to build sample with: %v", err)
+	}
+	buildOnce.Do(func() {
+		if buildDir, buildErr = os.MkdirTemp("", "sample-test-"); buildErr != nil {
+			return
+		}
+		buildPath = filepath.Join(buildDir, "sample")
+		cmd := exec.Command(goTool, "build", "-o", buildPath, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildPath
+}
+
+func TestBuildsStaticWithoutCgo(t *testing.T) {
+	bin := buildSample(t)
+	if runtime.GOOS != "linux" {
+		t.Skip("checks an ELF binary")
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Error("the binary has a program interpreter: it is dynamically linked")
+		}
+	}
+	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
+		t.Errorf("the binary needs shared libraries %v", libs)
+	}
+}
+
+// startBinary starts the built program with args and waits until its stdout has a line
+// with message ready.
+func startBinary(t *testing.T, ready string, args ...string) (*exec.Cmd, *syncBuffer, <-chan error) {
+	t.Helper()
+	cmd := exec.Command(buildSample(t), args...)
+	stdout, stderr := new(syncBuffer), new(syncBuffer)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- cmd.Wait()
+		close(done) // a receive after the test's own returns at once
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-done
+	})
+	waitFor(t, "the program to start", func() bool {
+		return strings.Contains(stdout.String(), `"msg":"`+ready+`"`) || strings.Contains(stderr.String(), "sample")
+	})
+	return cmd, stdout, done
+}
+
+// signalAndWait sends sig and checks that the program exits 0 within 2 s.
+func signalAndWait(t *testing.T, cmd *exec.Cmd, done <-chan error, sig syscall.Signal, stdout *syncBuffer) {
+	t.Helper()
+	start := time.Now()
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("after %v: %v, want exit status 0; stdout:\n%s", sig, err, stdout)
+		}
+		t.Logf("exited 0 %v after %v", time.Since(start).Round(time.Millisecond), sig)
+	case <-time.After(2 * time.Second):
+		t.Fatalf("still running 2 s after %v", sig)
+	}
+	if len(stdout.records(t, "stopping")) != 1 {
+		t.Errorf("no stopping line:\n%s", stdout)
+	}
+}
+
+func TestBinaryExitsZeroPromptlyOnSignal(t *testing.T) {
+	for name, sig := range map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT} {
+		t.Run("serve/"+name, func(t *testing.T) {
+			cmd, stdout, done := startBinary(t, "listening", "serve", "-listen", "127.0.0.1:0")
+			addr := stdout.records(t, "listening")[0]["addr"].(string)
+			// An idle keep-alive connection, and one that has sent nothing yet: neither holds
+			// the stop up.
+			c := clientFrom("127.0.0.1")
+			get(t, c, "GET", "http://"+addr+"/", nil, "served by")
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			signalAndWait(t, cmd, done, sig, stdout)
+		})
+		t.Run("send/"+name, func(t *testing.T) {
+			// A request in flight, that would take a minute: the stop does not wait for it.
+			got := make(chan struct{}, 1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				select {
+				case got <- struct{}{}:
+				default:
+				}
+				<-r.Context().Done()
+			}))
+			defer srv.Close()
+			cmd, stdout, done := startBinary(t, "sending", "send", "-url", srv.URL, "-timeout", "1m", "-interval", "1h")
+			select {
+			case <-got:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no request")
+			}
+			signalAndWait(t, cmd, done, sig, stdout)
+		})
+	}
+}

@@ -1,0 +1,457 @@
+//go:build linux
+
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// netnsDir is where `ip netns add` keeps its named network namespaces.
+const netnsDir = "/run/netns"
+
+// startTimeout bounds Start when ctx has no earlier deadline.
+const startTimeout = 2 * time.Minute
+
+// Node is a running node.
+type Node struct {
+	cfg   Config
+	hs    []hierarchy
+	procs []*proc
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// proc is one of the node's daemons.
+type proc struct {
+	name string
+	log  string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // how it exited, set before done is closed
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// failure is p's exit and the end of its log.
+func (p *proc) failure() error {
+	err := p.err
+	if err == nil {
+		err = errors.New("exit status 0")
+	}
+	return fmt.Errorf("%s exited (%w); the end of %s:\n%s", p.name, err, p.log, logTail(p.log, 15))
+}
+
+// Start starts containerd, kubelet and kube-proxy of the node cfg describes. It returns once
+// containerd answers on its socket and kubelet and kube-proxy answer on their health ports;
+// the caller waits for the Node to be Ready through the API. On error nothing of the node is
+// left running.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	cfg, err := cfg.validate()
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
+	}
+	if err := checkTools(cfg); err != nil {
+		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
+	}
+	netns := filepath.Join(netnsDir, cfg.Netns)
+	if _, err := os.Stat(netns); err != nil {
+		return nil, fmt.Errorf("node %s: network namespace: %w", cfg.Name, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	hs, err := cgroupHierarchies()
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
+	}
+	// Held until containerd has made its mounts: no node's Stop may remove a mount point
+	// meanwhile.
+	unlock, err := lockMachine(hs)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
+	}
+	defer func() {
+		if unlock != nil {
+			unlock()
+		}
+	}()
+	if pids := nodeProcs(hs, cfg.Name); len(pids) > 0 {
+		return nil, fmt.Errorf("node %s runs already: processes %v are in its cgroup %s (one that died is cleaned up by node.Cleanup)", cfg.Name, pids, CgroupRoot(cfg.Name))
+	}
+	n := &Node{cfg: cfg, hs: hs}
+	fail := func(err error) (*Node, error) {
+		unlock()
+		unlock = nil
+		_ = n.Stop()
+		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
+	}
+	// What an earlier node of this name left (its processes are gone, see above).
+	if err := killCgroups(hs, cfg.Name, 10*time.Second); err != nil {
+		return fail(err)
+	}
+	procsFiles, err := createCgroups(hs, cfg.Name)
+	if err != nil {
+		return fail(err)
+	}
+	for _, d := range []string{"root", "config"} {
+		if err := os.RemoveAll(filepath.Join(cfg.Dir, d)); err != nil {
+			return fail(err)
+		}
+	}
+	if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
+		return fail(err)
+	}
+	var nofile unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile); err != nil {
+		return fail(err)
+	}
+	if err := writeConfigs(cfg, nofile.Max); err != nil {
+		return fail(err)
+	}
+	if err := makeMountpoints(machineMountpoints(cfg.mountTargets())); err != nil {
+		return fail(fmt.Errorf("the node's mount points: %w", err))
+	}
+
+	p := paths{cfg.Dir}
+	// containerd in a mount namespace of its own, where the node's directories are bind-mounted
+	// over the defaults, and in the node's network namespace (where it runs the CNI plugins).
+	// The node has a /run of its own: what the machine's holds is none of its business, and
+	// what the node's programs put there (mount(8)'s /run/mount) stays in it.
+	script := []string{
+		"set -e",
+		"echo 1 > /proc/sys/net/ipv4/ip_forward",
+		"mount -n -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run",
+	}
+	for _, t := range cfg.mountTargets() {
+		if underRun(t) {
+			script = append(script, "mkdir -p "+shellQuote(t))
+		}
+		script = append(script, "mount -n --bind "+shellQuote(p.root(t))+" "+shellQuote(t))
+	}
+	script = append(script, "exec containerd --config "+shellQuote(p.config("containerd.toml")))
+	containerd, err := n.start("containerd", procsFiles,
+		"unshare", "--mount", "--propagation", "slave",
+		"nsenter", "--net="+netns, "--",
+		"sh", "-c", strings.Join(script, "\n"))
+	if err != nil {
+		return fail(err)
+	}
+	if err := waitContainerd(ctx, containerd, p.containerdSocket()); err != nil {
+		return fail(err)
+	}
+	unlock()
+	unlock = nil
+
+	// kubelet and kube-proxy in containerd's mount namespace: kubelet mounts the pods' volumes
+	// where runc, under containerd, bind-mounts them into the containers.
+	enter := []string{"nsenter", "--mount=/proc/" + strconv.Itoa(containerd.cmd.Process.Pid) + "/ns/mnt", "--net=" + netns, "--"}
+	kubelet, err := n.start("kubelet", procsFiles, append(enter,
+		filepath.Join(cfg.BinDir, "kubelet"),
+		"--config="+p.config("kubelet.yaml"),
+		"--kubeconfig="+cfg.Kubeconfig,
+		"--node-ip="+cfg.IP,
+		"--hostname-override="+cfg.Name,
+	)...)
+	if err != nil {
+		return fail(err)
+	}
+	proxy, err := n.start("kube-proxy", procsFiles, append(enter,
+		filepath.Join(cfg.BinDir, "kube-proxy"),
+		"--config="+p.config("kube-proxy.yaml"),
+	)...)
+	if err != nil {
+		return fail(err)
+	}
+	if err := waitHTTP(ctx, cfg.Netns, kubelet, "http://"+kubeletHealthz+"/healthz", true); err != nil {
+		return fail(err)
+	}
+	if err := waitHTTP(ctx, cfg.Netns, proxy, "http://"+proxyHealthz+"/livez", false); err != nil {
+		return fail(err)
+	}
+	return n, nil
+}
+
+// checkTools checks that what the node runs is there.
+func checkTools(cfg Config) error {
+	var errs []error
+	for _, tool := range []string{"sh", "unshare", "nsenter", "mount", "containerd", "containerd-shim-runc-v2", "runc", "iptables", "iptables-restore"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if _, err2 := exec.LookPath("/usr/sbin/" + tool); err2 != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for _, plugin := range []string{"bridge", "host-local", "portmap", "loopback"} {
+		if _, err := os.Stat(filepath.Join(cniBinDir, plugin)); err != nil {
+			errs = append(errs, fmt.Errorf("CNI plugin: %w", err))
+		}
+	}
+	if len(errs) > 0 {
+		errs = append(errs, errors.New("(bash ci/node-packages.sh installs them)"))
+	}
+	for _, bin := range []string{"kubelet", "kube-proxy"} {
+		if _, err := os.Stat(filepath.Join(cfg.BinDir, bin)); err != nil {
+			errs = append(errs, fmt.Errorf("%w (bash ci/kube-binaries.sh all builds it)", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// start runs args as daemon name of the node, in its daemons cgroup (joined by the shell that
+// execs args, so that nothing it starts escapes), logging to LogDir/<name>-<Name>.log. It
+// leads its own process group (a Ctrl-C in the lab's terminal reaches the lab, which stops the
+// node) and is killed when the caller dies.
+func (n *Node) start(name string, procsFiles []string, args ...string) (*proc, error) {
+	logPath := filepath.Join(n.cfg.LogDir, name+"-"+n.cfg.Name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close() // the process has its own descriptor
+	var join []string
+	for _, f := range procsFiles {
+		join = append(join, "echo $$ > "+shellQuote(f))
+	}
+	script := "set -e\n" + strings.Join(join, "\n") + "\nexec \"$@\""
+	cmd := exec.Command("sh", append([]string{"-c", script, "sh"}, args...)...)
+	cmd.Dir = "/"
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH") + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=/root",
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	p := &proc{name: name, log: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	n.procs = append(n.procs, p)
+	return p, nil
+}
+
+// waitContainerd waits until containerd answers on socket with its CRI plugin loaded.
+func waitContainerd(ctx context.Context, p *proc, socket string) error {
+	for {
+		if p.exited() {
+			return p.failure()
+		}
+		if c, err := net.DialTimeout("unix", socket, time.Second); err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("containerd does not answer on %s: %w; the end of %s:\n%s", socket, ctx.Err(), p.log, logTail(p.log, 15))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	// containerd serves without a plugin that failed to load; kubelet would only say that
+	// the CRI service is unknown.
+	if log, err := os.ReadFile(p.log); err == nil {
+		for _, line := range strings.Split(string(log), "\n") {
+			if strings.Contains(line, "failed to load plugin") && strings.Contains(line, "io.containerd.grpc.v1.cri") {
+				return fmt.Errorf("containerd has no CRI plugin: %s", line)
+			}
+		}
+	}
+	return nil
+}
+
+// waitHTTP waits until url, inside network namespace netns, answers (with 200 when ok is
+// set), while p runs.
+func waitHTTP(ctx context.Context, netns string, p *proc, url string, ok bool) error {
+	client := &http.Client{
+		Timeout: 2 * time.Second,
+		Transport: &http.Transport{
+			DisableKeepAlives: true,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				var c net.Conn
+				err := inNetns(netns, func() error {
+					var err error
+					c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+					return err
+				})
+				return c, err
+			},
+		},
+	}
+	var last string
+	for {
+		if p.exited() {
+			return p.failure()
+		}
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if !ok || resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s does not answer on %s (%s): %w; the end of %s:\n%s", p.name, url, last, ctx.Err(), p.log, logTail(p.log, 15))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// inNetns runs f on an OS thread switched into the named network namespace; sockets f makes
+// stay in it. A thread that cannot be switched back is left locked, so that Go retires it.
+func inNetns(netns string, f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		restored := false
+		defer func() {
+			if restored {
+				runtime.UnlockOSThread()
+			}
+		}()
+		orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer orig.Close()
+		target, err := os.Open(filepath.Join(netnsDir, netns))
+		if err != nil {
+			restored = true
+			errc <- err
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			restored = true
+			errc <- fmt.Errorf("entering network namespace %s: %w", netns, err)
+			return
+		}
+		ferr := f()
+		restored = unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil
+		errc <- ferr
+	}()
+	return <-errc
+}
+
+// PIDs are the node's daemons (containerd, kubelet, kube-proxy), to record for a reaper. What
+// they started (shims, containers) is found through the node's cgroup: Cleanup.
+func (n *Node) PIDs() []int {
+	var pids []int
+	for _, p := range n.procs {
+		pids = append(pids, p.cmd.Process.Pid)
+	}
+	return pids
+}
+
+// Stop stops the node: every process in its cgroup (containerd, its shims and every container,
+// kubelet, kube-proxy) is killed, the cgroups are removed, the node's mounts go with its mount
+// namespace, and Dir is removed; with the last node of the machine, the mount points Start
+// created are removed too. The pods stay in the API as they were. Stop is idempotent.
+func (n *Node) Stop() error {
+	n.stopOnce.Do(func() { n.stopErr = n.stop() })
+	return n.stopErr
+}
+
+func (n *Node) stop() error {
+	errs := []error{killCgroups(n.hs, n.cfg.Name, 20*time.Second)}
+	for _, p := range n.procs {
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			errs = append(errs, fmt.Errorf("%s (pid %d) did not exit", p.name, p.cmd.Process.Pid))
+		}
+	}
+	errs = append(errs, removeUnusedMountpoints(n.hs, machineMountpoints(n.cfg.mountTargets())))
+	if err := errors.Join(errs...); err != nil {
+		// Dir stays: something may still use it.
+		return fmt.Errorf("stopping node %s: %w", n.cfg.Name, err)
+	}
+	if err := os.RemoveAll(n.cfg.Dir); err != nil {
+		return fmt.Errorf("stopping node %s: %w", n.cfg.Name, err)
+	}
+	return nil
+}
+
+// removeUnusedMountpoints removes the mount points nodes created for targets when no node
+// has a cgroup on this machine any more.
+func removeUnusedMountpoints(hs []hierarchy, targets []string) error {
+	unlock, err := lockMachine(hs)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if len(nodeCgroups(hs)) == 0 {
+		removeMountpoints(targets)
+	}
+	return nil
+}
+
+// Cleanup removes what a node that was not stopped left on this machine (its lab died, even
+// by SIGKILL): it kills every process in the node's cgroups, removes them and, when no node
+// is left, the mount points of its private directories (privateDirs: Config.PrivateDirs).
+// The node's mounts went with its last process. It does not touch Config.Dir, and does nothing
+// when there is nothing to do.
+func Cleanup(name string, privateDirs ...string) error {
+	if name == "" || strings.ContainsAny(name, "/") {
+		return fmt.Errorf("node name %q", name)
+	}
+	hs, err := cgroupHierarchies()
+	if err != nil {
+		return err
+	}
+	if err := killCgroups(hs, name, 20*time.Second); err != nil {
+		return err
+	}
+	return removeUnusedMountpoints(hs, machineMountpoints(append(append([]string(nil), privatePaths...), privateDirs...)))
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// logTail is the last n lines of the file at path.
+func logTail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "(no log)"
+		}
+		return err.Error()
+	}
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// A cluster's certificates, as kubeadm would make them: a CA, the API server's serving
+// certificate signed by it, and the key pair that signs ServiceAccount tokens. envtest makes its
+// own otherwise, but its serving certificate names only localhost, while the lab's pods reach
+// the API server at the ClusterIP of the kubernetes Service and other clusters' pods at its
+// address on the underlay: in-cluster clients verify those names.
+
+// The file names envtest reads from its certificate directory (testenv.Options.CertDir).
+const (
+	servingCertFile = "apiserver.crt"
+	servingKeyFile  = "apiserver.key"
+	saCertFile      = "sa-signer.crt"
+	saKeyFile       = "sa-signer.key"
+	// caFile is the CA that signed the serving certificate: kube-controller-manager's
+	// --root-ca-file, which it publishes to every namespace as kube-root-ca.crt.
+	caFile = "ca.crt"
+)
+
+// clusterPKI writes dir's certificates for a cluster whose API server is reached at ips and
+// the kubernetes Service's DNS names, and returns the CA (PEM).
+func clusterPKI(dir, cluster string, ips []net.IP) ([]byte, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	caKey, err := newKey()
+	if err != nil {
+		return nil, err
+	}
+	caTmpl := &x509.Certificate{
+		Subject:               pkix.Name{CommonName: "semaphore-lab-" + cluster + "-ca"},
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := sign(caTmpl, caTmpl, caKey.Public(), caKey)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, err
+	}
+	servingKey, err := newKey()
+	if err != nil {
+		return nil, err
+	}
+	servingDER, err := sign(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kube-apiserver"},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+			"kubernetes.default.svc.cluster.local"},
+		IPAddresses: ips,
+	}, ca, servingKey.Public(), caKey)
+	if err != nil {
+		return nil, err
+	}
+	saKey, err := newKey()
+	if err != nil {
+		return nil, err
+	}
+	saTmpl := &x509.Certificate{Subject: pkix.Name{CommonName: "service-accounts"}, KeyUsage: x509.KeyUsageDigitalSignature}
+	saDER, err := sign(saTmpl, saTmpl, saKey.Public(), saKey)
+	if err != nil {
+		return nil, err
+	}
+	caPEM := pemBlock("CERTIFICATE", caDER)
+	files := map[string][]byte{
+		caFile:          caPEM,
+		servingCertFile: append(pemBlock("CERTIFICATE", servingDER), caPEM...),
+		saCertFile:      pemBlock("CERTIFICATE", saDER),
+	}
+	for name, key := range map[string]*ecdsa.PrivateKey{servingKeyFile: servingKey, saKeyFile: saKey} {
+		der, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			return nil, err
+		}
+		files[name] = pemBlock("EC PRIVATE KEY", der)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return caPEM, nil
+}
+
+func newKey() (*ecdsa.PrivateKey, error) {
+	return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+}
+
+// sign signs tmpl with parent's key, valid for longer than any lab runs.
+func sign(tmpl, parent *x509.Certificate, pub crypto.PublicKey, key crypto.Signer) ([]byte, error) {
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return nil, err
+	}
+	tmpl.SerialNumber = serial
+	tmpl.NotBefore = time.Now().Add(-time.Hour)
+	tmpl.NotAfter = time.Now().Add(30 * 24 * time.Hour)
+	return x509.CreateCertificate(rand.Reader, tmpl, parent, pub, key)
+}
+
+func pemBlock(typ string, der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+)
+
+// The user's path, end to end: gcp's forwarder pods send requests to
+// fluentd.sys-log.svc.cluster.aws:8888, which gcp's CoreDNS resolves to fluentd's mirror, whose
+// ClusterIP kube-proxy on the forwarder's node sends to a fluentd pod in aws, through the
+// node's WireGuard device for aws. fluentd logs every request with the address of the
+// connection's client: it must be the forwarder pod's own, which shows that nothing on the way
+// translated it. The kubelet writes fluentd's output to the node's /var/log/pods, read here.
+
+// TrafficStatus is what fluentd logged of one forwarder pod's requests.
+type TrafficStatus struct {
+	Forwarder PodState
+	// Requests is how many requests fluentd's pods logged with the forwarder's address as
+	// client; Fluentd are the pods that logged them.
+	Requests int
+	Fluentd  []string
+	// Device is the device the forwarder's node routes fluentd's pods through, ReturnDevice
+	// the one fluentd's nodes route the forwarder through.
+	Device, ReturnDevice string
+}
+
+// TrafficLog is what fluentd logged, by client address, and what could not be read.
+type TrafficLog struct {
+	Traffic []TrafficStatus
+	// Strangers are client addresses fluentd logged that are no forwarder pod's.
+	Strangers []string
+	Err       error
+}
+
+// requestLine is the part of the sample program's "request" log line the lab reads.
+type requestLine struct {
+	Msg    string `json:"msg"`
+	Client string `json:"client"`
+}
+
+// collectTraffic reads fluentd's logs and the routes between the forwarders and fluentd.
+func collectTraffic(st *State) *TrafficLog {
+	if st.Nodes == nil || st.Nodes.Skipped != "" {
+		return nil
+	}
+	out := &TrafficLog{}
+	byClient := map[string]map[string]int{} // client -> fluentd pod -> requests
+	fluentd := st.podsOf(fluentdCluster, fluentdName)
+	for _, f := range fluentd {
+		if err := readRequests(f, byClient); err != nil {
+			out.Err = err
+		}
+	}
+	forwarders := st.podsOf(forwarderCluster, forwarderName)
+	for _, fw := range forwarders {
+		t := TrafficStatus{Forwarder: fw}
+		for pod, n := range byClient[fw.IP] {
+			t.Requests += n
+			t.Fluentd = append(t.Fluentd, pod)
+		}
+		slices.Sort(t.Fluentd)
+		if len(fluentd) > 0 {
+			t.Device = routeDevice(st.netnsOf(fw.Node), fluentd[0].IP)
+			t.ReturnDevice = routeDevice(st.netnsOf(fluentd[0].Node), fw.IP)
+		}
+		out.Traffic = append(out.Traffic, t)
+	}
+	for client := range byClient {
+		if !slices.ContainsFunc(forwarders, func(p PodState) bool { return p.IP == client }) {
+			out.Strangers = append(out.Strangers, client)
+		}
+	}
+	slices.Sort(out.Strangers)
+	return out
+}
+
+// readRequests counts the requests fluentd pod f logged, by client, into byClient. The kubelet
+// writes each line of output as "<time> <stream> <tag> <line>" (the CRI log format).
+func readRequests(f PodState, byClient map[string]map[string]int) error {
+	file, err := os.Open(f.Log)
+	if err != nil {
+		return fmt.Errorf("fluentd's log: %w", err)
+	}
+	defer file.Close()
+	sc := bufio.NewScanner(file)
+	for sc.Scan() {
+		fields := strings.SplitN(sc.Text(), " ", 4)
+		if len(fields) < 4 {
+			continue
+		}
+		var line requestLine
+		if json.Unmarshal([]byte(fields[3]), &line) != nil || line.Msg != "request" {
+			continue
+		}
+		if byClient[line.Client] == nil {
+			byClient[line.Client] = map[string]int{}
+		}
+		byClient[line.Client][f.Name]++
+	}
+	return sc.Err()
+}
+
+// netnsOf is the network namespace of the node named node.
+func (st *State) netnsOf(node string) string {
+	for _, n := range st.Nodes.Nodes {
+		if n.Name == node {
+			return n.Netns
+		}
+	}
+	return ""
+}
+
+// routeDevice is the device through which netns routes packets to dst, "" when ip cannot tell.
+func routeDevice(netns, dst string) string {
+	out, err := exec.Command("ip", "-n", netns, "-o", "route", "get", dst).Output()
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(out))
+	if i := slices.Index(f, "dev"); i >= 0 && i+1 < len(f) {
+		return f[i+1]
+	}
+	return ""
+}
+
+// trafficProblems: fluentd logged requests from every forwarder pod, with the pod's own
+// address, none from any other address, and each way goes through the WireGuard device of the
+// other cluster.
+func trafficProblems(s *Status) []string {
+	t := s.Traffic
+	if t == nil {
+		return nil
+	}
+	var problems []string
+	if t.Err != nil {
+		problems = append(problems, t.Err.Error())
+	}
+	for _, f := range t.Traffic {
+		if f.Requests == 0 {
+			problems = append(problems, fmt.Sprintf("fluentd logged no request from %s (%s) yet", f.Forwarder.Name, f.Forwarder.IP))
+		}
+		if want := peers.DeviceName(fluentdCluster); f.Device != want {
+			problems = append(problems, fmt.Sprintf("%s routes fluentd's pods through %q, not %s", f.Forwarder.Node, f.Device, want))
+		}
+		if want := peers.DeviceName(forwarderCluster); f.ReturnDevice != want {
+			problems = append(problems, fmt.Sprintf("fluentd's node routes %s through %q, not %s", f.Forwarder.Name, f.ReturnDevice, want))
+		}
+	}
+	if len(t.Strangers) > 0 {
+		problems = append(problems, fmt.Sprintf("fluentd logged requests from %v, which is no forwarder pod's address: translated on the way", t.Strangers))
+	}
+	return problems
+}
+
+// printTraffic prints what fluentd logged of the forwarders' requests.
+func printTraffic(w io.Writer, st *State, s *Status) {
+	if st.Nodes == nil {
+		return
+	}
+	section(w, fmt.Sprintf("Traffic (%s/%s pods -> http://%s.%s.svc.cluster.%s:%d/, as logged by %s/%s)",
+		forwarderCluster, forwarderName, fluentdName, sampleNamespace, fluentdCluster, fluentdPorts[0].port, fluentdCluster, fluentdName))
+	if st.Nodes.Skipped != "" {
+		fmt.Fprintf(w, "  skipped: %s\n", st.Nodes.Skipped)
+		return
+	}
+	if s.Traffic == nil {
+		return
+	}
+	for _, t := range s.Traffic.Traffic {
+		fmt.Fprintf(w, "  %s (%s on %s): %d requests logged by %v with client %s, via %s, back via %s\n",
+			t.Forwarder.Name, t.Forwarder.IP, t.Forwarder.Node, t.Requests, t.Fluentd, t.Forwarder.IP, t.Device, t.ReturnDevice)
+	}
+	if s.Traffic.Err != nil {
+		fmt.Fprintf(w, "  error: %v\n", s.Traffic.Err)
+	}
+}
