@@ -16,8 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
-
-	"github.com/kube-semaphore/semaphore/internal/charts"
 )
 
 // The releases, as docs/charts.md installs them: semaphore-remote in a namespace of its own,
@@ -218,13 +216,11 @@ func dedent(block, prefix string) string {
 // remotes the NOTES gave (installRemoteCharts) and the lab's settings (umbrellaValues). The
 // controllers then run with what it renders (podOf).
 func (l *lab) installUmbrellas(ctx context.Context) error {
-	l.umbrellas = map[string]*charts.Manifest{}
 	for _, spec := range clusterSpecs {
 		m, err := l.helmInstall(ctx, spec.Name, umbrellaRelease, umbrellaRelease, semaphoreNamespace, l.umbrellaValues(spec.Name))
 		if err != nil {
 			return fmt.Errorf("%s: %w", spec.Name, err)
 		}
-		l.umbrellas[spec.Name] = m
 		if err := os.WriteFile(l.path("clusters", spec.Name, "semaphore-manifest.yaml"), []byte(m.Release.Manifest), 0o644); err != nil {
 			return err
 		}

@@ -97,12 +97,6 @@ func (l *lab) buildBinaries(ctx context.Context) error {
 		{"Kubernetes (first run only, ~12 min)", kubeBinaries, &l.bin.kube},
 		{"CoreDNS (first run only, ~2.5 min)", testenv.CoreDNSBinary, &l.bin.coredns},
 		{"helm (first run only, ~2 min)", helmBinary, &l.bin.helm},
-		{"semaphore-service-mirror", func() (string, error) {
-			return l.goBuild(ctx, "semaphore-service-mirror", "./components/service-mirror")
-		}, &l.bin.serviceMirror},
-		{"semaphore-policy", func() (string, error) {
-			return l.goBuild(ctx, "semaphore-policy", "./components/policy")
-		}, &l.bin.policy},
 	}
 	errs := make([]error, len(builds))
 	var (
@@ -160,18 +154,6 @@ func kubeBinaries() (string, error) {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	dir := lines[len(lines)-1]
 	return dir, os.Setenv("KUBEBUILDER_ASSETS", dir)
-}
-
-// goBuild builds the command in pkg into the lab's bin directory.
-func (l *lab) goBuild(ctx context.Context, name, pkg string) (string, error) {
-	out := l.path("bin", name)
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
-	cmd.Dir = testenv.RepoRoot()
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build %s: %w", pkg, err)
-	}
-	return out, nil
 }
 
 // startClusters starts every cluster's control plane, in parallel: an API server (etcd and

@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/charts"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -34,9 +33,8 @@ type lab struct {
 	// withNodes is false when the lab must not create its nodes (-nodes=false).
 	withNodes bool
 	// remoteEntries are the global.remotes entries of each cluster's umbrella release, as
-	// semaphore-remote's NOTES print them; umbrellas are the installed umbrella releases.
+	// semaphore-remote's NOTES print them.
 	remoteEntries map[string][]remoteEntry
-	umbrellas     map[string]*charts.Manifest
 
 	cleanups []func()
 	stopping atomic.Bool
@@ -45,14 +43,12 @@ type lab struct {
 	tornDown sync.Once
 }
 
-// binaries are the programs the lab runs besides the API servers.
+// binaries are the programs the lab runs on this machine (our own run in images, as pods).
 type binaries struct {
 	// kube is the directory of etcd and the Kubernetes binaries.
-	kube          string
-	coredns       string
-	helm          string
-	serviceMirror string
-	policy        string
+	kube    string
+	coredns string
+	helm    string
 }
 
 // part is one piece of the lab. Parts come up in order; each registers with onTeardown how

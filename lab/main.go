@@ -1,19 +1,18 @@
-// Command lab runs the local lab: one real Kubernetes API server (kube-apiserver + etcd) per
-// cluster on this machine, semaphore-remote and the umbrella chart installed in each through the
-// Helm SDK, the Semaphore controllers running against them as the pods of the umbrella release
-// (podOf), the sample workloads of the Semaphore blog post, CoreDNS with the Corefile of
-// docs/coredns.md and Prometheus with the alert rules. `make lab` runs it through ci/lab;
-// docs/lab.md describes it.
+// Command lab runs the local lab: three real Kubernetes clusters on this machine (etcd,
+// kube-apiserver, kube-controller-manager and kube-scheduler each; as root, nodes running
+// containerd, kubelet and kube-proxy in network namespaces, see lab/node), our images and
+// charts in a registry on loopback, semaphore-remote and the umbrella chart installed with the
+// helm CLI, the sample workloads of the Semaphore blog post, each cluster's CoreDNS with the
+// Corefile of docs/coredns.md, and Prometheus with the alert rules. `make lab` runs it through
+// ci/lab; docs/lab.md describes it.
 //
 //	lab [-dir DIR] [up]   bring the lab up, print its status, run until SIGINT/SIGTERM, tear down
 //	lab [-dir DIR] down   stop the running lab (from another terminal)
 //	lab [-dir DIR] status print the status of the running lab
 //	lab [-dir DIR] check  bring the lab up, check what it prints, tear it down; exit 0 or 1
 //
-// When run as root on Linux, every cluster's nodes are network namespaces running
-// semaphore-wireguard, with a ping from a pod address in gcp to one in aws that only WireGuard
-// carries. Each piece is one part (see lab.parts); without root the lab runs without the nodes
-// and says why.
+// Each piece is one part (see lab.parts); without root the lab runs without the nodes, and so
+// without pods, and says why.
 package main
 
 import (

@@ -388,8 +388,11 @@ func wireguardKeyDir() (string, error) {
 	var values struct {
 		KeyDir string `json:"keyDir"`
 	}
-	if err := yaml.Unmarshal(data, &values); err != nil || values.KeyDir == "" {
-		return "", fmt.Errorf("%s: no keyDir (%v)", path, err)
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if values.KeyDir == "" {
+		return "", fmt.Errorf("%s: no keyDir", path)
 	}
 	return values.KeyDir, nil
 }
@@ -414,8 +417,9 @@ func (l *lab) keepPodLogs() {
 func (l *lab) waitNodesReady(ctx context.Context, nodes []NodeState) error {
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		for _, n := range nodes {
+			// An error (the API server busy) is asked again, like a node not Ready yet.
 			obj, err := l.clusters[n.Cluster].Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-			if err != nil || !nodeReady(obj) {
+			if ready := err == nil && nodeReady(obj); !ready {
 				return false, nil
 			}
 		}

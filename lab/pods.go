@@ -72,9 +72,11 @@ func (l *lab) waitForPods(ctx context.Context) error {
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		pending = nil
 		for _, name := range clusterNames() {
+			// An error (the API server busy) is asked again.
 			p, err := l.unavailable(ctx, name)
 			if err != nil {
-				return false, nil // the API server may be busy: ask again
+				pending = append(pending, fmt.Sprintf("%s (%v)", name, err))
+				continue
 			}
 			pending = append(pending, p...)
 		}

@@ -314,7 +314,11 @@ func prometheusProblems(st *State, s *PromStatus) []string {
 }
 
 func printPrometheus(w io.Writer, st *State, s *PromStatus) {
-	if st.Prometheus == nil {
+	switch {
+	case st.Prometheus == nil && st.Nodes != nil && st.Nodes.Skipped != "":
+		section(w, "Prometheus: not running (no nodes, so no controller to scrape)")
+		return
+	case st.Prometheus == nil:
 		section(w, "Prometheus: not running ("+prometheusBinary+" is missing; bash ci/promtool.sh installs it)")
 		return
 	}

@@ -237,9 +237,8 @@ func leftovers(dir string, st *State) []Proc {
 			continue
 		}
 		name := procName(pid)
-		switch {
-		case name == "kube-apiserver", name == "etcd", name == "prometheus", name == "kube-controller",
-			name == "kube-scheduler", name == "containerd", name == "kubelet", name == "kube-proxy":
+		switch name {
+		case "kube-apiserver", "etcd", "prometheus", "kube-controller", "kube-scheduler", "containerd", "kubelet", "kube-proxy":
 		default:
 			continue
 		}

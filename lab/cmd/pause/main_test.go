@@ -168,7 +168,7 @@ func buildPause(t *testing.T) string {
 		cmd := exec.Command(goTool, "build", "-o", buildPath, ".")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
 	if buildErr != nil {
@@ -210,7 +210,7 @@ func startPause(t *testing.T, cmd *exec.Cmd) (stderr *syncBuffer, exited <-chan 
 		close(done) // a receive after the test's own returns at once
 	}()
 	t.Cleanup(func() {
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill()
 		<-done
 	})
 	if !waitFor(10*time.Second, func() bool { return strings.Contains(stderr.String(), "pause: waiting") }) {
@@ -313,7 +313,7 @@ func TestReapLeavesRunningChildrenAndDoesNotBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := cmd.Process.Pid
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL); reap() })
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL); reap() })
 
 	start := time.Now()
 	if got := reap(); got != nil {
@@ -355,7 +355,7 @@ func TestReapsInheritedChildren(t *testing.T) {
 	if _, err := fmt.Sscanf(stdout.String(), "%d %d", &early, &late); err != nil {
 		t.Fatalf("helper's stdout %q: %v", stdout, err)
 	}
-	t.Cleanup(func() { syscall.Kill(late, syscall.SIGKILL) })
+	t.Cleanup(func() { _ = syscall.Kill(late, syscall.SIGKILL) })
 
 	gone := func(pid int) func() bool {
 		return func() bool { _, _, ok := procState(pid); return !ok }

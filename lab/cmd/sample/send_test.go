@@ -45,7 +45,7 @@ func TestSendGetsTheURLWithFromHeaderEveryIntervalAndLogsStatus(t *testing.T) {
 	reqs := got.all()
 	addrs := map[string]bool{}
 	for _, req := range reqs {
-		if req.Method != "GET" || req.URL.Path != "/logs" || req.Header.Get(fromHeader) != "forwarder-0" {
+		if req.Method != http.MethodGet || req.URL.Path != "/logs" || req.Header.Get(fromHeader) != "forwarder-0" {
 			t.Errorf("server got %s %s with %s %q, want GET /logs with forwarder-0", req.Method, req.URL.Path, fromHeader, req.Header.Get(fromHeader))
 		}
 		addrs[req.RemoteAddr] = true
@@ -100,7 +100,7 @@ func TestSendLogsFailuresAndKeepsGoing(t *testing.T) {
 		t.Skipf("cannot listen on %s again: %v", addr, err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})}
-	go srv.Serve(ln)
+	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	waitFor(t, "an attempt to succeed", func() bool {
 		recs := r.stdout.records(t, "sent")

@@ -122,7 +122,7 @@ func handler(port int, pod string, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if r.URL.Path == healthzPath {
-			io.WriteString(w, "ok\n")
+			_, _ = io.WriteString(w, "ok\n")
 			return
 		}
 		// Logged before the answer: once a client has it, the line is written.
@@ -133,7 +133,7 @@ func handler(port int, pod string, log *slog.Logger) http.Handler {
 			"path", r.URL.Path,
 			"from", r.Header.Get(fromHeader),
 		)
-		io.WriteString(w, reply)
+		_, _ = io.WriteString(w, reply) // a client gone is its business
 	})
 }
 

@@ -24,7 +24,9 @@ func startServe(t *testing.T, n int) (*running, []int) {
 			t.Fatal(err)
 		}
 		var p int
-		fmt.Sscan(port, &p)
+		if _, err := fmt.Sscan(port, &p); err != nil {
+			t.Fatal(err)
+		}
 		ports = append(ports, p)
 	}
 	return r, ports

@@ -49,7 +49,7 @@ func buildSample(t *testing.T) string {
 		cmd := exec.Command(goTool, "build", "-o", buildPath, ".")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
 	if buildErr != nil {
@@ -94,7 +94,7 @@ func startBinary(t *testing.T, ready string, args ...string) (*exec.Cmd, *syncBu
 		close(done) // a receive after the test's own returns at once
 	}()
 	t.Cleanup(func() {
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill()
 		<-done
 	})
 	waitFor(t, "the program to start", func() bool {
