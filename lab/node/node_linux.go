@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 // netnsDir is where `ip netns add` keeps its named network namespaces.
@@ -288,21 +289,7 @@ func waitContainerd(ctx context.Context, p *proc, socket string) error {
 // waitHTTP waits until url, inside network namespace netns, answers (with 200 when ok is
 // set), while p runs.
 func waitHTTP(ctx context.Context, netns string, p *proc, url string, ok bool) error {
-	client := &http.Client{
-		Timeout: 2 * time.Second,
-		Transport: &http.Transport{
-			DisableKeepAlives: true,
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				var c net.Conn
-				err := inNetns(netns, func() error {
-					var err error
-					c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-					return err
-				})
-				return c, err
-			},
-		},
-	}
+	client := testenv.HTTPClientInNetns(netns)
 	var last string
 	for {
 		if p.exited() {
@@ -324,43 +311,6 @@ func waitHTTP(ctx context.Context, netns string, p *proc, url string, ok bool) e
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// inNetns runs f on an OS thread switched into the named network namespace; sockets f makes
-// stay in it. A thread that cannot be switched back is left locked, so that Go retires it.
-func inNetns(netns string, f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		restored := false
-		defer func() {
-			if restored {
-				runtime.UnlockOSThread()
-			}
-		}()
-		orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		target, err := os.Open(filepath.Join(netnsDir, netns))
-		if err != nil {
-			restored = true
-			errc <- err
-			return
-		}
-		defer target.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			restored = true
-			errc <- fmt.Errorf("entering network namespace %s: %w", netns, err)
-			return
-		}
-		ferr := f()
-		restored = unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil
-		errc <- ferr
-	}()
-	return <-errc
 }
 
 // PIDs are the node's daemons (containerd, kubelet, kube-proxy), to record for a reaper. What
