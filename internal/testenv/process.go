@@ -19,12 +19,14 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// BuildBinary builds the command pkg (an import path) into a temporary directory.
+// BuildBinary builds the command pkg (an import path) into a temporary directory, statically
+// (CGO_ENABLED=0), as the images have it.
 func BuildBinary(t testing.TB, pkg string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
 	cmd := exec.Command("go", "build", "-o", bin, pkg)
 	cmd.Dir = RepoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}

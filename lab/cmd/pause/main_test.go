@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 // The test binary doubles as the children the tests start, chosen by $PAUSE_TEST_HELPER:
@@ -42,11 +43,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "unknown %s=%q\n", helperEnv, os.Getenv(helperEnv))
 		os.Exit(3)
 	}
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 func execPauseWithChildren() int {
@@ -146,35 +143,10 @@ func reapUntil(want []int) []int {
 	return got
 }
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildPath string
-	buildErr  error
-)
-
-// buildPause builds the program as the lab does (CGO_ENABLED=0), once per test run.
+// buildPause builds the program as the lab's image has it (static).
 func buildPause(t *testing.T) string {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go command to build pause with: %v", err)
-	}
-	buildOnce.Do(func() {
-		if buildDir, buildErr = os.MkdirTemp("", "pause-test-"); buildErr != nil {
-			return
-		}
-		buildPath = filepath.Join(buildDir, "pause")
-		cmd := exec.Command(goTool, "build", "-o", buildPath, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return buildPath
+	return testenv.BuildBinary(t, "github.com/kube-semaphore/semaphore/lab/cmd/pause")
 }
 
 // syncBuffer is a bytes.Buffer a process writes while a test reads it.

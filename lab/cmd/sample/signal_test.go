@@ -4,58 +4,23 @@ package main
 
 import (
 	"debug/elf"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildPath string
-	buildErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
-
-// buildSample builds the program as the lab does (CGO_ENABLED=0), once per test run.
+// buildSample builds the program as the lab's image has it (static).
 func buildSample(t *testing.T) string {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go command to build sample with: %v", err)
-	}
-	buildOnce.Do(func() {
-		if buildDir, buildErr = os.MkdirTemp("", "sample-test-"); buildErr != nil {
-			return
-		}
-		buildPath = filepath.Join(buildDir, "sample")
-		cmd := exec.Command(goTool, "build", "-o", buildPath, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return buildPath
+	return testenv.BuildBinary(t, "github.com/kube-semaphore/semaphore/lab/cmd/sample")
 }
 
 func TestBuildsStaticWithoutCgo(t *testing.T) {
