@@ -33,13 +33,14 @@ const MetricsPrefix = "semaphore_wg"
 // node (a DaemonSet), so there is no leader election.
 type Config struct {
 	config.Shared
-	NodeName        string         `envconfig:"SEMAPHORE_WG_NODE_NAME" required:"true" desc:"name of the Node this instance runs on (from the downward API)"`
-	KeyDir          string         `envconfig:"SEMAPHORE_WG_KEY_DIR" default:"/var/lib/semaphore-wireguard" desc:"host directory holding one private key per device (mode 0600), kept across restarts"`
-	ListenPorts     map[string]int `envconfig:"SEMAPHORE_WG_LISTEN_PORTS" desc:"UDP listen port of each remote's device, as remote:port pairs, e.g. aws:51821,merit:51822 (required for every remote)"`
-	MTU             int            `envconfig:"SEMAPHORE_WG_MTU" default:"1420" desc:"MTU of the WireGuard devices"`
-	Mode            device.Mode    `envconfig:"SEMAPHORE_WG_MODE" default:"auto" desc:"WireGuard implementation: auto (kernel when available), kernel or userspace"`
-	Keepalive       time.Duration  `envconfig:"SEMAPHORE_WG_KEEPALIVE" default:"25s" desc:"persistent keepalive interval of every peer (0 disables)"`
-	EndpointAddress string         `envconfig:"SEMAPHORE_WG_ENDPOINT_ADDRESS" desc:"address remote nodes reach this node at (defaults to the Node's InternalIP)"`
+	NodeName        string             `envconfig:"SEMAPHORE_WG_NODE_NAME" required:"true" desc:"name of the Node this instance runs on (from the downward API)"`
+	KeyDir          string             `envconfig:"SEMAPHORE_WG_KEY_DIR" default:"/var/lib/semaphore-wireguard" desc:"host directory holding one private key per device (mode 0600), kept across restarts"`
+	ListenPorts     map[string]int     `envconfig:"SEMAPHORE_WG_LISTEN_PORTS" desc:"UDP listen port of each remote's device, as remote:port pairs, e.g. aws:51821,merit:51822 (required for every remote)"`
+	MTU             int                `envconfig:"SEMAPHORE_WG_MTU" default:"1420" desc:"MTU of the WireGuard devices"`
+	Mode            device.Mode        `envconfig:"SEMAPHORE_WG_MODE" default:"auto" desc:"WireGuard implementation: auto (kernel when available), kernel or userspace"`
+	Keepalive       time.Duration      `envconfig:"SEMAPHORE_WG_KEEPALIVE" default:"25s" desc:"persistent keepalive interval of every peer (0 disables)"`
+	EndpointAddress string             `envconfig:"SEMAPHORE_WG_ENDPOINT_ADDRESS" desc:"address remote nodes reach this node at (defaults to the Node's InternalIP)"`
+	PodCIDRsFrom    controller.Sources `envconfig:"SEMAPHORE_WG_POD_CIDRS_FROM" default:"node" desc:"where each remote node's pod addresses come from: node (its spec.podCIDRs) or calico-ipam (the remote's Calico IPAM blocks affine to it and the addresses it borrowed); one value for every remote or remote:source pairs, e.g. aws:calico-ipam,merit:node"`
 }
 
 // Validate checks the configuration; each error names its variable.
@@ -74,6 +75,11 @@ func (c *Config) Validate() error {
 	}
 	if err := peers.CheckDeviceNames(c.Remotes); err != nil {
 		return fmt.Errorf("SEMAPHORE_REMOTES: %w", err)
+	}
+	for r := range c.PodCIDRsFrom.ByRemote {
+		if !slices.Contains(c.Remotes, r) {
+			return fmt.Errorf("SEMAPHORE_WG_POD_CIDRS_FROM: %q is not in SEMAPHORE_REMOTES", r)
+		}
 	}
 	if c.MTU < 1280 || c.MTU > 9000 {
 		return fmt.Errorf("SEMAPHORE_WG_MTU: %d is not 1280-9000", c.MTU)
@@ -134,14 +140,18 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.ctrl = controller.New(controller.Options{
+	a.ctrl, err = controller.New(controller.Options{
 		LocalCluster:    cfg.LocalCluster,
 		NodeName:        cfg.NodeName,
 		EndpointAddress: cfg.EndpointAddress,
 		MTU:             cfg.MTU,
 		Keepalive:       cfg.Keepalive,
 		ResyncPeriod:    cfg.ResyncPeriod,
+		PodCIDRsFrom:    cfg.PodCIDRsFrom,
 	}, base.Local, base.Remotes, devs, mgr, base.Health, controller.NewMetrics(base.Factory, base.Registry), base.Queue, log)
+	if err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 

@@ -265,10 +265,13 @@ func startController(b *testing.B, local, aws *testenv.Cluster) *running {
 	for _, r := range remotes {
 		in.Health.Add(r.Name, remote.ProbeReadyz(r))
 	}
-	ctrl := controller.New(controller.Options{LocalCluster: localName, NodeName: nodeName, MTU: 1420, Keepalive: keepalive, ResyncPeriod: 10 * time.Minute},
+	ctrl, err := controller.New(controller.Options{LocalCluster: localName, NodeName: nodeName, MTU: 1420, Keepalive: keepalive, ResyncPeriod: 10 * time.Minute},
 		kubernetes.NewForConfigOrDie(localCfg), remotes,
 		[]controller.RemoteDevice{{Remote: remoteName, Device: dev, Key: key, ListenPort: listenPort}},
 		mgr, in.Health, controller.NewMetrics(in.Factory, reg), in.Queue, log)
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := ctrl.Setup(ctx); err != nil {
 		cancel()

@@ -22,12 +22,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kube-semaphore/semaphore/components/wireguard/calicoipam"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/internal/remote"
@@ -59,6 +62,8 @@ type Options struct {
 	MTU             int
 	Keepalive       time.Duration
 	ResyncPeriod    time.Duration
+	// PodCIDRsFrom says, per remote, where its nodes' pod addresses come from.
+	PodCIDRsFrom Sources
 }
 
 // Controller manages this node's devices.
@@ -71,16 +76,24 @@ type Controller struct {
 	metrics *Metrics
 
 	remotes map[string]*remoteCache
-	queue   workqueue.TypedRateLimitingInterface[string]
-	loop    *reconcile.Loop[string]
+	// localRanges are this cluster's own ranges as this node sees them (its pod CIDRs and
+	// addresses), which no remote's IPAM block may take over. Set by Setup, before Run.
+	localRanges []netip.Prefix
+	queue       workqueue.TypedRateLimitingInterface[string]
+	loop        *reconcile.Loop[string]
 }
 
 type remoteCache struct {
 	dev     RemoteDevice
 	factory informers.SharedInformerFactory
 	nodes   corelisters.NodeLister
-	synced  cache.InformerSynced
+	synced  []cache.InformerSynced
 	ready   atomic.Bool
+
+	// blocks holds the remote's IPAM blocks (as *calicoipam.Block) when its pod addresses come
+	// from Calico IPAM; nil otherwise.
+	blocks        cache.Store
+	blocksFactory dynamicinformer.DynamicSharedInformerFactory
 
 	// configured is the endpoint last given to the device for each peer (peers.Changes). Only
 	// the remote's sync reads and writes it, and the workqueue runs one sync of a key at a time.
@@ -89,10 +102,13 @@ type remoteCache struct {
 	mu      sync.Mutex
 	byKey   map[wgtypes.Key]string // public key -> node name, of the last desired peers
 	skipped map[string]string      // node -> reason, to log a skip once
+	// skippedBlocks is block -> reason, to log a skipped IPAM block once.
+	skippedBlocks map[string]string
 }
 
-// New wires an informer on the Nodes of each remote.
-func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, devs []RemoteDevice, devices Devices, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) *Controller {
+// New wires an informer on the Nodes of each remote, and one on its IPAM blocks when its pod
+// addresses come from Calico IPAM.
+func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, devs []RemoteDevice, devices Devices, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) (*Controller, error) {
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "wireguard", MetricsProvider: queueMetrics},
@@ -105,26 +121,55 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, dev
 	}
 	for _, r := range remotes {
 		m.reconcile.InitRemote(r.Name)
-		rc := &remoteCache{dev: byName[r.Name], byKey: map[wgtypes.Key]string{}, skipped: map[string]string{}}
-		rc.factory = informers.NewSharedInformerFactory(r.Client, opts.ResyncPeriod)
-		inf := rc.factory.Core().V1().Nodes()
-		rc.nodes = inf.Lister()
-		rc.synced = inf.Informer().HasSynced
-		enqueue := func(any) {
+		rc := &remoteCache{dev: byName[r.Name], byKey: map[wgtypes.Key]string{}, skipped: map[string]string{}, skippedBlocks: map[string]string{}}
+		handler := enqueueOnChange(func() {
 			if rc.ready.Load() {
 				queue.Add(r.Name)
 			}
-		}
-		_, _ = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    enqueue,
-			UpdateFunc: func(_, obj any) { enqueue(obj) },
-			DeleteFunc: enqueue,
 		})
+		rc.factory = informers.NewSharedInformerFactory(r.Client, opts.ResyncPeriod)
+		inf := rc.factory.Core().V1().Nodes()
+		rc.nodes = inf.Lister()
+		rc.synced = append(rc.synced, inf.Informer().HasSynced)
+		_, _ = inf.Informer().AddEventHandler(handler)
+		if opts.PodCIDRsFrom.For(r.Name) == SourceCalicoIPAM {
+			if err := rc.watchBlocks(r, opts.ResyncPeriod, handler); err != nil {
+				return nil, fmt.Errorf("IPAM blocks of remote %s: %w", r.Name, err)
+			}
+			m.InitBlocks(r.Name)
+		}
 		c.remotes[r.Name] = rc
 	}
 	m.stats.source = c.stats
 	m.stats.log = log
-	return c
+	return c, nil
+}
+
+// enqueueOnChange calls enqueue on every add, update and delete.
+func enqueueOnChange(enqueue func()) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { enqueue() },
+		UpdateFunc: func(any, any) { enqueue() },
+		DeleteFunc: func(any) { enqueue() },
+	}
+}
+
+// watchBlocks adds an informer on the remote's IPAM blocks that keeps only what
+// calicoipam.Prefixes reads of each.
+func (rc *remoteCache) watchBlocks(r remote.Cluster, resync time.Duration, handler cache.ResourceEventHandler) error {
+	dyn, err := dynamic.NewForConfig(r.Config)
+	if err != nil {
+		return err
+	}
+	rc.blocksFactory = dynamicinformer.NewDynamicSharedInformerFactory(dyn, resync)
+	inf := rc.blocksFactory.ForResource(calicoipam.Resource).Informer()
+	if err := inf.SetTransform(calicoipam.Transform); err != nil {
+		return err
+	}
+	_, _ = inf.AddEventHandler(handler)
+	rc.blocks = inf.GetStore()
+	rc.synced = append(rc.synced, inf.HasSynced)
+	return nil
 }
 
 // Setup creates the devices (leaving in-sync ones untouched) and publishes this node's public
@@ -147,6 +192,7 @@ func (c *Controller) annotateNode(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.localRanges = localRanges(node, addr)
 	want := map[string]*string{}
 	for _, rc := range c.remotes {
 		key := rc.dev.Key.PublicKey().String()
@@ -193,6 +239,22 @@ func isOurAnnotation(k string) bool {
 		(k == peers.PubKeyAnnotation(cluster) || k == peers.EndpointAnnotation(cluster)) && name != ""
 }
 
+// localRanges are the node's pod CIDRs, its addresses and its endpoint address.
+func localRanges(node *corev1.Node, endpoint netip.Addr) []netip.Prefix {
+	out := []netip.Prefix{netip.PrefixFrom(endpoint, endpoint.BitLen())}
+	for _, c := range podCIDRs(node) {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			out = append(out, p.Masked())
+		}
+	}
+	for _, a := range node.Status.Addresses {
+		if ip, err := netip.ParseAddr(a.Address); err == nil {
+			out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
+		}
+	}
+	return out
+}
+
 func (c *Controller) endpointAddress(node *corev1.Node) (netip.Addr, error) {
 	if c.opts.EndpointAddress != "" {
 		a, err := netip.ParseAddr(c.opts.EndpointAddress)
@@ -219,8 +281,12 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	for name, rc := range c.remotes {
 		rc.factory.Start(ctx.Done())
 		defer rc.factory.Shutdown()
+		if rc.blocksFactory != nil {
+			rc.blocksFactory.Start(ctx.Done())
+			defer rc.blocksFactory.Shutdown()
+		}
 		wg.Go(func() {
-			if !cache.WaitForCacheSync(ctx.Done(), rc.synced) {
+			if !cache.WaitForCacheSync(ctx.Done(), rc.synced...) {
 				return
 			}
 			rc.ready.Store(true)
@@ -238,13 +304,9 @@ func (c *Controller) sync(_ context.Context, name string) (string, error) {
 	if rc == nil || !rc.ready.Load() {
 		return reconcile.Skipped, nil
 	}
-	list, err := rc.nodes.List(k8slabels.Everything())
+	nodes, err := c.remoteNodes(rc)
 	if err != nil {
 		return reconcile.Error, err
-	}
-	nodes := make([]peers.Node, 0, len(list))
-	for _, n := range list {
-		nodes = append(nodes, peers.Node{Name: n.Name, Annotations: n.Annotations, PodCIDRs: podCIDRs(n)})
 	}
 	desired, skipped := peers.Desired(c.opts.LocalCluster, nodes)
 	// A remote node publishing our own key (a copied key directory) cannot be a peer:
@@ -286,6 +348,56 @@ func (c *Controller) sync(_ context.Context, name string) (string, error) {
 		return reconcile.Error, fmt.Errorf("routes of %s: %w", rc.dev.Device, err)
 	}
 	return reconcile.Success, nil
+}
+
+// remoteNodes are the remote's nodes with their pod CIDRs from the remote's source.
+func (c *Controller) remoteNodes(rc *remoteCache) ([]peers.Node, error) {
+	list, err := rc.nodes.List(k8slabels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var fromBlocks map[string][]netip.Prefix
+	if rc.blocks != nil {
+		fromBlocks = c.blockPrefixes(rc)
+	}
+	nodes := make([]peers.Node, 0, len(list))
+	for _, n := range list {
+		cidrs := podCIDRs(n)
+		if rc.blocks != nil {
+			cidrs = make([]string, 0, len(fromBlocks[n.Name]))
+			for _, p := range fromBlocks[n.Name] {
+				cidrs = append(cidrs, p.String())
+			}
+		}
+		nodes = append(nodes, peers.Node{Name: n.Name, Annotations: n.Annotations, PodCIDRs: cidrs})
+	}
+	return nodes, nil
+}
+
+// blockPrefixes are the prefixes of each remote node according to the remote's IPAM blocks.
+func (c *Controller) blockPrefixes(rc *remoteCache) map[string][]netip.Prefix {
+	objs := rc.blocks.List()
+	blocks := make([]*calicoipam.Block, 0, len(objs))
+	for _, o := range objs {
+		if b, ok := o.(*calicoipam.Block); ok {
+			blocks = append(blocks, b)
+		}
+	}
+	byNode, skipped := calicoipam.Prefixes(blocks, c.localRanges)
+	counts := map[string]int{}
+	now := map[string]string{}
+	for _, s := range skipped {
+		counts[s.Reason]++
+		now[s.Block] = s.Reason
+		if rc.skippedBlocks[s.Block] != s.Reason {
+			c.log.Warn("remote IPAM block skipped", "remote", rc.dev.Remote, "block", s.Block, "reason", s.Reason, "err", s.Detail)
+		}
+	}
+	rc.skippedBlocks = now // only the remote's sync reads and writes it
+	for _, reason := range calicoipam.Reasons {
+		c.metrics.skippedBlocks.WithLabelValues(rc.dev.Remote, reason).Set(float64(counts[reason]))
+	}
+	return byNode
 }
 
 func podCIDRs(n *corev1.Node) []string {

@@ -226,9 +226,12 @@ func start(t *testing.T, devs *fakeDevices, devKey wgtypes.Key) *running {
 	for _, r := range remotes {
 		in.Health.Add(r.Name, remote.ProbeReadyz(r))
 	}
-	ctrl := controller.New(controller.Options{LocalCluster: "gcp", NodeName: "gcp-node-1", MTU: 1420, Keepalive: 25 * time.Second},
+	ctrl, err := controller.New(controller.Options{LocalCluster: "gcp", NodeName: "gcp-node-1", MTU: 1420, Keepalive: 25 * time.Second},
 		local.Client, remotes, []controller.RemoteDevice{{Remote: "aws", Device: "wg-aws", Key: devKey, ListenPort: 51821}},
 		devs, in.Health, controller.NewMetrics(in.Factory, reg), in.Queue, log)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := ctrl.Setup(ctx); err != nil {
 		cancel()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kube-semaphore/semaphore/components/wireguard/calicoipam"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 )
@@ -14,7 +15,9 @@ type Metrics struct {
 	reconcile *reconcile.Metrics
 	changes   *prometheus.CounterVec
 	skipped   *prometheus.GaugeVec
-	stats     *statsCollector
+	// skippedBlocks only has series for remotes read with calico-ipam (InitBlocks).
+	skippedBlocks *prometheus.GaugeVec
+	stats         *statsCollector
 }
 
 // NewMetrics creates the metrics on f; the per-peer statistics are read from the devices at
@@ -26,6 +29,8 @@ func NewMetrics(f *metrics.Factory, reg prometheus.Registerer) *Metrics {
 			"Changes made to a device, by remote and operation: peer_add, peer_update, peer_remove, route_add, route_remove.", "remote", "operation"),
 		skipped: f.GaugeVec("skipped_peers",
 			"Remote nodes not configured as peers, by remote and reason: not_annotated, bad_key, bad_endpoint, no_pod_cidr, bad_pod_cidr, duplicate_key, overlapping_pod_cidr.", "remote", "reason"),
+		skippedBlocks: f.GaugeVec("skipped_ipam_blocks",
+			"IPAM blocks of a remote read with calico-ipam whose range is not routed, by remote and reason: no_affinity (its allocated addresses still are), bad_cidr, overlapping_block (a conflict: the older block is kept), overlaps_local.", "remote", "reason"),
 		stats: &statsCollector{
 			peers: prometheus.NewDesc(f.External("peers", "gauge",
 				"Peers configured on the device of a remote, by device and remote.", "device", "remote"), "Peers configured on the device of a remote, by device and remote.", []string{"device", "remote"}, nil),
@@ -41,6 +46,14 @@ func NewMetrics(f *metrics.Factory, reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(m.stats)
 	}
 	return m
+}
+
+// InitBlocks reports zero skipped IPAM blocks of every reason for a remote read with
+// calico-ipam, so that its series exist before the first skip.
+func (m *Metrics) InitBlocks(remote string) {
+	for _, reason := range calicoipam.Reasons {
+		m.skippedBlocks.WithLabelValues(remote, reason)
+	}
 }
 
 // statsCollector reads peer statistics from the devices when Prometheus scrapes, so they are

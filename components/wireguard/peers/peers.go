@@ -105,7 +105,9 @@ type Skip struct {
 // sorted by node name, and the nodes it had to skip. A node is a peer when it carries a valid
 // public key and endpoint for local and at least one valid pod CIDR; it is skipped otherwise,
 // and so are nodes whose key or pod CIDRs another node already uses (WireGuard routes each
-// address to one peer only).
+// address to one peer only). The one overlap allowed is a single address inside another node's
+// larger range (an address borrowed from another node's Calico IPAM block): WireGuard and the
+// kernel pick the longest matching prefix, so it reaches the node that holds it.
 func Desired(local string, nodes []Node) ([]Peer, []Skip) {
 	nodes = slices.Clone(nodes)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
@@ -135,7 +137,7 @@ func Desired(local string, nodes []Node) ([]Peer, []Skip) {
 			continue
 		}
 		if len(n.PodCIDRs) == 0 {
-			skipped = append(skipped, Skip{n.Name, ReasonNoPodCIDR, "spec.podCIDRs is empty"})
+			skipped = append(skipped, Skip{n.Name, ReasonNoPodCIDR, "no pod CIDR: spec.podCIDRs is empty, or (calico-ipam) no IPAM block is affine to the node and it holds no borrowed address"})
 			continue
 		}
 		var allowed []netip.Prefix
@@ -180,12 +182,18 @@ func Desired(local string, nodes []Node) ([]Peer, []Skip) {
 func overlapping(ps, taken []netip.Prefix) string {
 	for _, p := range ps {
 		for _, t := range taken {
-			if p.Overlaps(t) {
+			if p.Overlaps(t) && !borrowed(p, t) {
 				return fmt.Sprintf("pod CIDR %s overlaps %s of another node", p, t)
 			}
 		}
 	}
 	return ""
+}
+
+// borrowed reports whether one of two overlapping prefixes is a single address strictly inside
+// the other.
+func borrowed(a, b netip.Prefix) bool {
+	return a.Bits() != b.Bits() && (a.IsSingleIP() || b.IsSingleIP())
 }
 
 // parseEndpoint accepts host:port with an IP address (IPv6 in brackets).
