@@ -31,8 +31,9 @@ import (
 )
 
 // Two real API servers, started by the first test that needs them and shared by the tests of
-// the package: aws (what semaphore-remote is installed in) and gcp (the umbrella; it serves the
-// monitoring and GlobalNetworkSet CRDs from the fixtures).
+// the package: aws (what semaphore-remote is installed in; it serves Calico's IPAMBlock CRD from
+// the wireguard fixtures, what consumers with calicoIPAM read) and gcp (the umbrella; it serves
+// the monitoring and GlobalNetworkSet CRDs from the fixtures).
 var (
 	clustersOnce sync.Once
 	clustersErr  error
@@ -72,7 +73,10 @@ func clusters(t testing.TB) (aws, gcp *testenv.Cluster) {
 		var wg sync.WaitGroup
 		var errs [2]error
 		wg.Go(func() {
-			awsCluster, errs[0] = testenv.StartCluster("aws", testenv.Options{Dir: filepath.Join(clustersDir, "aws"), ServiceCIDRs: "10.1.0.0/16"})
+			awsCluster, errs[0] = testenv.StartCluster("aws", testenv.Options{
+				Dir: filepath.Join(clustersDir, "aws"), ServiceCIDRs: "10.1.0.0/16",
+				CRDDirs: []string{filepath.Join(testenv.RepoRoot(), "components", "wireguard", "testdata", "crds")},
+			})
 		})
 		wg.Go(func() {
 			gcpCluster, errs[1] = testenv.StartCluster("gcp", testenv.Options{Dir: filepath.Join(clustersDir, "gcp"), ServiceCIDRs: "10.2.0.0/16", CRDDirs: crds})

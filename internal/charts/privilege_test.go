@@ -560,12 +560,15 @@ func wireguardScenario(t *testing.T, aws, gcp *testenv.Cluster, p *simulatedPod)
 	key := newKey(t)
 	devs := &memDevices{peers: map[string]map[wgtypes.Key]wgtypes.Peer{}}
 	device := peers.DeviceName("aws")
-	ctrl := wgcontroller.New(wgcontroller.Options{
+	ctrl, err := wgcontroller.New(wgcontroller.Options{
 		LocalCluster: cfg.LocalCluster, NodeName: cfg.NodeName, EndpointAddress: cfg.EndpointAddress,
-		MTU: cfg.MTU, Keepalive: cfg.Keepalive, ResyncPeriod: cfg.ResyncPeriod,
+		MTU: cfg.MTU, Keepalive: cfg.Keepalive, ResyncPeriod: cfg.ResyncPeriod, PodCIDRsFrom: cfg.PodCIDRsFrom,
 	}, kubernetes.NewForConfigOrDie(localCfg), remotes,
 		[]wgcontroller.RemoteDevice{{Remote: "aws", Device: device, Key: key, ListenPort: port}},
 		devs, in.Health, wgcontroller.NewMetrics(in.Factory, reg), in.Queue, log)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := ctrl.Setup(ctx); err != nil {
 		t.Fatalf("setting up with the DaemonSet's identity: %v", err)
 	}

@@ -383,11 +383,14 @@ func checkRBACSanity(t *testing.T, m *manifest) {
 
 // checkRemoteChart checks a render of semaphore-remote: per consumer a ServiceAccount, its
 // token Secret and a binding to one ClusterRole that can only get, list and watch what the
-// enabled components read; nothing else.
+// enabled components read; for the consumers with calicoIPAM, and only for them, a second
+// binding to a second ClusterRole that can only get, list and watch Calico IPAM blocks; nothing
+// else.
 func checkRemoteChart(t *testing.T, m *manifest, vals map[string]any) {
 	t.Helper()
 	checkObjects(t, m, vals)
 	checkRBACSanity(t, m)
+	ipam := checkRemoteCalicoIPAM(t, m, vals)
 	want := map[schema.GroupResource]bool{}
 	if lookup(vals, "components", "wireguard") == true {
 		want[schema.GroupResource{Resource: "nodes"}] = true
@@ -399,9 +402,14 @@ func checkRemoteChart(t *testing.T, m *manifest, vals map[string]any) {
 	if lookup(vals, "components", "policy") == true {
 		want[schema.GroupResource{Resource: "pods"}] = true
 	}
-	roles := m.Of("ClusterRole")
+	var roles []*unstructured.Unstructured
+	for _, u := range m.Of("ClusterRole") {
+		if ipam == nil || u.GetName() != ipam.Name {
+			roles = append(roles, u)
+		}
+	}
 	if len(roles) != 1 {
-		t.Fatalf("%d ClusterRoles, want 1 (objects: %v)", len(roles), m.Kinds())
+		t.Fatalf("%d ClusterRoles besides the Calico IPAM one, want 1 (objects: %v)", len(roles), m.Kinds())
 	}
 	role := typed[rbacv1.ClusterRole](t, roles[0])
 	got := map[schema.GroupResource]bool{}
@@ -440,6 +448,9 @@ func checkRemoteChart(t *testing.T, m *manifest, vals map[string]any) {
 		var bound int
 		for _, u := range m.Of("ClusterRoleBinding") {
 			b := typed[rbacv1.ClusterRoleBinding](t, u)
+			if ipam != nil && b.RoleRef.Name == ipam.Name {
+				continue // checked by checkRemoteCalicoIPAM
+			}
 			if len(b.Subjects) == 1 && b.Subjects[0].Kind == "ServiceAccount" && b.Subjects[0].Name == sa && b.Subjects[0].Namespace == m.Release.Namespace {
 				bound++
 				if b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != role.Name {
@@ -453,9 +464,15 @@ func checkRemoteChart(t *testing.T, m *manifest, vals map[string]any) {
 		kinds["ServiceAccount"]++
 		kinds["Secret"]++
 		kinds["ClusterRoleBinding"]++
+		if lookup(c.(map[string]any), "calicoIPAM") == true {
+			kinds["ClusterRoleBinding"]++
+		}
 		if !strings.Contains(m.Release.Info.Notes, name) {
 			t.Errorf("NOTES.txt does not mention consumer %s", name)
 		}
+	}
+	if ipam != nil {
+		kinds["ClusterRole"]++
 	}
 	if !maps.Equal(m.Kinds(), kinds) {
 		t.Errorf("objects %v, want %v", m.Kinds(), kinds)

@@ -134,6 +134,41 @@ func TestBadValuesAreRefused(t *testing.T) {
 			want: []string{"enabled"},
 		},
 		{
+			name: "podCIDRsFrom not a source", chart: umbrellaChart, base: validUmbrella,
+			bad:  "wireguard: {podCIDRsFrom: calico}",
+			want: []string{"podCIDRsFrom"},
+		},
+		{
+			name: "podCIDRsFrom of a remote not a source", chart: umbrellaChart, base: validUmbrella,
+			bad:  "wireguard: {podCIDRsFrom: {aws: ipam}}",
+			want: []string{"podCIDRsFrom", "aws"},
+		},
+		{
+			name: "podCIDRsFrom a list", chart: umbrellaChart, base: validUmbrella,
+			bad:  "wireguard: {podCIDRsFrom: [calico-ipam]}",
+			want: []string{"podCIDRsFrom"},
+		},
+		{
+			name: "podCIDRsFrom a number", chart: umbrellaChart, base: validUmbrella,
+			bad:  "wireguard: {podCIDRsFrom: 1}",
+			want: []string{"podCIDRsFrom"},
+		},
+		{
+			name: "podCIDRsFrom of a remote not a string", chart: umbrellaChart, base: validUmbrella,
+			bad:  "wireguard: {podCIDRsFrom: {aws: true}}",
+			want: []string{"podCIDRsFrom", "aws"},
+		},
+		{
+			name: "podCIDRsFrom remote name not a DNS label", chart: umbrellaChart, base: validUmbrella,
+			bad:  "wireguard: {podCIDRsFrom: {AWS_1: node}}",
+			want: []string{"podCIDRsFrom", "AWS_1"},
+		},
+		{
+			name: "podCIDRsFrom remote name longer than a remote's", chart: umbrellaChart, base: validUmbrella,
+			bad:  "wireguard: {podCIDRsFrom: {" + strings.Repeat("a", 57) + ": node}}",
+			want: []string{"podCIDRsFrom"},
+		},
+		{
 			name: "consumer name not a DNS label", chart: remoteChart, base: validRemote,
 			bad:  "consumers: [{name: GCP_1}]",
 			want: []string{"consumers", "name"},
@@ -167,6 +202,21 @@ func TestBadValuesAreRefused(t *testing.T) {
 			name: "apiServer not https", chart: remoteChart, base: validRemote,
 			bad:  "apiServer: http://aws.example.com",
 			want: []string{"apiServer"},
+		},
+		{
+			name: "calicoIPAM not a boolean", chart: remoteChart, base: validRemote,
+			bad:  "consumers: [{name: gcp, calicoIPAM: 'yes'}]",
+			want: []string{"consumers", "calicoIPAM"},
+		},
+		{
+			name: "calicoIPAM without wireguard", chart: remoteChart, base: validRemote,
+			bad:  "consumers: [{name: gcp, calicoIPAM: true}]\ncomponents: {wireguard: false}",
+			want: []string{"gcp", "calicoIPAM", "components.wireguard"},
+		},
+		{
+			name: "calicoIPAM binding named like another consumer's", chart: remoteChart, base: validRemote,
+			bad:  "consumers: [{name: gcp-calico-ipam}, {name: gcp, calicoIPAM: true}]",
+			want: []string{"gcp", "gcp-calico-ipam", "calicoIPAM"},
 		},
 		{
 			name: "no component", chart: remoteChart, base: validRemote,

@@ -322,8 +322,13 @@ func checkEnv(t *testing.T, w workload, vals, sub map[string]any) {
 	}) {
 		t.Errorf("%s %s: SEMAPHORE_WG_NODE_NAME does not come from spec.nodeName", w.Kind, w.Name)
 	}
-	if _, err := loadConfig(t, w.Component, env); err != nil {
+	cfg, err := loadConfig(t, w.Component, env)
+	if err != nil {
 		t.Errorf("%s %s: the component would not start with this environment: %v", w.Kind, w.Name, err)
+		return
+	}
+	if w.Component == "wireguard" {
+		checkPodCIDRsFrom(t, w, env, cfg.(*wgapp.Config), names, sub)
 	}
 }
 

@@ -47,7 +47,10 @@ semaphore-remote-{{ . }}-token
 
 {{/*
 Stops rendering on values the schema cannot express: a ClusterRole without rules, a consumer
-named twice (the schema's uniqueItems also catches this) or named like this cluster.
+named twice (the schema's uniqueItems also catches this) or named like this cluster, or a
+consumer granted Calico IPAM blocks (calicoIPAM), which only semaphore-wireguard reads, while
+components.wireguard is off, or whose binding to the IPAM role would take the name of another
+consumer's binding (consumers "x" and "x-calico-ipam").
 */}}
 {{- define "semaphore-remote.validate" -}}
 {{- $c := .Values.components }}
@@ -60,8 +63,30 @@ named twice (the schema's uniqueItems also catches this) or named like this clus
 {{- fail (printf "consumers: %q is listed more than once" .name) }}
 {{- end }}
 {{- $_ := set $seen .name true }}
+{{- if and .calicoIPAM (not $c.wireguard) }}
+{{- fail (printf "consumers: %q has calicoIPAM: true, but components.wireguard is false: only semaphore-wireguard reads Calico IPAM blocks (podCIDRsFrom: calico-ipam); enable components.wireguard or drop calicoIPAM" .name) }}
+{{- end }}
 {{- if and $.Values.clusterName (eq .name $.Values.clusterName) }}
 {{- fail (printf "consumers: %q is this cluster's own name (clusterName); a cluster does not read from itself" .name) }}
 {{- end }}
 {{- end }}
+{{- range .Values.consumers }}
+{{- $other := printf "%s-calico-ipam" .name }}
+{{- if and .calicoIPAM (hasKey $seen $other) }}
+{{- fail (printf "consumers: %q has calicoIPAM: true, and its ClusterRoleBinding to the IPAM role would take the name of consumer %q's binding; rename one of them" .name $other) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The consumers with calicoIPAM: true, as a YAML list of names (fromYamlArray), in list order.
+*/}}
+{{- define "semaphore-remote.calicoIPAMConsumers" -}}
+{{- $names := list }}
+{{- range .Values.consumers }}
+{{- if .calicoIPAM }}
+{{- $names = append $names .name }}
+{{- end }}
+{{- end }}
+{{- toYaml $names }}
 {{- end }}

@@ -28,6 +28,32 @@ misspelt name still fails, as the remote it was meant for then has no port.
 {{- end -}}
 
 {{- /*
+semaphore-wireguard.podCIDRsFrom: SEMAPHORE_WG_POD_CIDRS_FROM, where each remote node's pod
+addresses come from. A string (node or calico-ipam) applies to every remote and is passed as is;
+a map {<remote>: source} becomes "remote:source" pairs joined by ",", in the order of
+global.remotes. As with listenPorts, names that are not remotes are left out (the binary would
+refuse them), so that one map can serve the releases of every cluster; remotes not in the map
+read node, and a map that names none of them gives "node". The schema checks the sources.
+  $ (the chart's root context)
+*/ -}}
+{{- define "semaphore-wireguard.podCIDRsFrom" -}}
+{{- $from := .Values.podCIDRsFrom | default "node" -}}
+{{- if kindIs "map" $from -}}
+{{- $remotes := (include "semaphore-common.global" . | fromYaml).remotes -}}
+{{- $pairs := list -}}
+{{- range $r := $remotes -}}
+{{- $name := toString $r.name -}}
+{{- if hasKey $from $name -}}
+{{- $pairs = append $pairs (printf "%s:%s" $name (index $from $name | toString)) -}}
+{{- end -}}
+{{- end -}}
+{{- $pairs | join "," | default "node" -}}
+{{- else -}}
+{{- $from | toString -}}
+{{- end -}}
+{{- end -}}
+
+{{- /*
 semaphore-wireguard.portName: the name of a remote's container port: "wg-<remote>" like its
 device, or "wg-<hash>" when that is not a valid port name (longer than 15 characters, or "--").
   the remote's name
