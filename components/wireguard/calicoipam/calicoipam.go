@@ -16,6 +16,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kube-semaphore/semaphore/components/wireguard/overlap"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -133,7 +135,7 @@ func Prefixes(blocks []*Block, local []netip.Prefix) (map[string][]netip.Prefix,
 	})
 	out := map[string][]netip.Prefix{}
 	var skipped []Skip
-	var kept []keptBlock
+	kept := overlap.New()
 	for _, b := range live {
 		cidr, err := parseCIDR(b.CIDR)
 		if err != nil {
@@ -144,11 +146,11 @@ func Prefixes(blocks []*Block, local []netip.Prefix) (map[string][]netip.Prefix,
 			skipped = append(skipped, Skip{b.Name, ReasonLocal, fmt.Sprintf("%s overlaps %s of this cluster", cidr, l)})
 			continue
 		}
-		if other := overlappingBlock(cidr, kept); other != "" {
-			skipped = append(skipped, Skip{b.Name, ReasonOverlapping, fmt.Sprintf("%s overlaps block %s, which is older and kept", cidr, other)})
+		if other, found := kept.Find(cidr, nil); found {
+			skipped = append(skipped, Skip{b.Name, ReasonOverlapping, fmt.Sprintf("%s overlaps block %s, which is older and kept", cidr, other.Holder)})
 			continue
 		}
-		kept = append(kept, keptBlock{b.Name, cidr})
+		kept.Add(cidr, b.Name)
 		owner, affine := strings.CutPrefix(b.Affinity, "host:")
 		if !affine || owner == "" {
 			skipped = append(skipped, Skip{b.Name, ReasonNoAffinity, fmt.Sprintf("affinity %q is not host:<node>; only its allocated addresses are routed", b.Affinity)})
@@ -178,11 +180,6 @@ func Prefixes(blocks []*Block, local []netip.Prefix) (map[string][]netip.Prefix,
 	return out, skipped
 }
 
-type keptBlock struct {
-	name string
-	cidr netip.Prefix
-}
-
 func parseCIDR(s string) (netip.Prefix, error) {
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
@@ -201,15 +198,6 @@ func firstOverlap(p netip.Prefix, ranges []netip.Prefix) (netip.Prefix, bool) {
 		}
 	}
 	return netip.Prefix{}, false
-}
-
-func overlappingBlock(p netip.Prefix, blocks []keptBlock) string {
-	for _, t := range blocks {
-		if p.Overlaps(t.cidr) {
-			return t.name
-		}
-	}
-	return ""
 }
 
 // nth is the ordinal-th address of p, if p holds that many.

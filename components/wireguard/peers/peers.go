@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/kube-semaphore/semaphore/components/wireguard/overlap"
 )
 
 // Annotation key suffixes. A node publishes, for each remote cluster <remote> it peers with,
@@ -114,7 +116,7 @@ func Desired(local string, nodes []Node) ([]Peer, []Skip) {
 	var peers []Peer
 	var skipped []Skip
 	keys := map[wgtypes.Key]string{}
-	var taken []netip.Prefix
+	taken := overlap.New()
 	for _, n := range nodes {
 		keyText, hasKey := n.Annotations[PubKeyAnnotation(local)]
 		endpointText, hasEndpoint := n.Annotations[EndpointAnnotation(local)]
@@ -173,18 +175,18 @@ func Desired(local string, nodes []Node) ([]Peer, []Skip) {
 			continue
 		}
 		keys[key] = n.Name
-		taken = append(taken, allowed...)
+		for _, p := range allowed {
+			taken.Add(p, n.Name)
+		}
 		peers = append(peers, Peer{Node: n.Name, PublicKey: key, Endpoint: endpoint, AllowedIPs: toIPNets(allowed)})
 	}
 	return peers, skipped
 }
 
-func overlapping(ps, taken []netip.Prefix) string {
+func overlapping(ps []netip.Prefix, taken *overlap.Index) string {
 	for _, p := range ps {
-		for _, t := range taken {
-			if p.Overlaps(t) && !borrowed(p, t) {
-				return fmt.Sprintf("pod CIDR %s overlaps %s of another node", p, t)
-			}
+		if t, found := taken.Find(p, borrowed); found {
+			return fmt.Sprintf("pod CIDR %s overlaps %s of node %s", p, t.Prefix, t.Holder)
 		}
 	}
 	return ""
