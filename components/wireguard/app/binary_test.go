@@ -35,6 +35,10 @@ func TestBadConfiguration(t *testing.T) {
 		{"bad mode", valid("SEMAPHORE_WG_MODE=fast"), []string{"SEMAPHORE_WG_MODE", "fast"}},
 		{"bad MTU", valid("SEMAPHORE_WG_MTU=100"), []string{"SEMAPHORE_WG_MTU"}},
 		{"bad keepalive", valid("SEMAPHORE_WG_KEEPALIVE=soon"), []string{"SEMAPHORE_WG_KEEPALIVE"}},
+		{"unknown pod address source", valid("SEMAPHORE_WG_POD_CIDRS_FROM=calico"), []string{"SEMAPHORE_WG_POD_CIDRS_FROM", "calico"}},
+		{"unknown source of a remote", valid("SEMAPHORE_WG_POD_CIDRS_FROM=aws:ipam"), []string{"SEMAPHORE_WG_POD_CIDRS_FROM", "ipam"}},
+		{"source for an unknown remote", valid("SEMAPHORE_WG_POD_CIDRS_FROM=aws:node,azure:calico-ipam"), []string{"SEMAPHORE_WG_POD_CIDRS_FROM", `"azure"`}},
+		{"remote named twice", valid("SEMAPHORE_WG_POD_CIDRS_FROM=aws:node,aws:calico-ipam"), []string{"SEMAPHORE_WG_POD_CIDRS_FROM", `"aws"`}},
 		{"relative key dir", valid("SEMAPHORE_WG_KEY_DIR=keys"), []string{"SEMAPHORE_WG_KEY_DIR"}},
 		{
 			// Both long names derive the device name wg-produ-2ee022 (found by brute force in

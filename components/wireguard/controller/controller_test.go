@@ -140,7 +140,8 @@ func TestMain(m *testing.M) {
 		var errs [2]error
 		var wg sync.WaitGroup
 		wg.Go(func() { local, errs[0] = testenv.StartCluster("gcp", testenv.Options{}) })
-		wg.Go(func() { aws, errs[1] = testenv.StartCluster("aws", testenv.Options{}) })
+		crds := filepath.Join(testenv.RepoRoot(), "components", "wireguard", "testdata", "crds")
+		wg.Go(func() { aws, errs[1] = testenv.StartCluster("aws", testenv.Options{CRDDirs: []string{crds}}) })
 		wg.Wait()
 		for _, c := range []*testenv.Cluster{local, aws} {
 			if c != nil {
@@ -205,6 +206,12 @@ type running struct {
 // start runs a controller for node gcp-node-1 of gcp with remote aws, on fake devices.
 func start(t *testing.T, devs *fakeDevices, devKey wgtypes.Key) *running {
 	t.Helper()
+	return startReading(t, devs, devKey, controller.Sources{})
+}
+
+// startReading is start with aws's pod addresses read from sources.
+func startReading(t *testing.T, devs *fakeDevices, devKey wgtypes.Key, sources controller.Sources) *running {
+	t.Helper()
 	dir := t.TempDir()
 	data, err := os.ReadFile(aws.Kubeconfig)
 	if err != nil {
@@ -226,7 +233,7 @@ func start(t *testing.T, devs *fakeDevices, devKey wgtypes.Key) *running {
 	for _, r := range remotes {
 		in.Health.Add(r.Name, remote.ProbeReadyz(r))
 	}
-	ctrl, err := controller.New(controller.Options{LocalCluster: "gcp", NodeName: "gcp-node-1", MTU: 1420, Keepalive: 25 * time.Second},
+	ctrl, err := controller.New(controller.Options{LocalCluster: "gcp", NodeName: "gcp-node-1", MTU: 1420, Keepalive: 25 * time.Second, PodCIDRsFrom: sources},
 		local.Client, remotes, []controller.RemoteDevice{{Remote: "aws", Device: "wg-aws", Key: devKey, ListenPort: 51821}},
 		devs, in.Health, controller.NewMetrics(in.Factory, reg), in.Queue, log)
 	if err != nil {
