@@ -173,9 +173,16 @@ func TestPeersFollowRemoteIPAMBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	putObject(t, bad)
+	// Overlapping older blocks. Creation times have a resolution of a second, so the name, which
+	// breaks ties, sorts after theirs too.
+	overlapping, err := calicoipam.Object(netip.MustParsePrefix("10.1.1.0/25"), "aws-c2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlapping.SetName("z-10-1-1-0-25")
+	putObject(t, overlapping)
 	putBlock(t, "10.1.8.0/26", "", nil)                     // no affinity
 	putBlock(t, "198.18.21.64/26", "aws-c2", nil)           // gcp-node-1's own pod range
-	putBlock(t, "10.1.1.0/25", "aws-c2", nil)               // overlaps older blocks
 	putBlock(t, "10.1.7.0/26", "aws-c1", map[string]string{ // fine, but its node is not a peer yet
 		"10.1.7.9": "aws-c4"})
 	want := map[string]float64{calicoipam.ReasonBadCIDR: 1, calicoipam.ReasonNoAffinity: 1, calicoipam.ReasonLocal: 1, calicoipam.ReasonOverlapping: 1}

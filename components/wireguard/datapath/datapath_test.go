@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -58,8 +59,10 @@ const runScript = `mount -n -t tmpfs -o mode=0755 semaphore-run /var/run && mkdi
 type node struct {
 	name, cluster, remote string
 	netns                 string
-	underlay              string // address on the shared underlay
-	podCIDR, pod          string // pod CIDR and the "pod" address in it
+	underlay              string   // address on the shared underlay
+	podCIDR, pod          string   // pod CIDR (none for a node run the Calico way) and the "pod" address in it
+	morePods              []string // further pod addresses the node holds, beside pod
+	extraEnv              []string // added to the controller's environment
 	index                 int
 
 	dir, keyDir, logPath string
@@ -84,9 +87,6 @@ func TestDataPath(t *testing.T) {
 	began := time.Now()
 	defer func() { t.Logf("data-path test took %v", time.Since(began).Round(time.Millisecond)) }()
 
-	bin := testenv.BuildBinary(t, "github.com/kube-semaphore/semaphore/components/wireguard")
-
-	id := randomID(t)
 	nodes := []*node{
 		{name: "gcp-node-1", cluster: "gcp", remote: "aws", underlay: "192.0.2.11", podCIDR: "198.18.1.0/24", pod: "198.18.1.1"},
 		{name: "gcp-node-2", cluster: "gcp", remote: "aws", underlay: "192.0.2.12", podCIDR: "198.18.2.0/24", pod: "198.18.2.1"},
@@ -94,33 +94,9 @@ func TestDataPath(t *testing.T) {
 		{name: "aws-node-2", cluster: "aws", remote: "gcp", underlay: "192.0.2.22", podCIDR: "198.18.12.0/24", pod: "198.18.12.1"},
 	}
 	gcp1, gcp2, aws1, aws2 := nodes[0], nodes[1], nodes[2], nodes[3]
-	for i, n := range nodes {
-		n.index = i
-		n.netns = fmt.Sprintf("smp-%s-%s%d", id, n.cluster[:1], i%2+1)
-	}
-	buildUnderlay(t, id, nodes)
-
-	clusters := testenv.Start(t, testenv.Options{Audit: true}, "gcp", "aws")
-	byName := map[string]*testenv.Cluster{"gcp": clusters[0], "aws": clusters[1]}
+	byName := newLab(t, testenv.Options{Audit: true}, nodes)
 	ctx := context.Background()
-	for _, n := range nodes {
-		createNode(t, byName[n.cluster], n)
-	}
-	for _, n := range nodes {
-		prepare(t, n, byName, bin)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, n := range nodes {
-				b, _ := os.ReadFile(n.logPath)
-				t.Logf("----- log of %s (%s) -----\n%s", n.name, n.netns, b)
-			}
-		}
-	})
-	for _, n := range nodes {
-		n.start(t)
-		t.Cleanup(func() { n.stop(t) })
-	}
+	startControllers(t, nodes)
 
 	// 1. Every node publishes, for the other cluster, the public key of its key file and its
 	// underlay endpoint.
@@ -260,6 +236,49 @@ func TestDataPath(t *testing.T) {
 	}
 }
 
+// newLab builds the topology of a data-path test for nodes (gcp-node-1, gcp-node-2, aws-node-1,
+// aws-node-2, in this order): the underlay and the nodes' network namespaces, an API server per
+// cluster (started with opts), the Node objects, and each node's kubeconfigs and environment.
+// It returns the API servers by cluster name. The controllers are not running yet:
+// startControllers starts them. When the test fails, it logs every controller's output.
+func newLab(t *testing.T, opts testenv.Options, nodes []*node) map[string]*testenv.Cluster {
+	t.Helper()
+	bin := testenv.BuildBinary(t, "github.com/kube-semaphore/semaphore/components/wireguard")
+	id := randomID(t)
+	for i, n := range nodes {
+		n.index = i
+		n.netns = fmt.Sprintf("smp-%s-%s%d", id, n.cluster[:1], i%2+1)
+	}
+	buildUnderlay(t, id, nodes)
+
+	clusters := testenv.Start(t, opts, "gcp", "aws")
+	byName := map[string]*testenv.Cluster{"gcp": clusters[0], "aws": clusters[1]}
+	for _, n := range nodes {
+		createNode(t, byName[n.cluster], n)
+	}
+	for _, n := range nodes {
+		prepare(t, n, byName, bin)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range nodes {
+				b, _ := os.ReadFile(n.logPath)
+				t.Logf("----- log of %s (%s) -----\n%s", n.name, n.netns, b)
+			}
+		}
+	})
+	return byName
+}
+
+// startControllers starts the controller of every node; each is stopped when the test ends.
+func startControllers(t *testing.T, nodes []*node) {
+	t.Helper()
+	for _, n := range nodes {
+		n.start(t)
+		t.Cleanup(func() { n.stop(t) })
+	}
+}
+
 // eventually is testenv.Eventually that gives up at once when a controller has exited.
 func eventually(t *testing.T, nodes []*node, timeout time.Duration, what string, check func() error) {
 	t.Helper()
@@ -306,7 +325,7 @@ func randomID(t *testing.T) string {
 }
 
 // buildUnderlay creates a namespace holding a bridge, and one namespace per node joined to it by
-// a veth, with the node's underlay address, its pod address (on a dummy interface, or on lo
+// a veth, with the node's underlay address, its pod addresses (on a dummy interface, or on lo
 // where the kernel lacks the dummy driver, as here) and no other route. Nothing is created in the host's network namespace: every link is created
 // directly in the namespace it belongs to. Every interface name carries id, so the final check
 // can tell that none ended up on the host.
@@ -356,7 +375,9 @@ func buildUnderlay(t *testing.T, id string, nodes []*node) {
 		if exec.Command("ip", "-n", n.netns, "link", "add", pod, "type", "dummy").Run() != nil {
 			pod = "lo"
 		}
-		run(t, "ip", "-n", n.netns, "addr", "add", n.pod+"/32", "dev", pod)
+		for _, a := range append([]string{n.pod}, n.morePods...) {
+			run(t, "ip", "-n", n.netns, "addr", "add", a+"/32", "dev", pod)
+		}
 		run(t, "ip", "-n", n.netns, "link", "set", pod, "up")
 	}
 	// The underlay works (and the nodes know no route to any pod CIDR but their own).
@@ -377,14 +398,18 @@ func run(t *testing.T, name string, args ...string) {
 	}
 }
 
-// createNode creates n's Node object with its pod CIDR and, through the status subresource,
-// its underlay address as InternalIP.
+// createNode creates n's Node object with its pod CIDR (none when n has none, as under Calico
+// IPAM) and, through the status subresource, its underlay address as InternalIP.
 func createNode(t *testing.T, c *testenv.Cluster, n *node) {
 	t.Helper()
 	ctx := context.Background()
+	var spec corev1.NodeSpec
+	if n.podCIDR != "" {
+		spec = corev1.NodeSpec{PodCIDR: n.podCIDR, PodCIDRs: []string{n.podCIDR}}
+	}
 	obj, err := c.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.name},
-		Spec:       corev1.NodeSpec{PodCIDR: n.podCIDR, PodCIDRs: []string{n.podCIDR}},
+		Spec:       spec,
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -396,7 +421,7 @@ func createNode(t *testing.T, c *testenv.Cluster, n *node) {
 }
 
 // prepare writes n's kubeconfigs, which reach the API servers through forwarders listening on
-// 127.0.0.1 inside n's namespace, and its environment.
+// 127.0.0.1 inside n's namespace, and its environment (ending with n.extraEnv).
 func prepare(t *testing.T, n *node, clusters map[string]*testenv.Cluster, bin string) {
 	t.Helper()
 	n.bin = bin
@@ -420,6 +445,7 @@ func prepare(t *testing.T, n *node, clusters map[string]*testenv.Cluster, bin st
 		"SEMAPHORE_WG_MODE=userspace",
 		"SEMAPHORE_WG_KEEPALIVE=1s",
 	}
+	n.env = append(n.env, n.extraEnv...)
 }
 
 // writeKubeconfig copies c's kubeconfig to path, pointing it at a forwarder to c's API server
@@ -635,16 +661,22 @@ func (n *node) checkChanges(want map[string]float64) error {
 // checkRoutes checks that the routes the controller owns on n's device are exactly the pod
 // CIDRs of want.
 func (n *node) checkRoutes(want []*node) error {
+	var wantDsts []string
+	for _, w := range want {
+		wantDsts = append(wantDsts, w.podCIDR)
+	}
+	return n.checkRouteDsts(wantDsts)
+}
+
+// checkRouteDsts checks that the routes the controller owns on n's device are exactly to
+// wantDsts.
+func (n *node) checkRouteDsts(wantDsts []string) error {
 	out, err := exec.Command("ip", "-n", n.netns, "-4", "route", "show", "dev", n.device(), "proto", routeProto).CombinedOutput()
 	if err != nil {
 		return n.alive(fmt.Errorf("%s: ip route: %w: %s", n, err, out))
 	}
 	got := routeDsts(string(out))
-	var wantDsts []string
-	for _, w := range want {
-		wantDsts = append(wantDsts, w.podCIDR)
-	}
-	slices.Sort(wantDsts)
+	wantDsts = slices.Sorted(slices.Values(wantDsts))
 	if !slices.Equal(got, wantDsts) {
 		return fmt.Errorf("%s: routes of %s via %s: %q, want %q", n, n.device(), routeProto, got, wantDsts)
 	}
@@ -666,11 +698,17 @@ func (n *node) routes(t *testing.T, proto string) []string {
 	return routeDsts(string(out))
 }
 
+// routeDsts are the destinations of ip route's output, each as a prefix: ip prints a host
+// route's without its length.
 func routeDsts(out string) []string {
 	var dsts []string
 	for line := range strings.Lines(out) {
 		if f := strings.Fields(line); len(f) > 0 {
-			dsts = append(dsts, f[0])
+			dst := f[0]
+			if a, err := netip.ParseAddr(dst); err == nil {
+				dst = netip.PrefixFrom(a, a.BitLen()).String()
+			}
+			dsts = append(dsts, dst)
 		}
 	}
 	slices.Sort(dsts)
