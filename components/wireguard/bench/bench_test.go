@@ -4,8 +4,11 @@
 // WireGuard device: a cold start against a remote cluster of 500 annotated nodes until the
 // device holds all 500 peers and their routes, device writes at rest, and then single node
 // changes: how many peer operations each one costs (the aim is exactly one) and how long it
-// takes to reach the device. Run it with `make bench`; it needs root (it runs in network and
-// mount namespaces of its own) and skips otherwise.
+// takes to reach the device. The same run then measures the calico-ipam source against the
+// same API server (calico_test.go): 500 nodes without a pod CIDR whose addresses come from
+// 2,000 IPAM blocks and 200 borrowed addresses, its cold start next to the node source's, and
+// what single block changes cost. Run it with `make bench`; it needs root (it runs in network
+// and mount namespaces of its own) and skips otherwise.
 package bench
 
 import (
@@ -74,7 +77,9 @@ type peerState struct {
 func BenchmarkWireGuard(b *testing.B) {
 	testenv.RequireNamespaces(b)
 	b.StopTimer()
-	clusters := testenv.Start(b, testenv.Options{}, localName, remoteName)
+	// The remote has Calico's IPAMBlock CRD for the calico-ipam half.
+	crds := filepath.Join(testenv.RepoRoot(), "components", "wireguard", "testdata", "crds")
+	clusters := testenv.Start(b, testenv.Options{CRDDirs: []string{crds}}, localName, remoteName)
 	local, aws := clusters[0], clusters[1]
 	ctx := context.Background()
 
@@ -83,7 +88,7 @@ func BenchmarkWireGuard(b *testing.B) {
 	awsClient := kubernetes.NewForConfigOrDie(cfg)
 	createLocalNode(b, local)
 	start := time.Now()
-	nodes, keys := populate(b, awsClient)
+	nodes, keys := populate(b, awsClient, true)
 	b.Logf("created %d annotated remote nodes in %v", remoteNodes, time.Since(start).Round(time.Millisecond))
 
 	// The device is read through its UAPI socket by a Manager of our own, as `wg show` would.
@@ -101,24 +106,12 @@ func BenchmarkWireGuard(b *testing.B) {
 	// Phase 1: cold start (no key, no device) until the device holds every peer and route.
 	b.StartTimer()
 	t0 := time.Now()
-	run := startController(b, local, aws)
+	run := startController(b, local, aws, controller.SourceNode)
 	defer run.stop()
-	for {
-		n, routes := countDevice(reader, dev)
-		if n == remoteNodes && routes == remoteNodes {
-			break
-		}
-		if time.Since(t0) > convergeMax {
-			b.Fatalf("not converged after %v: %d peers, %d routes", convergeMax, n, routes)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	nodePeersDone := waitComplete(b, reader, dev, want, remoteNodes, t0, "node cold start")
 	coldStart := time.Since(t0)
+	nodeSynced := run.marks.syncedAfter(t0)
 	b.StopTimer()
-	got := snapshot(b, reader, dev)
-	if diff := diffPeers(want, got); len(diff) > 0 {
-		b.Fatalf("device does not hold the desired peers: %v", diff)
-	}
 	coldConfigs := run.devices.Counters().DeviceConfigs
 
 	// Phase 2: at rest, nothing is written to the device.
@@ -186,11 +179,17 @@ func BenchmarkWireGuard(b *testing.B) {
 		b.Errorf("%d routes after the changes, want %d", routes, remoteNodes)
 	}
 
+	// The same remote, read through its Calico IPAM blocks by a new controller.
+	run.stop()
+	calico := benchCalico(b, local, aws, awsClient, reader, dev)
+	ratio := calico.coldStart.Seconds() / coldStart.Seconds()
+
 	first := latencies[0]
-	sorted := slices.Clone(latencies)
-	slices.Sort(sorted)
-	p50, maxLat := sorted[len(sorted)/2], sorted[len(sorted)-1]
-	b.ReportMetric(coldStart.Seconds(), "cold-start-s")
+	p50, maxLat := percentiles(latencies)
+	b.ReportMetric(coldStart.Seconds(), "node_cold_start_s")
+	b.ReportMetric(calico.coldStart.Seconds(), "calico_cold_start_s")
+	b.ReportMetric(ratio, "calico_vs_node_ratio")
+	calico.report(b)
 	b.ReportMetric(peerOps/changes, "peer-ops/change")
 	b.ReportMetric(deviceWrites/changes, "device-writes/change")
 	b.ReportMetric(float64(first.Microseconds())/1000, "first-change-ms")
@@ -199,8 +198,8 @@ func BenchmarkWireGuard(b *testing.B) {
 	b.ReportMetric(float64(syncMean.Microseconds())/1000, "sync-ms")
 	b.ReportMetric(float64(restWrites), "idle-writes")
 	b.ReportMetric(0, "ns/op")
-	fmt.Printf("wireguard: %d remote nodes -> %d peers and %d routes in %v (cold start: new key and device, node annotated, remote listed; %d device configuration calls in all)\n",
-		remoteNodes, remoteNodes, remoteNodes, coldStart.Round(time.Millisecond), coldConfigs)
+	fmt.Printf("wireguard: %d remote nodes -> %d peers and %d routes in %v (cold start: new key and device, node annotated, remote listed; %d device configuration calls in all; caches synced at %v, peers complete at %v)\n",
+		remoteNodes, remoteNodes, remoteNodes, coldStart.Round(time.Millisecond), coldConfigs, nodeSynced.Round(time.Millisecond), nodePeersDone.Round(time.Millisecond))
 	fmt.Printf("wireguard: one node changed: %.0f peer operation(s) in %.0f device write(s), applied in %v\n",
 		firstOps, firstWrites, first.Round(100*time.Microsecond))
 	fmt.Printf("wireguard: %d single-node changes: %.0f peer operations, %.0f device writes, %.0f route changes, %.0f other peers changed; change -> device p50 %v, max %v\n",
@@ -211,6 +210,43 @@ func BenchmarkWireGuard(b *testing.B) {
 	if coldStart > 5*time.Second || peerOps != changes || deviceWrites != changes || routeWrites != 0 || others != 0 || restWrites != 0 {
 		fmt.Println("wireguard: aims missed (cold start < 5s, exactly 1 peer operation and 1 device write per change, no route changes, no other peer touched, nothing at rest)")
 	}
+	calico.print(coldStart, ratio)
+}
+
+// percentiles returns the median and the maximum of ds.
+func percentiles(ds []time.Duration) (p50, maxD time.Duration) {
+	sorted := slices.Clone(ds)
+	slices.Sort(sorted)
+	return sorted[len(sorted)/2], sorted[len(sorted)-1]
+}
+
+// waitComplete polls the device from t0 until it holds exactly the peers of want (keys,
+// endpoints, allowed IPs, keepalive) and routes marked routes, failing after convergeMax. It
+// returns how long after t0 the peers were first seen complete.
+func waitComplete(b *testing.B, reader *device.Manager, dev string, want map[wgtypes.Key]peerState, routes int, t0 time.Time, what string) (peersDone time.Duration) {
+	var diff []string
+	var gotPeers, gotRoutes int
+	for {
+		if ps, err := reader.Peers(dev); err == nil {
+			gotPeers = len(ps)
+			if gotPeers == len(want) {
+				if diff = diffPeers(want, peerStates(ps)); len(diff) == 0 {
+					if peersDone == 0 {
+						peersDone = time.Since(t0)
+					}
+					rs, err := reader.OurRoutes(dev)
+					if gotRoutes = len(rs); err == nil && gotRoutes == routes {
+						return peersDone
+					}
+				}
+			}
+		}
+		if time.Since(t0) > convergeMax {
+			b.Fatalf("%s: not converged after %v: %d peers (want %d), %d routes (want %d); %v",
+				what, convergeMax, gotPeers, len(want), gotRoutes, routes, diff)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // running is the controller under test, assembled as app.New does it.
@@ -219,12 +255,53 @@ type running struct {
 	reg     *prometheus.Registry
 	cancel  context.CancelFunc
 	done    chan struct{}
+	marks   *marks
+}
+
+// marks is a log handler that passes errors on and notes when the controller logs that the
+// remote's caches have synced (an Info record it does not print).
+type marks struct {
+	errors slog.Handler
+	synced atomic.Int64 // Unix nanoseconds, 0 before
+}
+
+type marksHandler struct {
+	*marks
+	errors slog.Handler
+}
+
+func (h marksHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+
+func (h marksHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "remote caches synced" {
+		h.synced.CompareAndSwap(0, r.Time.UnixNano())
+	}
+	if r.Level >= slog.LevelError {
+		return h.errors.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h marksHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return marksHandler{h.marks, h.errors.WithAttrs(as)}
+}
+
+func (h marksHandler) WithGroup(name string) slog.Handler {
+	return marksHandler{h.marks, h.errors.WithGroup(name)}
+}
+
+// syncedAfter is how long after t0 the remote's caches synced (0 if they have not).
+func (m *marks) syncedAfter(t0 time.Time) time.Duration {
+	if n := m.synced.Load(); n != 0 {
+		return time.Unix(0, n).Sub(t0)
+	}
+	return 0
 }
 
 // startController does what app.New and App.Run do for remote aws (without the admin server),
 // keeping the device manager at hand for its write counters: key, device manager, clients,
 // controller, device and node annotation, informers and worker.
-func startController(b *testing.B, local, aws *testenv.Cluster) *running {
+func startController(b *testing.B, local, aws *testenv.Cluster, src controller.Source) *running {
 	dir := b.TempDir()
 	remotesDir := filepath.Join(dir, "remotes")
 	kubeconfig, err := os.ReadFile(aws.DirectKubeconfig)
@@ -239,7 +316,8 @@ func startController(b *testing.B, local, aws *testenv.Cluster) *running {
 	}
 	// wireguard-go reports every failed handshake (nothing answers at the endpoints) as a
 	// warning; only errors are worth seeing here.
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	mk := &marks{errors: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})}
+	log := slog.New(marksHandler{mk, mk.errors})
 
 	dev := peers.DeviceName(remoteName)
 	key, _, err := device.LoadOrCreateKey(filepath.Join(dir, "keys"), dev)
@@ -262,13 +340,18 @@ func startController(b *testing.B, local, aws *testenv.Cluster) *running {
 	}
 	reg := prometheus.NewRegistry()
 	in := component.NewInstruments(reg, "semaphore_wg", 10*time.Second, log)
+	// The per-peer statistics are read from the device whenever their registry is gathered,
+	// as Prometheus would every 15 s or so; the benchmark gathers reg after every change and
+	// while it waits, so they get a registry of their own, lest each count read the device.
+	statsReg := prometheus.NewRegistry()
 	for _, r := range remotes {
 		in.Health.Add(r.Name, remote.ProbeReadyz(r))
 	}
-	ctrl, err := controller.New(controller.Options{LocalCluster: localName, NodeName: nodeName, MTU: 1420, Keepalive: keepalive, ResyncPeriod: 10 * time.Minute},
+	ctrl, err := controller.New(controller.Options{LocalCluster: localName, NodeName: nodeName, MTU: 1420, Keepalive: keepalive, ResyncPeriod: 10 * time.Minute,
+		PodCIDRsFrom: controller.Sources{All: src}},
 		kubernetes.NewForConfigOrDie(localCfg), remotes,
 		[]controller.RemoteDevice{{Remote: remoteName, Device: dev, Key: key, ListenPort: listenPort}},
-		mgr, in.Health, controller.NewMetrics(in.Factory, reg), in.Queue, log)
+		mgr, in.Health, controller.NewMetrics(in.Factory, statsReg), in.Queue, log)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -277,7 +360,7 @@ func startController(b *testing.B, local, aws *testenv.Cluster) *running {
 		cancel()
 		b.Fatal(err)
 	}
-	r := &running{devices: mgr, reg: reg, cancel: cancel, done: make(chan struct{})}
+	r := &running{devices: mgr, reg: reg, cancel: cancel, done: make(chan struct{}), marks: mk}
 	go in.Health.Run(ctx)
 	go func() { ctrl.Run(ctx, 1); close(r.done) }()
 	return r
@@ -361,6 +444,10 @@ func snapshot(b *testing.B, m *device.Manager, dev string) map[wgtypes.Key]peerS
 	if err != nil {
 		b.Fatal(err)
 	}
+	return peerStates(ps)
+}
+
+func peerStates(ps []wgtypes.Peer) map[wgtypes.Key]peerState {
 	out := make(map[wgtypes.Key]peerState, len(ps))
 	for _, p := range ps {
 		var nets []string
@@ -412,9 +499,12 @@ func createLocalNode(b *testing.B, local *testenv.Cluster) {
 	}
 }
 
-// populate creates the remote nodes, each annotated for our cluster with a fresh public key,
-// and returns them with the keys.
-func populate(b *testing.B, client kubernetes.Interface) ([]*corev1.Node, []wgtypes.Key) {
+// remoteNode is the name of remote node i.
+func remoteNode(i int) string { return fmt.Sprintf("aws-node-%03d", i) }
+
+// populate creates the remote nodes, each annotated for our cluster with a fresh public key
+// (and with pod CIDR podCIDR(i) when withPodCIDR), and returns them with the keys.
+func populate(b *testing.B, client kubernetes.Interface, withPodCIDR bool) ([]*corev1.Node, []wgtypes.Key) {
 	ctx := context.Background()
 	nodes := make([]*corev1.Node, remoteNodes)
 	keys := make([]wgtypes.Key, remoteNodes)
@@ -425,6 +515,25 @@ func populate(b *testing.B, client kubernetes.Interface) ([]*corev1.Node, []wgty
 		}
 		keys[i] = k.PublicKey()
 	}
+	inParallel(b, remoteNodes, func(i int) error {
+		n := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: remoteNode(i), Annotations: map[string]string{
+				peers.PubKeyAnnotation(localName):   keys[i].String(),
+				peers.EndpointAnnotation(localName): endpoint(i),
+			}},
+		}
+		if withPodCIDR {
+			n.Spec = corev1.NodeSpec{PodCIDR: podCIDR(i), PodCIDRs: []string{podCIDR(i)}}
+		}
+		out, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+		nodes[i] = out
+		return err
+	})
+	return nodes, keys
+}
+
+// inParallel calls f(0) ... f(n-1) from 16 goroutines, failing on the first error.
+func inParallel(b *testing.B, n int, f func(i int) error) {
 	var next atomic.Int64
 	var failed atomic.Value
 	var wg sync.WaitGroup
@@ -432,22 +541,13 @@ func populate(b *testing.B, client kubernetes.Interface) ([]*corev1.Node, []wgty
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= remoteNodes || failed.Load() != nil {
+				if i >= n || failed.Load() != nil {
 					return
 				}
-				n := &corev1.Node{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("aws-node-%03d", i), Annotations: map[string]string{
-						peers.PubKeyAnnotation(localName):   keys[i].String(),
-						peers.EndpointAnnotation(localName): endpoint(i),
-					}},
-					Spec: corev1.NodeSpec{PodCIDR: podCIDR(i), PodCIDRs: []string{podCIDR(i)}},
-				}
-				out, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-				if err != nil {
+				if err := f(i); err != nil {
 					failed.Store(err)
 					return
 				}
-				nodes[i] = out
 			}
 		})
 	}
@@ -455,5 +555,4 @@ func populate(b *testing.B, client kubernetes.Interface) ([]*corev1.Node, []wgty
 	if err, ok := failed.Load().(error); ok {
 		b.Fatal(err)
 	}
-	return nodes, keys
 }
