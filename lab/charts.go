@@ -45,7 +45,8 @@ func (l *lab) installRemoteCharts(ctx context.Context) error {
 	for _, spec := range clusterSpecs {
 		consumers := []any{}
 		for _, r := range remotesOf(spec.Name) {
-			consumers = append(consumers, map[string]any{"name": r})
+			// The consumers of the Calico-way cluster read its IPAM blocks.
+			consumers = append(consumers, map[string]any{"name": r, "calicoIPAM": spec.Name == calicoCluster})
 		}
 		m, err := l.helmInstall(ctx, spec.Name, remoteRelease, remoteRelease, remoteNamespace, map[string]any{
 			"clusterName": spec.Name,
@@ -231,7 +232,7 @@ func (l *lab) installUmbrellas(ctx context.Context) error {
 }
 
 // umbrellaValues are the umbrella's values for cluster: its name and remotes, and what the lab
-// changes from the defaults. Everything else, the controllers' settings included, is the
+// changes from the defaults (podCIDRsFrom: calico-ipam for the Calico-way cluster). Everything else, the controllers' settings included, is the
 // chart's default.
 func (l *lab) umbrellaValues(cluster string) map[string]any {
 	listenPorts := map[string]any{}
@@ -241,6 +242,15 @@ func (l *lab) umbrellaValues(cluster string) map[string]any {
 	remotes := make([]any, len(l.remoteEntries[cluster]))
 	for i, e := range l.remoteEntries[cluster] {
 		remotes[i] = e
+	}
+	wireguard := map[string]any{
+		"listenPorts": listenPorts,
+		// Handshakes every few seconds instead of 25: the lab shows them while you watch.
+		"keepalive": "5s",
+	}
+	if cluster != calicoCluster {
+		// The Calico-way cluster's pod addresses are in its IPAM blocks (calico.go).
+		wireguard["podCIDRsFrom"] = map[string]any{calicoCluster: "calico-ipam"}
 	}
 	return map[string]any{
 		"global": map[string]any{
@@ -252,10 +262,6 @@ func (l *lab) umbrellaValues(cluster string) map[string]any {
 		// The mirrors go to the release namespace; the chart then leaves the namespace alone.
 		"serviceMirror": map[string]any{"mirrorNamespace": map[string]any{"name": semaphoreNamespace}},
 		"policy":        map[string]any{"calicoAPI": calicoAPI},
-		"wireguard": map[string]any{
-			"listenPorts": listenPorts,
-			// Handshakes every few seconds instead of 25: the lab shows them while you watch.
-			"keepalive": "5s",
-		},
+		"wireguard":     wireguard,
 	}
 }

@@ -17,7 +17,8 @@ func TestNotesOfSemaphoreRemote(t *testing.T) {
 	rel, err := charts.Render(filepath.Join(testenv.RepoRoot(), charts.RemoteDir), remoteRelease, remoteNamespace, map[string]any{
 		"clusterName": "aws",
 		"apiServer":   "https://127.0.0.1:6443",
-		"consumers":   []any{map[string]any{"name": "gcp"}, map[string]any{"name": "merit"}},
+		// As the lab installs it in the Calico-way cluster.
+		"consumers": []any{map[string]any{"name": "gcp", "calicoIPAM": true}, map[string]any{"name": "merit", "calicoIPAM": true}},
 	})
 	if err != nil {
 		t.Fatal(err)

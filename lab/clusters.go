@@ -159,7 +159,8 @@ func kubeBinaries() (string, error) {
 // startClusters starts every cluster's control plane, in parallel: an API server (etcd and
 // kube-apiserver through envtest, with the lab's certificates and the flags of a real cluster),
 // kube-controller-manager and kube-scheduler. The GlobalNetworkSet CRD stands in for the Calico
-// API server (calicoCRD). It also writes .lab/kubeconfig, a context per cluster.
+// API server (calicoCRD); the Calico-way cluster also serves Calico's IPAMBlocks (ipamBlockCRD).
+// It also writes .lab/kubeconfig, a context per cluster.
 func (l *lab) startClusters(ctx context.Context) error {
 	// envtest keeps etcd's data in temporary directories. Under the lab directory they are
 	// removed with it even after a lab that was killed, and the processes' command lines name
@@ -229,13 +230,17 @@ func (l *lab) startAPIServer(spec clusterSpec) (*testenv.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	// envtest takes single files as well as directories.
+	crds := []string{calicoCRD}
+	if spec.Name == calicoCluster {
+		crds = append(crds, ipamBlockCRD) // the Calico-way cluster's IPAM blocks (calico.go)
+	}
 	return testenv.StartCluster(spec.Name, testenv.Options{
 		Dir:          l.path("clusters", spec.Name),
 		ServiceCIDRs: spec.ServiceCIDR,
-		// envtest takes single files as well as directories.
-		CRDDirs:   []string{calicoCRD},
-		CertDir:   certs,
-		ServingCA: ca,
+		CRDDirs:      crds,
+		CertDir:      certs,
+		ServingCA:    ca,
 		APIServerFlags: map[string]string{
 			"advertise-address":  spec.APIAddr,
 			"authorization-mode": "Node,RBAC",
@@ -267,7 +272,8 @@ func (l *lab) startControllerManagers(ctx context.Context) error {
 				"--service-account-private-key-file=" + filepath.Join(dir, "pki", saKeyFile),
 				"--service-cluster-ip-range=" + spec.ServiceCIDR,
 				"--cluster-name=" + spec.Name,
-				// The lab sets every Node's pod CIDR itself (nodePodCIDR).
+				// The lab sets the Nodes' pod CIDRs itself (nodePodCIDR), but for the
+				// Calico-way cluster's, which have none.
 				"--allocate-node-cidrs=false",
 			}},
 			{"kube-scheduler", "system:kube-scheduler", nil},

@@ -69,6 +69,7 @@ func (l *lab) parts() []part {
 		{"registry", l.startRegistry},
 		{"clusters", l.startClusters},
 		{"nodes", l.startNodes},
+		{"Calico IPAM blocks", l.startCalicoIPAM},
 		{"semaphore-remote", l.installRemoteCharts},
 		{"semaphore (umbrella chart)", l.installUmbrellas},
 		{"CoreDNS", l.createCoreDNS},

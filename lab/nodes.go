@@ -88,7 +88,9 @@ type NodeState struct {
 	Netns   string `json:"netns"`
 	// Underlay is the node's address on the underlay, its InternalIP.
 	Underlay string `json:"underlay"`
-	PodCIDR  string `json:"podCIDR"`
+	// PodCIDR is the range the node's CNI hands out addresses from (the Calico-way cluster's
+	// nodes: within it, see calicoBorrowed), and its Node's pod CIDR (but for those).
+	PodCIDR string `json:"podCIDR"`
 	// Dir holds the node's state: containerd's, kubelet's, the pods' logs (lab/node).
 	Dir string `json:"dir"`
 }
@@ -148,7 +150,7 @@ func (n NodeState) veth() string {
 // startNodes creates the nodes where the machine allows: the underlay with the API servers'
 // addresses, a network namespace per node with routes to its cluster's other nodes' pods, and
 // in each a real node (containerd, kubelet, kube-proxy) registered as the Node the lab made
-// with its pod CIDR.
+// with its pod CIDR (none in the Calico-way cluster).
 func (l *lab) startNodes(ctx context.Context) error {
 	nodes := l.labNodes()
 	reason := nodesUnsupported()
@@ -347,11 +349,14 @@ func (l *lab) runNodes(ctx context.Context, nodes []NodeState) (stop func(), err
 		if err := c.AddUser(proxyKubeconfig, "system:kube-proxy", nil, server); err != nil {
 			return stop, err
 		}
+		start, end, _ := calicoBorrowed(n.Name)
 		started, err := node.Start(ctx, node.Config{
 			Name:            n.Name,
 			Netns:           n.Netns,
 			IP:              n.Underlay,
 			PodCIDR:         n.PodCIDR,
+			PodRangeStart:   start,
+			PodRangeEnd:     end,
 			ClusterCIDR:     spec.PodCIDR,
 			ClusterDNS:      spec.dnsServiceIP(),
 			ClusterDomain:   clusterDomain,
@@ -452,14 +457,19 @@ func (l *lab) skipNodes(reason string) {
 
 // createNodeObjects creates every node's Node with its pod CIDR, which no controller allocates
 // here (kube-controller-manager runs with --allocate-node-cidrs=false); the kubelet registers
-// into it and sets its status.
+// into it and sets its status. The Calico-way cluster's Nodes have none: its IPAM blocks say
+// where the pods are (calico.go).
 func (l *lab) createNodeObjects(ctx context.Context, nodes []NodeState) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for _, n := range nodes {
+		spec := corev1.NodeSpec{PodCIDR: n.PodCIDR, PodCIDRs: []string{n.PodCIDR}}
+		if n.Cluster == calicoCluster {
+			spec = corev1.NodeSpec{}
+		}
 		_, err := l.clusters[n.Cluster].Client.CoreV1().Nodes().Create(ctx, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{corev1.LabelHostname: n.Name}},
-			Spec:       corev1.NodeSpec{PodCIDR: n.PodCIDR, PodCIDRs: []string{n.PodCIDR}},
+			Spec:       spec,
 		}, metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("%s: node %s: %w", n.Cluster, n.Name, err)

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 )
@@ -35,8 +38,30 @@ type TrafficStatus struct {
 // TrafficLog is what fluentd logged, by client address, and what could not be read.
 type TrafficLog struct {
 	Traffic []TrafficStatus
+	// Fluentd are fluentd's pods, with the IPAM block their addresses are from.
+	Fluentd []BlockAddr
+	// Reach are pings from the forwarders' nodes to a pod on a node that holds its own blocks.
+	Reach []ReachStatus
 	// Strangers are client addresses fluentd logged that are no forwarder pod's.
 	Strangers []string
+	Err       error
+}
+
+// BlockAddr is a pod of the Calico-way cluster and the IPAM block its address is from.
+type BlockAddr struct {
+	Pod   PodState
+	Block ipamBlock
+}
+
+// Borrowed tells whether the pod's address is from a block affine to another node.
+func (b BlockAddr) Borrowed() bool { return b.Block.Node != "" && b.Block.Node != b.Pod.Node }
+
+// ReachStatus is a ping from a node of the forwarders' cluster (from its pods' gateway address,
+// in its pod CIDR, which the other side routes back) to a pod of the Calico-way cluster.
+type ReachStatus struct {
+	From, Src string
+	To        BlockAddr
+	RTT       time.Duration
 	Err       error
 }
 
@@ -73,12 +98,49 @@ func collectTraffic(st *State) *TrafficLog {
 		}
 		out.Traffic = append(out.Traffic, t)
 	}
+	for _, f := range fluentd {
+		a, _ := netip.ParseAddr(f.IP)
+		b, _ := blockOf(a)
+		out.Fluentd = append(out.Fluentd, BlockAddr{f, b})
+	}
+	out.Reach = reachBlocks(st, forwarders)
 	for client := range byClient {
 		if !slices.ContainsFunc(forwarders, func(p PodState) bool { return p.IP == client }) {
 			out.Strangers = append(out.Strangers, client)
 		}
 	}
 	slices.Sort(out.Strangers)
+	return out
+}
+
+// reachBlocks pings, from every node of the forwarders, a pod of the Calico-way cluster on its
+// first node (whose blocks are all its own): the way to the blocks beside the borrowed
+// addresses fluentd's traffic takes. None when no such pod has an address.
+func reachBlocks(st *State, forwarders []PodState) []ReachStatus {
+	var to *BlockAddr
+	for _, p := range st.Pods {
+		a, err := netip.ParseAddr(p.IP)
+		if b, ok := blockOf(a); err == nil && ok && p.Cluster == calicoCluster && p.Node == nodeName(calicoCluster, 0) && (to == nil || p.Name < to.Pod.Name) {
+			to = &BlockAddr{p, b}
+		}
+	}
+	if to == nil {
+		return nil
+	}
+	var out []ReachStatus
+	for _, n := range st.Nodes.Nodes {
+		if slices.ContainsFunc(forwarders, func(f PodState) bool { return f.Node == n.Name }) {
+			gateway := addrAdd(netip.MustParsePrefix(n.PodCIDR).Addr(), 1).String()
+			out = append(out, ReachStatus{From: n.Name, Src: gateway, To: *to})
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Go(func() {
+			out[i].RTT, out[i].Err = pingInNetns(st.netnsOf(out[i].From), out[i].Src, out[i].To.Pod.IP, time.Second)
+		})
+	}
+	wg.Wait()
 	return out
 }
 
@@ -154,6 +216,16 @@ func trafficProblems(s *Status) []string {
 			problems = append(problems, fmt.Sprintf("fluentd's node routes %s through %q, not %s", f.Forwarder.Name, f.ReturnDevice, want))
 		}
 	}
+	for _, f := range t.Fluentd {
+		if !f.Borrowed() {
+			problems = append(problems, fmt.Sprintf("fluentd pod %s (%s on %s) is in block %s of %s: not a borrowed address", f.Pod.Name, f.Pod.IP, f.Pod.Node, f.Block.CIDR, f.Block.Node))
+		}
+	}
+	for _, r := range t.Reach {
+		if r.Err != nil {
+			problems = append(problems, fmt.Sprintf("%s cannot reach %s (%s on %s, block %s): %v", r.From, r.To.Pod.Name, r.To.Pod.IP, r.To.Pod.Node, r.To.Block.CIDR, r.Err))
+		}
+	}
 	if len(t.Strangers) > 0 {
 		problems = append(problems, fmt.Sprintf("fluentd logged requests from %v, which is no forwarder pod's address: translated on the way", t.Strangers))
 	}
@@ -177,6 +249,20 @@ func printTraffic(w io.Writer, st *State, s *Status) {
 	for _, t := range s.Traffic.Traffic {
 		fmt.Fprintf(w, "  %s (%s on %s): %d requests logged by %v with client %s, via %s, back via %s\n",
 			t.Forwarder.Name, t.Forwarder.IP, t.Forwarder.Node, t.Requests, t.Fluentd, t.Forwarder.IP, t.Device, t.ReturnDevice)
+	}
+	for _, f := range s.Traffic.Fluentd {
+		how := "its own block"
+		if f.Borrowed() {
+			how = "borrowed"
+		}
+		fmt.Fprintf(w, "  %s %s on %s: in IPAM block %s, affine to %s (%s)\n", f.Pod.Name, f.Pod.IP, f.Pod.Node, f.Block.CIDR, f.Block.Node, how)
+	}
+	for _, r := range s.Traffic.Reach {
+		result := fmt.Sprintf("ping %s", r.RTT.Round(10*time.Microsecond))
+		if r.Err != nil {
+			result = "error: " + r.Err.Error()
+		}
+		fmt.Fprintf(w, "  %s (%s) -> %s/%s %s on %s (block %s): %s\n", r.From, r.Src, r.To.Pod.Namespace, r.To.Pod.Name, r.To.Pod.IP, r.To.Pod.Node, r.To.Block.CIDR, result)
 	}
 	if s.Traffic.Err != nil {
 		fmt.Fprintf(w, "  error: %v\n", s.Traffic.Err)

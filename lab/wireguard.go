@@ -1,10 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -31,6 +38,8 @@ type NodeWireGuard struct {
 type WGDevice struct {
 	Name, Remote string
 	Peers        []WGPeer
+	// AllowedErr is why the peers' allowed IPs could not be read from the device.
+	AllowedErr error
 }
 
 // WGPeer is one peer of a device: a node of the remote cluster.
@@ -40,10 +49,13 @@ type WGPeer struct {
 	Endpoint string
 	// Handshake is the last handshake; zero before the first.
 	Handshake time.Time
+	// AllowedIPs are the peer's allowed IPs on the device (and so the routes to it), sorted.
+	AllowedIPs []string
 }
 
-// collectWireGuard reads every node's devices and peers from its controller's metrics, and
-// the peers' endpoints from their Node objects.
+// collectWireGuard reads every node's devices and peers from its controller's metrics, the
+// peers' allowed IPs from the devices, and the peers' endpoints and keys from their Node
+// objects.
 func collectWireGuard(ctx context.Context, st *State) []NodeWireGuard {
 	if st.Nodes == nil || st.Nodes.Skipped != "" {
 		return nil
@@ -65,6 +77,7 @@ func collectWireGuard(ctx context.Context, st *State) []NodeWireGuard {
 		})
 	}
 	out := make([]NodeWireGuard, len(st.Nodes.Nodes))
+	allowed := map[[2]string]map[string][]string{} // node, device -> public key -> allowed IPs
 	for i, n := range st.Nodes.Nodes {
 		out[i].Node = n
 		ci := slices.IndexFunc(st.Controllers, func(c ControllerState) bool {
@@ -81,6 +94,18 @@ func collectWireGuard(ctx context.Context, st *State) []NodeWireGuard {
 				return
 			}
 			out[i].Devices = wgDevices(n, ss)
+			root, err := cachedContainerRoot(st.Controllers[ci].PodUID)
+			for d := range out[i].Devices {
+				dev := &out[i].Devices[d]
+				if dev.AllowedErr = err; err != nil {
+					continue
+				}
+				var ips map[string][]string
+				ips, dev.AllowedErr = deviceAllowedIPs(root, dev.Name)
+				mu.Lock()
+				allowed[[2]string{n.Name, dev.Name}] = ips
+				mu.Unlock()
+			}
 		})
 	}
 	wg.Wait()
@@ -89,11 +114,94 @@ func collectWireGuard(ctx context.Context, st *State) []NodeWireGuard {
 			dev := &out[i].Devices[d]
 			for p := range dev.Peers {
 				peer := &dev.Peers[p]
-				peer.Endpoint = annotations[dev.Remote][peer.Node][peers.EndpointAnnotation(out[i].Node.Cluster)]
+				a := annotations[dev.Remote][peer.Node]
+				peer.Endpoint = a[peers.EndpointAnnotation(out[i].Node.Cluster)]
+				if key := a[peers.PubKeyAnnotation(out[i].Node.Cluster)]; key != "" {
+					peer.AllowedIPs = allowed[[2]string{out[i].Node.Name, dev.Name}][key]
+				}
 			}
 		}
 	}
 	return out
+}
+
+// roots are the containers' roots by pod UID: containerRoot reads every process's cgroups.
+var roots sync.Map
+
+func cachedContainerRoot(uid string) (string, error) {
+	if r, ok := roots.Load(uid); ok {
+		if _, err := os.Stat(filepath.Join(r.(string), serviceAccountDir)); err == nil {
+			return r.(string), nil
+		}
+	}
+	r, err := containerRoot(uid)
+	if err == nil {
+		roots.Store(uid, r)
+	}
+	return r, err
+}
+
+// deviceAllowedIPs reads the allowed IPs of every peer of device name, by public key (base64),
+// from its UAPI socket in the container whose root is root: the embedded (userspace)
+// WireGuard's, which the chart keeps in the container's /var/run/wireguard.
+func deviceAllowedIPs(root, name string) (map[string][]string, error) {
+	c, err := net.DialTimeout("unix", filepath.Join(root, "/var/run/wireguard", name+".sock"), 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.WriteString(c, "get=1\n\n"); err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	var peer string
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), "=")
+		switch k {
+		case "":
+			for key, ips := range out {
+				slices.SortFunc(ips, func(a, b string) int {
+					return netip.MustParsePrefix(a).Addr().Compare(netip.MustParsePrefix(b).Addr())
+				})
+				out[key] = ips
+			}
+			return out, nil
+		case "public_key":
+			b, err := hex.DecodeString(v)
+			if err != nil {
+				return nil, fmt.Errorf("%s: public key %q: %w", name, v, err)
+			}
+			peer = base64.StdEncoding.EncodeToString(b)
+			out[peer] = []string{}
+		case "allowed_ip":
+			if _, err := netip.ParsePrefix(v); err != nil {
+				return nil, fmt.Errorf("%s: allowed IP %q: %w", name, v, err)
+			}
+			out[peer] = append(out[peer], v)
+		case "errno":
+			if v != "0" {
+				return nil, fmt.Errorf("%s: UAPI get: errno %s", name, v)
+			}
+		}
+	}
+	return nil, fmt.Errorf("%s: UAPI get: no end of the answer (%v)", name, sc.Err())
+}
+
+// wantAllowedIPs are the allowed IPs a device for remote must give the peer for node: the
+// node's pod CIDR, or in the Calico-way cluster the blocks affine to it and the addresses its
+// pods borrowed.
+func wantAllowedIPs(st *State, remote, node string) []string {
+	if remote == calicoCluster {
+		return calicoPeerPrefixes(st, node)
+	}
+	for _, n := range st.Nodes.Nodes {
+		if n.Name == node {
+			return []string{n.PodCIDR}
+		}
+	}
+	return nil
 }
 
 // wgDevices are node n's devices, one per remote, from its controller's samples.
@@ -137,7 +245,8 @@ func nodeAnnotations(ctx context.Context, kubeconfig string) (map[string]map[str
 }
 
 // wireguardProblems: every node runs semaphore-wireguard, whose device for each remote has
-// every node of the remote as a peer and has shaken hands with each.
+// every node of the remote as a peer, with the allowed IPs of wantAllowedIPs, and has shaken
+// hands with each.
 func wireguardProblems(st *State, s *Status) []string {
 	if st.Nodes == nil || st.Nodes.Skipped != "" {
 		return nil
@@ -163,6 +272,12 @@ func wireguardProblems(st *State, s *Status) []string {
 				if p.Handshake.IsZero() {
 					problems = append(problems, fmt.Sprintf("%s: %s has not shaken hands with %s", n.Node.Name, d.Name, p.Node))
 				}
+				if want := wantAllowedIPs(st, d.Remote, p.Node); d.AllowedErr == nil && !slices.Equal(p.AllowedIPs, want) {
+					problems = append(problems, fmt.Sprintf("%s: %s gives %s allowed IPs %v, want %v", n.Node.Name, d.Name, p.Node, p.AllowedIPs, want))
+				}
+			}
+			if d.AllowedErr != nil {
+				problems = append(problems, fmt.Sprintf("%s: reading the peers of %s: %v", n.Node.Name, d.Name, d.AllowedErr))
 			}
 		}
 	}
@@ -181,9 +296,9 @@ func printWireGuard(w io.Writer, st *State, s *Status) {
 	}
 	section(w, fmt.Sprintf("WireGuard (semaphore-wireguard on every node; the nodes are network namespaces %s<cluster>-<n> on the underlay %s)", netnsPrefix, st.Nodes.Underlay))
 	tw := table(w)
-	fmt.Fprintf(tw, "  node\tunderlay\tpods\tdevice\tpeer\tendpoint\tlast handshake\n")
+	fmt.Fprintf(tw, "  node\tunderlay\tpods\tdevice\tpeer\tendpoint\tlast handshake\tallowed IPs\n")
 	for _, n := range s.WireGuard {
-		node := fmt.Sprintf("  %s\t%s\t%s", n.Node.Name, n.Node.Underlay, n.Node.PodCIDR)
+		node := fmt.Sprintf("  %s\t%s\t%s", n.Node.Name, n.Node.Underlay, podsColumn(n.Node))
 		if n.Err != nil {
 			fmt.Fprintf(tw, "%s\terror: %v\n", node, n.Err)
 			continue
@@ -199,7 +314,11 @@ func printWireGuard(w io.Writer, st *State, s *Status) {
 				if endpoint == "" {
 					endpoint = "(none published)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", node, dev, p.Node, endpoint, handshakeAge(p.Handshake))
+				ips := strings.Join(p.AllowedIPs, ",")
+				if d.AllowedErr != nil {
+					ips = "error: " + d.AllowedErr.Error()
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", node, dev, p.Node, endpoint, handshakeAge(p.Handshake), ips)
 				node, dev = "  \t\t", ""
 			}
 		}

@@ -18,7 +18,8 @@ import (
 )
 
 // The sample workloads of the Semaphore blog post: fluentd in aws collects logs, and the
-// forwarder pods in gcp send it theirs, through fluentd's mirror in gcp.
+// forwarder pods in gcp send it theirs, through fluentd's mirror in gcp. fluentd runs on the
+// aws node whose pods' addresses are borrowed from another node's IPAM block (calico.go).
 const (
 	sampleNamespace        = "sys-log"
 	fluentdCluster         = "aws"
@@ -77,7 +78,10 @@ func (l *lab) createFluentd(ctx context.Context) error {
 	ctr.Ports = ports
 	ctr.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 		HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString(fluentdPorts[0].name)}}}
-	if err := l.createSampleDeployment(ctx, c, fluentdName, fluentdReplicas, nil, ctr); err != nil {
+	// On the node whose pods' addresses are borrowed (calicoBorrowed): the forwarders' requests
+	// reach them through single-address routes inside another node's block.
+	onNode := map[string]string{corev1.LabelHostname: nodeName(calicoCluster, nodesPerCluster-1)}
+	if err := l.createSampleDeployment(ctx, c, fluentdName, fluentdReplicas, nil, onNode, ctr); err != nil {
 		return err
 	}
 	_, err := c.Client.CoreV1().Services(sampleNamespace).Create(ctx, svc, metav1.CreateOptions{})
@@ -91,7 +95,7 @@ func (l *lab) createForwarders(ctx context.Context) error {
 	url := fmt.Sprintf("http://%s.%s.svc.cluster.%s:%d/", fluentdName, sampleNamespace, fluentdCluster, fluentdPorts[0].port)
 	ctr := l.sampleContainer(forwarderName, "send", "-url", url, "-interval", "1s")
 	return l.createSampleDeployment(ctx, l.clusters[forwarderCluster], forwarderName, forwarderCount,
-		map[string]string{policyLabel: forwarderName}, ctr)
+		map[string]string{policyLabel: forwarderName}, nil, ctr)
 }
 
 // sampleContainer is a container of the sample program with args.
@@ -107,8 +111,8 @@ func (l *lab) sampleContainer(name string, args ...string) corev1.Container {
 }
 
 // createSampleDeployment creates a Deployment of replicas pods of ctr in the sample namespace,
-// at most one per node.
-func (l *lab) createSampleDeployment(ctx context.Context, c *testenv.Cluster, name string, replicas int32, extraLabels map[string]string, ctr corev1.Container) error {
+// spread over the nodes nodeSelector selects (all when nil).
+func (l *lab) createSampleDeployment(ctx context.Context, c *testenv.Cluster, name string, replicas int32, extraLabels, nodeSelector map[string]string, ctr corev1.Container) error {
 	if err := c.EnsureNamespace(ctx, sampleNamespace); err != nil {
 		return err
 	}
@@ -126,6 +130,7 @@ func (l *lab) createSampleDeployment(ctx context.Context, c *testenv.Cluster, na
 					AutomountServiceAccountToken: ptr.To(false),
 					SecurityContext:              &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)},
 					Containers:                   []corev1.Container{ctr},
+					NodeSelector:                 nodeSelector,
 					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
 						MaxSkew:           1,
 						TopologyKey:       corev1.LabelHostname,

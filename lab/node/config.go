@@ -217,8 +217,13 @@ func proxyConfig(cfg Config) ([]byte, error) {
 }
 
 // cniConfig is the node's CNI network: a bridge whose address is the gateway of the pods,
-// host-local addresses from PodCIDR, and portmap for hostPorts.
+// host-local addresses from PodCIDR (from PodRangeStart to PodRangeEnd when set), and portmap
+// for hostPorts.
 func cniConfig(cfg Config) ([]byte, error) {
+	podRange := map[string]string{"subnet": cfg.PodCIDR}
+	if cfg.PodRangeStart != "" {
+		podRange["rangeStart"], podRange["rangeEnd"] = cfg.PodRangeStart, cfg.PodRangeEnd
+	}
 	return json.MarshalIndent(map[string]any{
 		"cniVersion": "0.4.0",
 		"name":       "lab",
@@ -231,7 +236,7 @@ func cniConfig(cfg Config) ([]byte, error) {
 				"hairpinMode": true,
 				"ipam": map[string]any{
 					"type":   "host-local",
-					"ranges": [][]map[string]string{{{"subnet": cfg.PodCIDR}}},
+					"ranges": [][]map[string]string{{podRange}},
 					"routes": []map[string]string{{"dst": "0.0.0.0/0"}},
 				},
 			},

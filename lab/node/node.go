@@ -130,8 +130,14 @@ type Config struct {
 	// IP is the node's underlay address: kubelet's --node-ip, where kubelet serves (10250).
 	IP string
 	// PodCIDR is this node's pod range, where CNI (host-local) takes pod addresses from. The
-	// caller sets the Node's spec.podCIDR to the same: no controller allocates it.
+	// caller sets the Node's spec.podCIDR to the same (no controller allocates it), or leaves
+	// it empty where something else says where the addresses are (the lab's Calico-way
+	// cluster, whose IPAM blocks say it).
 	PodCIDR string
+	// PodRangeStart and PodRangeEnd, both or neither, narrow the addresses host-local hands out
+	// to those from PodRangeStart to PodRangeEnd, inside PodCIDR (host-local's rangeStart and
+	// rangeEnd; the bridge keeps PodCIDR's first address as gateway). Empty: all of PodCIDR.
+	PodRangeStart, PodRangeEnd string
 	// ClusterCIDR is the cluster's pod range (kube-proxy's clusterCIDR: traffic from outside it
 	// to a Service is masqueraded).
 	ClusterCIDR string
@@ -233,6 +239,9 @@ func (cfg Config) validate() (Config, error) {
 			errs = append(errs, fmt.Errorf("%s %q is not an IPv4 network", field, v))
 		}
 	}
+	if err := cfg.validatePodRange(); err != nil {
+		errs = append(errs, err)
+	}
 	if strings.ContainsAny(cfg.Registry, "/ \t\n") {
 		errs = append(errs, fmt.Errorf("registry %q is not host:port", cfg.Registry))
 	}
@@ -267,6 +276,27 @@ func (cfg Config) validate() (Config, error) {
 		}
 	}
 	return cfg, errors.Join(errs...)
+}
+
+// validatePodRange checks PodRangeStart and PodRangeEnd: neither, or both IPv4 addresses in
+// PodCIDR, in order.
+func (cfg Config) validatePodRange() error {
+	if cfg.PodRangeStart == "" && cfg.PodRangeEnd == "" {
+		return nil
+	}
+	p, err := netip.ParsePrefix(cfg.PodCIDR)
+	if err != nil {
+		return nil // reported with PodCIDR
+	}
+	start, err1 := netip.ParseAddr(cfg.PodRangeStart)
+	end, err2 := netip.ParseAddr(cfg.PodRangeEnd)
+	switch {
+	case err1 != nil || err2 != nil || !p.Contains(start) || !p.Contains(end):
+		return fmt.Errorf("pod range %q-%q is not two addresses of PodCIDR %s", cfg.PodRangeStart, cfg.PodRangeEnd, cfg.PodCIDR)
+	case end.Less(start):
+		return fmt.Errorf("pod range %s-%s ends before it starts", start, end)
+	}
+	return nil
 }
 
 // mountTargets are the directories bind-mounted in the node.
