@@ -77,14 +77,16 @@ mkdir -p "$out"
 minor=${KUBE_VERSION#1.}
 minor=${minor%%.*}
 version_flags="-X k8s.io/component-base/version.gitVersion=v$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-# Each binary is built under a temporary name and renamed, so an interrupted build never leaves
-# a binary that looks complete.
+# Each binary is built under a temporary name of this process's own and renamed, so an
+# interrupted build never leaves a binary that looks complete, and two builds running at once
+# (two test binaries, a test and the lab) do not take each other's file.
 for cmd in "${missing[@]}"; do
+	tmp="$out/.$cmd.$$.tmp"
 	if [[ $cmd == etcd ]]; then
-		go build -trimpath -ldflags=-s -o "$out/.$cmd.tmp" go.etcd.io/etcd/server/v3 >&2
+		go build -trimpath -ldflags=-s -o "$tmp" go.etcd.io/etcd/server/v3 >&2
 	else
-		go build -trimpath -ldflags="-s $version_flags" -o "$out/.$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd" >&2
+		go build -trimpath -ldflags="-s $version_flags" -o "$tmp" "k8s.io/kubernetes/cmd/$cmd" >&2
 	fi
-	mv -f "$out/.$cmd.tmp" "$out/$cmd"
+	mv -f "$tmp" "$out/$cmd"
 done
 echo "$out"
