@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -145,48 +140,7 @@ func cachedContainerRoot(uid string) (string, error) {
 // from its UAPI socket in the container whose root is root: the embedded (userspace)
 // WireGuard's, which the chart keeps in the container's /var/run/wireguard.
 func deviceAllowedIPs(root, name string) (map[string][]string, error) {
-	c, err := net.DialTimeout("unix", filepath.Join(root, "/var/run/wireguard", name+".sock"), 2*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := io.WriteString(c, "get=1\n\n"); err != nil {
-		return nil, err
-	}
-	out := map[string][]string{}
-	var peer string
-	sc := bufio.NewScanner(c)
-	for sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), "=")
-		switch k {
-		case "":
-			for key, ips := range out {
-				slices.SortFunc(ips, func(a, b string) int {
-					return netip.MustParsePrefix(a).Addr().Compare(netip.MustParsePrefix(b).Addr())
-				})
-				out[key] = ips
-			}
-			return out, nil
-		case "public_key":
-			b, err := hex.DecodeString(v)
-			if err != nil {
-				return nil, fmt.Errorf("%s: public key %q: %w", name, v, err)
-			}
-			peer = base64.StdEncoding.EncodeToString(b)
-			out[peer] = []string{}
-		case "allowed_ip":
-			if _, err := netip.ParsePrefix(v); err != nil {
-				return nil, fmt.Errorf("%s: allowed IP %q: %w", name, v, err)
-			}
-			out[peer] = append(out[peer], v)
-		case "errno":
-			if v != "0" {
-				return nil, fmt.Errorf("%s: UAPI get: errno %s", name, v)
-			}
-		}
-	}
-	return nil, fmt.Errorf("%s: UAPI get: no end of the answer (%v)", name, sc.Err())
+	return testenv.WireGuardAllowedIPs(filepath.Join(root, "/var/run/wireguard", name+".sock"))
 }
 
 // wantAllowedIPs are the allowed IPs a device for remote must give the peer for node: the

@@ -286,7 +286,7 @@ func (cfg Config) validatePodRange() error {
 	}
 	p, err := netip.ParsePrefix(cfg.PodCIDR)
 	if err != nil {
-		return nil // reported with PodCIDR
+		return fmt.Errorf("PodRangeStart and PodRangeEnd need a valid PodCIDR: %w", err)
 	}
 	start, err1 := netip.ParseAddr(cfg.PodRangeStart)
 	end, err2 := netip.ParseAddr(cfg.PodRangeEnd)

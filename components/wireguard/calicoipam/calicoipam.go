@@ -16,10 +16,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/kube-semaphore/semaphore/components/wireguard/overlap"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kube-semaphore/semaphore/components/wireguard/overlap"
 )
 
 // Resource is Calico's IPAM block resource, read through the dynamic client.

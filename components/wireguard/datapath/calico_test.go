@@ -3,13 +3,9 @@
 package datapath
 
 import (
-	"bufio"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/netip"
 	"os/exec"
 	"path/filepath"
@@ -255,51 +251,20 @@ func (n *node) allowedIPs() (map[wgtypes.Key][]string, error) {
 		return nil, err
 	}
 	sock := filepath.Join(fmt.Sprintf("/proc/%d/root", n.proc.cmd.Process.Pid), run, "wireguard", n.device()+".sock")
-	c, err := net.DialTimeout("unix", sock, 5*time.Second)
+	byText, err := testenv.WireGuardAllowedIPs(sock)
 	if err != nil {
-		return nil, fmt.Errorf("%s: UAPI socket of %s: %w", n, n.device(), err)
-	}
-	defer c.Close()
-	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
-		return nil, err
-	}
-	if _, err := io.WriteString(c, "get=1\n\n"); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", n, err)
 	}
 	out := map[wgtypes.Key][]string{}
-	var peer *wgtypes.Key
-	sc := bufio.NewScanner(c)
-	for sc.Scan() {
-		key, value, _ := strings.Cut(sc.Text(), "=")
-		switch key {
-		case "":
-			for _, ips := range out {
-				slices.Sort(ips)
-			}
-			return out, nil
-		case "errno":
-			if value != "0" {
-				return nil, fmt.Errorf("%s: UAPI get on %s: errno %s", n, n.device(), value)
-			}
-		case "public_key":
-			b, err := hex.DecodeString(value)
-			if err != nil {
-				return nil, err
-			}
-			k, err := wgtypes.NewKey(b)
-			if err != nil {
-				return nil, err
-			}
-			peer = &k
-			out[k] = []string{}
-		case "allowed_ip":
-			if peer == nil {
-				return nil, fmt.Errorf("%s: UAPI allowed_ip %s before any peer", n, value)
-			}
-			out[*peer] = append(out[*peer], value)
+	for text, ips := range byText {
+		k, err := wgtypes.ParseKey(text)
+		if err != nil {
+			return nil, err
 		}
+		slices.Sort(ips)
+		out[k] = ips
 	}
-	return nil, fmt.Errorf("%s: UAPI get on %s ended early: %v", n, n.device(), sc.Err())
+	return out, nil
 }
 
 // checkNoSkippedBlocks checks that n's controller routes every IPAM block of its remote.
@@ -367,7 +332,7 @@ func (n *node) delivered() (uint64, error) {
 		} `json:"stats64"`
 	}
 	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
-		return 0, fmt.Errorf("%s: ip -j link show %s: %v: %s", n, n.device(), err, out)
+		return 0, fmt.Errorf("%s: ip -j link show %s: %d links in %s (%w)", n, n.device(), len(links), out, err)
 	}
 	return links[0].Stats.RX.Packets, nil
 }
