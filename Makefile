@@ -102,31 +102,7 @@ generate: ## Regenerate generated files: reference docs, chart READMEs, the char
 		$(GO) run ./internal/cmd/chartdoc $(DOC_CHARTS); \
 		for d in $(DOC_CHARTS); do echo "generate: wrote $$d/README.md"; done; \
 	fi
-	@shopt -s nullglob; \
-	declare -A keep=(); \
-	for kind in alerts:yaml dashboards:json; do \
-		src=$${kind%%:*}; ext=$${kind#*:}; \
-		for f in "$$src"/*."$$ext"; do \
-			base=$${f##*/}; \
-			case $$base in *_test."$$ext"|*.test."$$ext") continue;; esac; \
-			chart=$(UMBRELLA_CHART); \
-			for c in $(MONITORING_COMPONENTS); do \
-				case $${base#semaphore-} in "$$c"*) chart=$(UMBRELLA_CHART)/charts/$$c;; esac; \
-			done; \
-			dest=$$chart/files/$$src/$$base; keep[$$dest]=1; \
-			if ! cmp -s "$$f" "$$dest"; then \
-				mkdir -p "$${dest%/*}"; cp "$$f" "$$dest"; echo "generate: wrote $$dest"; \
-			fi; \
-		done; \
-	done; \
-	for chart in $(MONITORING_CHARTS); do \
-		for dest in "$$chart"/files/alerts/*.yaml "$$chart"/files/dashboards/*.json; do \
-			if [ -z "$${keep[$$dest]:-}" ]; then rm -f "$$dest"; echo "generate: removed $$dest (no source)"; fi; \
-		done; \
-		for d in "$$chart"/files/alerts "$$chart"/files/dashboards "$$chart"/files; do \
-			if [ -d "$$d" ] && [ -z "$$(ls -A "$$d")" ]; then rmdir "$$d"; fi; \
-		done; \
-	done
+	@$(GO) run ./internal/cmd/chartfiles -umbrella $(UMBRELLA_CHART) $(MONITORING_COMPONENTS)
 
 .PHONY: clean
 clean: ## Remove build output (the tool cache in ~/.cache/semaphore is kept)
