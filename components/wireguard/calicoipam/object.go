@@ -13,10 +13,11 @@ import (
 // on those nodes. It stands in for Calico where there is none (tests, the lab). Calico names a
 // block after its CIDR, as BlockName does.
 func Object(cidr netip.Prefix, node string, holders map[netip.Addr]string) (*unstructured.Unstructured, error) {
-	size := 1 << (cidr.Addr().BitLen() - cidr.Bits())
-	if cidr.Addr().BitLen()-cidr.Bits() > 16 {
+	hostBits := cidr.Addr().BitLen() - cidr.Bits()
+	if hostBits > 16 {
 		return nil, fmt.Errorf("block %s: more than 65536 addresses", cidr)
 	}
+	size := 1 << hostBits
 	allocations := make([]any, size)
 	var attributes []any
 	addrs := make([]netip.Addr, 0, len(holders))

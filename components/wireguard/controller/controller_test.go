@@ -251,6 +251,22 @@ func startReading(t *testing.T, devs *fakeDevices, devKey wgtypes.Key, sources c
 	return r
 }
 
+// expectNoReconfiguration waits for r's first successful sync and checks that the device was
+// configured no more than configs times in all: a restart against an in-sync device changes
+// nothing.
+func expectNoReconfiguration(t *testing.T, r *running, devs *fakeDevices, configs int) {
+	t.Helper()
+	testenv.Eventually(t, 10*time.Second, "restarted controller synced", func() error {
+		if v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_reconcile_total", map[string]string{"remote": "aws", "result": "success"}); v < 1 {
+			return fmt.Errorf("no successful reconcile yet")
+		}
+		return nil
+	})
+	if now, _ := devs.counts(); now != configs {
+		t.Errorf("restart reconfigured the in-sync device %d times", now-configs)
+	}
+}
+
 func (r *running) stop() {
 	if r.cancel != nil {
 		r.cancel()
@@ -415,15 +431,7 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	r2 := start(t, devs, devKey)
-	testenv.Eventually(t, 10*time.Second, "restarted controller synced", func() error {
-		if v, _ := testenv.MetricSeries(t, r2.reg, "semaphore_wg_reconcile_total", map[string]string{"remote": "aws", "result": "success"}); v < 1 {
-			return fmt.Errorf("no successful reconcile yet")
-		}
-		return nil
-	})
-	if now, _ := devs.counts(); now != configs {
-		t.Errorf("restart reconfigured the in-sync device %d times", now-configs)
-	}
+	expectNoReconfiguration(t, r2, devs, configs)
 	n2, err := local.Client.CoreV1().Nodes().Get(ctx, "gcp-node-1", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

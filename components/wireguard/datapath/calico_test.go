@@ -60,14 +60,7 @@ func TestDataPathCalicoIPAM(t *testing.T) {
 	startControllers(t, nodes)
 
 	// 1. Every node publishes its public key and endpoint for the other cluster.
-	eventually(t, nodes, wait, "nodes annotated with public key and endpoint", func() error {
-		for _, n := range nodes {
-			if err := checkAnnotations(ctx, byName[n.cluster], n); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	waitAnnotated(ctx, t, nodes, byName)
 	keys := map[*node]wgtypes.Key{}
 	for _, n := range awsNodes {
 		k, err := wgtypes.ParseKey(annotation(t, byName["aws"], n.name, peers.PubKeyAnnotation("gcp")))

@@ -100,14 +100,7 @@ func TestDataPath(t *testing.T) {
 
 	// 1. Every node publishes, for the other cluster, the public key of its key file and its
 	// underlay endpoint.
-	eventually(t, nodes, wait, "nodes annotated with public key and endpoint", func() error {
-		for _, n := range nodes {
-			if err := checkAnnotations(ctx, byName[n.cluster], n); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	waitAnnotated(ctx, t, nodes, byName)
 	pubKeys := map[string]string{}
 	for _, n := range nodes {
 		pubKeys[n.name] = annotation(t, byName[n.cluster], n.name, peers.PubKeyAnnotation(n.remote))
@@ -741,4 +734,18 @@ func pingFails(netns, src, dst string) error {
 		}
 	}
 	return nil
+}
+
+// waitAnnotated waits until every node's Node carries its public key and endpoint for the other
+// cluster.
+func waitAnnotated(ctx context.Context, t *testing.T, nodes []*node, byName map[string]*testenv.Cluster) {
+	t.Helper()
+	eventually(t, nodes, wait, "nodes annotated with public key and endpoint", func() error {
+		for _, n := range nodes {
+			if err := checkAnnotations(ctx, byName[n.cluster], n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

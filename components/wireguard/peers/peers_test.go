@@ -1182,3 +1182,20 @@ func TestChangesLeaveRoamedEndpoints(t *testing.T) {
 		t.Errorf("a roamed peer's new pod CIDR: Changes() = %+v, want one update that leaves the endpoint alone", got)
 	}
 }
+
+// A single address inside another node's range (an address borrowed from another node's Calico
+// IPAM block) goes to the node that claims it; any other overlap still skips the later node.
+func TestDesiredLetsASingleAddressSitInsideAnotherNodesRange(t *testing.T) {
+	blocks := good("node-a", "192.0.2.1:51821", "198.18.1.0/26", "198.18.1.64/26")
+	borrower := good("node-b", "192.0.2.2:51821", "198.18.1.128/26", "198.18.1.70/32")
+	got, skipped := peers.Desired(local, []peers.Node{blocks, borrower})
+	if len(got) != 2 || len(skipped) != 0 {
+		t.Fatalf("peers %v, skipped %+v; want both nodes as peers", got, skipped)
+	}
+	overlapping := good("node-c", "192.0.2.3:51821", "198.18.1.64/27")
+	hostInHost := good("node-d", "192.0.2.4:51821", "198.18.1.70/32")
+	_, skipped = peers.Desired(local, []peers.Node{blocks, borrower, overlapping, hostInHost})
+	if len(skipped) != 2 || skipped[0].Reason != peers.ReasonOverlappingIP || skipped[1].Reason != peers.ReasonOverlappingIP {
+		t.Fatalf("skipped %+v; want node-c (a range inside a range) and node-d (the same address) as overlapping", skipped)
+	}
+}
