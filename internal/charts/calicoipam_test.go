@@ -80,15 +80,7 @@ func checkPodCIDRsFrom(t *testing.T, w workload, env map[string]string, cfg *wga
 }
 
 // podCIDRsGlobals are two remotes, for the podCIDRsFrom cases; gcp is this cluster.
-const podCIDRsGlobals = `
-global:
-  clusterName: gcp
-  remotes:
-    - name: aws
-      server: https://aws.example.com:6443
-      tokenSecret:
-        name: semaphore-remote-aws
-    - name: merit
+const podCIDRsGlobals = awsGlobals + `    - name: merit
       server: https://merit.example.com:6443
       kubeconfigSecret:
         name: merit-kubeconfig

@@ -26,6 +26,18 @@ var (
 	remoteChart   = filepath.Join(testenv.RepoRoot(), charts.RemoteDir)
 )
 
+// awsGlobals are the global values of cluster gcp with one remote, aws: all a chart needs.
+const awsGlobals = `
+global:
+  clusterName: gcp
+  remotes:
+    - name: aws
+      server: https://aws.example.com:6443
+      tokenSecret:
+        name: semaphore-remote-aws
+        key: token
+`
+
 // loadChart is charts.Load for a chart that must load.
 func loadChart(t testing.TB, dir string) *chart.Chart {
 	t.Helper()

@@ -25,25 +25,19 @@ import (
 
 // Every scenario of the umbrella chart renders, and what it renders is what the controllers
 // need: only the enabled components, each with its credentials, environment, security
-// settings, identity and (when asked for) monitoring.
-func TestUmbrellaScenarios(t *testing.T) {
-	for _, file := range scenarios(t, umbrellaChart) {
-		t.Run(scenarioName(file), func(t *testing.T) {
-			vals := valuesOf(t, []string{file})
-			m := mustRender(t, umbrellaChart, vals)
-			checkUmbrella(t, m, effectiveValues(t, umbrellaChart, vals))
-		})
-	}
-}
-
-// Every scenario of the remote chart renders exactly the read-only RBAC its consumers need.
-func TestRemoteScenarios(t *testing.T) {
-	for _, file := range scenarios(t, remoteChart) {
-		t.Run(scenarioName(file), func(t *testing.T) {
-			vals := valuesOf(t, []string{file})
-			m := mustRender(t, remoteChart, vals)
-			checkRemoteChart(t, m, effectiveValues(t, remoteChart, vals))
-		})
+// settings, identity and (when asked for) monitoring. Every scenario of the remote chart renders
+// exactly the read-only RBAC its consumers need.
+func TestChartScenarios(t *testing.T) {
+	for _, c := range []struct {
+		dir   string
+		check func(*testing.T, *manifest, map[string]any)
+	}{{umbrellaChart, checkUmbrella}, {remoteChart, checkRemoteChart}} {
+		for _, file := range scenarios(t, c.dir) {
+			t.Run(filepath.Base(c.dir)+"/"+scenarioName(file), func(t *testing.T) {
+				vals := valuesOf(t, []string{file})
+				c.check(t, mustRender(t, c.dir, vals), effectiveValues(t, c.dir, vals))
+			})
+		}
 	}
 }
 
@@ -573,7 +567,7 @@ func TestSubchartsAlone(t *testing.T) {
 			if comp == "wireguard" {
 				extra = "listenPorts: {aws: 51821}"
 			}
-			vals := valuesOf(t, nil, validUmbrella[:strings.Index(validUmbrella, "wireguard:")], extra)
+			vals := valuesOf(t, nil, awsGlobals, extra)
 			m := mustRender(t, dir, vals)
 			eff := effectiveValues(t, dir, vals)
 			checkObjects(t, m, eff)
