@@ -640,26 +640,7 @@ func TestUpdateService(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			desiredBefore, actualBefore := tt.desired.DeepCopy(), tt.actual.DeepCopy()
-			change, got := mirror.UpdateService(tt.desired, tt.actual)
-			if change != tt.wantChange {
-				t.Errorf("UpdateService() change = %v, want %v", change, tt.wantChange)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("UpdateService() object mismatch (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(desiredBefore, tt.desired); diff != "" {
-				t.Errorf("UpdateService() mutated desired (-before +after):\n%s", diff)
-			}
-			if diff := cmp.Diff(actualBefore, tt.actual); diff != "" {
-				t.Errorf("UpdateService() mutated actual, a cache object (-before +after):\n%s", diff)
-			}
-			if got != nil {
-				// Writing the result and comparing again must settle: no write loop.
-				if again, _ := mirror.UpdateService(tt.desired, got); again != mirror.NoChange {
-					t.Errorf("UpdateService(desired, result) = %v, want NoChange", again)
-				}
-			}
+			checkUpdate(t, "UpdateService", mirror.UpdateService, tt.desired, tt.actual, tt.want, tt.wantChange)
 		})
 	}
 }
@@ -783,25 +764,36 @@ func TestUpdateEndpointSlice(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			desiredBefore, actualBefore := tt.desired.DeepCopy(), tt.actual.DeepCopy()
-			change, got := mirror.UpdateEndpointSlice(tt.desired, tt.actual)
-			if change != tt.wantChange {
-				t.Errorf("UpdateEndpointSlice() change = %v, want %v", change, tt.wantChange)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("UpdateEndpointSlice() object mismatch (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(desiredBefore, tt.desired); diff != "" {
-				t.Errorf("UpdateEndpointSlice() mutated desired (-before +after):\n%s", diff)
-			}
-			if diff := cmp.Diff(actualBefore, tt.actual); diff != "" {
-				t.Errorf("UpdateEndpointSlice() mutated actual, a cache object (-before +after):\n%s", diff)
-			}
-			if got != nil {
-				if again, _ := mirror.UpdateEndpointSlice(tt.desired, got); again != mirror.NoChange {
-					t.Errorf("UpdateEndpointSlice(desired, result) = %v, want NoChange", again)
-				}
-			}
+			checkUpdate(t, "UpdateEndpointSlice", mirror.UpdateEndpointSlice, tt.desired, tt.actual, tt.want, tt.wantChange)
 		})
+	}
+}
+
+// checkUpdate checks one case of an Update function (named fn): the change it reports, the object
+// it returns, that it mutates neither input (actual is a cache object), and that comparing the
+// result with desired again settles (no write loop).
+func checkUpdate[O any, P interface {
+	*O
+	DeepCopy() P
+}](t *testing.T, fn string, update func(desired, actual P) (mirror.Change, P), desired, actual, want P, wantChange mirror.Change) {
+	t.Helper()
+	desiredBefore, actualBefore := desired.DeepCopy(), actual.DeepCopy()
+	change, got := update(desired, actual)
+	if change != wantChange {
+		t.Errorf("%s() change = %v, want %v", fn, change, wantChange)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s() object mismatch (-want +got):\n%s", fn, diff)
+	}
+	if diff := cmp.Diff(desiredBefore, desired); diff != "" {
+		t.Errorf("%s() mutated desired (-before +after):\n%s", fn, diff)
+	}
+	if diff := cmp.Diff(actualBefore, actual); diff != "" {
+		t.Errorf("%s() mutated actual, a cache object (-before +after):\n%s", fn, diff)
+	}
+	if got != nil {
+		if again, _ := update(desired, got); again != mirror.NoChange {
+			t.Errorf("%s(desired, result) = %v, want NoChange", fn, again)
+		}
 	}
 }
