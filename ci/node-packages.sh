@@ -6,10 +6,8 @@
 # goes to stderr; stdout stays empty.
 #
 # Debian 12: containerd 1.6.20, runc 1.1.5, containernetworking-plugins 1.1.1, iptables 1.8.9
-# (nft backend). The package's init scripts must not start a containerd of the machine (the
-# lab runs one per node): a policy-rc.d that refuses every start is in place for the install,
-# and the service is stopped afterwards should it run anyway (systemd postinst scripts may
-# bypass policy-rc.d).
+# (nft backend). The package must not leave a containerd of the machine running (the lab runs
+# one per node): ci/apt-install.sh starts no service, and one started anyway is stopped after.
 set -euo pipefail
 
 missing=()
@@ -34,41 +32,8 @@ if [[ ${#missing[@]} == 0 ]]; then
 fi
 mapfile -t packages < <(printf '%s\n' "${missing[@]}" | sort -u)
 
-if ! command -v apt-get >/dev/null; then
-	echo "node-packages.sh: missing ${packages[*]}, and there is no apt-get to install them with" >&2
-	exit 1
-fi
-sudo=()
-if [[ $(id -u) -ne 0 ]]; then
-	if ! command -v sudo >/dev/null; then
-		echo "node-packages.sh: missing ${packages[*]}; installing them needs root (or sudo)" >&2
-		exit 1
-	fi
-	sudo=(sudo)
-fi
-
-echo "node-packages.sh: installing ${packages[*]}" >&2
-policy=/usr/sbin/policy-rc.d
-policy_backup=""
-if [[ -e $policy ]]; then
-	policy_backup=$(mktemp)
-	"${sudo[@]}" cp -p "$policy" "$policy_backup"
-fi
-restore_policy() {
-	if [[ -n $policy_backup ]]; then
-		"${sudo[@]}" cp -p "$policy_backup" "$policy"
-		rm -f "$policy_backup"
-	else
-		"${sudo[@]}" rm -f "$policy"
-	fi
-}
-trap restore_policy EXIT
-# Exit status 101: "action forbidden by policy" (invoke-rc.d(8)).
-printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
-"${sudo[@]}" chmod 0755 "$policy"
-
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update >&2
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${packages[@]}" >&2
+. "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh"
+apt_install_quietly node-packages.sh "${packages[@]}"
 
 # Belt and braces: no containerd of the machine behind the caller's back.
 if [[ " ${packages[*]} " == *" containerd "* ]] && command -v systemctl >/dev/null &&

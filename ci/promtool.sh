@@ -4,10 +4,8 @@
 #
 # promtool comes from Debian's `prometheus` package (not the Go module proxy like our other tools:
 # Prometheus' main module is not `go install`-able at a release tag). When promtool is missing the
-# package is installed with apt-get, which needs root (or sudo). Only promtool is wanted, so the
-# package's init scripts must not start a Prometheus server: a policy-rc.d that refuses every
-# start is in place for the install, and the service is stopped afterwards should it run anyway
-# (systemd-based postinst scripts may bypass policy-rc.d).
+# package is installed with apt-get (ci/apt-install.sh: root or sudo, no service started). Only
+# promtool is wanted, so a Prometheus server the package started anyway is stopped afterwards.
 #
 # A cold install on bookworm takes about 30 seconds (apt-get update included); with promtool on
 # PATH it does nothing.
@@ -18,38 +16,8 @@ if p=$(command -v promtool 2>/dev/null); then
 	exit 0
 fi
 
-sudo=()
-if [[ $(id -u) -ne 0 ]]; then
-	if ! command -v sudo >/dev/null; then
-		echo "promtool.sh: promtool is missing and installing it needs root (or sudo)" >&2
-		exit 1
-	fi
-	sudo=(sudo)
-fi
-
-echo "promtool.sh: installing Debian's prometheus package for promtool" >&2
-policy=/usr/sbin/policy-rc.d
-policy_backup=""
-if [[ -e $policy ]]; then
-	policy_backup=$(mktemp)
-	"${sudo[@]}" cp -p "$policy" "$policy_backup"
-fi
-restore_policy() {
-	if [[ -n $policy_backup ]]; then
-		"${sudo[@]}" cp -p "$policy_backup" "$policy"
-		rm -f "$policy_backup"
-	else
-		"${sudo[@]}" rm -f "$policy"
-	fi
-}
-trap restore_policy EXIT
-# Exit status 101: "action forbidden by policy" (invoke-rc.d(8)).
-printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
-"${sudo[@]}" chmod 0755 "$policy"
-
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update >&2
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >&2
+. "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh"
+apt_install_quietly promtool.sh prometheus
 
 # Belt and braces: never leave a Prometheus server running behind the caller's back.
 if command -v systemctl >/dev/null && systemctl is-active --quiet prometheus 2>/dev/null; then
