@@ -16,6 +16,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/fixture"
 )
 
 // A labelled remote Service with endpoints appears locally under its mirror
@@ -23,7 +24,7 @@ import (
 // an unlabelled Service is not mirrored.
 func TestMirrorsServiceAndEndpoints(t *testing.T) {
 	cfg := newConfig(t, "aws", "gcp")
-	ns := testNamespace(t, "sys-log")
+	ns := fixture.Namespace(t, "sys-log")
 	remoteSlices := map[string]*discoveryv1.EndpointSlice{}
 	for i, c := range []string{"aws", "gcp"} {
 		cl := map[string]*testenv.Cluster{"aws": aws, "gcp": gcp}[c]
@@ -123,7 +124,7 @@ func TestMirrorsServiceAndEndpoints(t *testing.T) {
 // ClusterIP without node ports, IPv6 and dual-stack endpoints are carried.
 func TestServiceTypesAndAddressFamilies(t *testing.T) {
 	cfg := newConfig(t, "aws")
-	ns := testNamespace(t, "db")
+	ns := fixture.Namespace(t, "db")
 	remoteService(t, aws, ns, "pg", func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone })
 	host := endpoint("198.18.1.10")
 	host.Hostname = ptr.To("pg-0")
@@ -193,7 +194,7 @@ func TestServiceTypesAndAddressFamilies(t *testing.T) {
 // endpoints in several slices are carried whole.
 func TestEndpointChangesPropagate(t *testing.T) {
 	cfg := newConfig(t, "aws")
-	ns := testNamespace(t, "app")
+	ns := fixture.Namespace(t, "app")
 	ctx := context.Background()
 	remoteService(t, aws, ns, "api", nil)
 	var slices []*discoveryv1.EndpointSlice
@@ -271,8 +272,8 @@ func TestEndpointChangesPropagate(t *testing.T) {
 func TestMirrorRemoval(t *testing.T) {
 	cfg := newConfig(t, "aws")
 	ctx := context.Background()
-	ns := testNamespace(t, "a")
-	doomedNS := testNamespace(t, "doomed")
+	ns := fixture.Namespace(t, "a")
+	doomedNS := fixture.Namespace(t, "doomed")
 	for _, name := range []string{"unlabel", "deleted"} {
 		remoteService(t, aws, ns, name, nil)
 		remoteSlice(t, aws, ns, name, name+"-1", discoveryv1.AddressTypeIPv4, endpoint("198.18.2.1"))
@@ -380,7 +381,7 @@ func TestLongNamesAreShortened(t *testing.T) {
 func TestNameClashLeavesForeignObjectsAlone(t *testing.T) {
 	cfg := newConfig(t, "aws")
 	ctx := context.Background()
-	ns := testNamespace(t, "x")
+	ns := fixture.Namespace(t, "x")
 	remoteService(t, aws, ns, "svc", nil)
 	remoteSlice(t, aws, ns, "svc", "svc-abcde", discoveryv1.AddressTypeIPv4, endpoint("198.18.4.1"))
 	remoteService(t, aws, ns, "other", nil)
