@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -15,7 +16,7 @@ import (
 // remote is back, what changed during the outage is applied, in place.
 func (c *Component[C]) testRemoteOutage(t *testing.T) {
 	cfg := c.Config(t, gcp)
-	ns := c.Namespace(t, c.Remotes[gcp], "src")
+	ns := c.Namespace(t, c.Clusters.Remote(gcp), "src")
 	gone := Source{gcp, ns, "gone"}
 	changed := Source{gcp, ns, "changed"}
 	stays := Source{gcp, ns, "stays"}
@@ -40,7 +41,7 @@ func (c *Component[C]) testRemoteOutage(t *testing.T) {
 		t.Fatal("remote_last_sync_timestamp_seconds{remote=gcp} was never set")
 	}
 
-	c.Remotes[gcp].Cut(t)
+	c.Clusters.Remote(gcp).Cut(t)
 	cut := time.Now()
 	testenv.Eventually(t, 10*time.Second, "remote_up{remote=gcp} drops to 0", c.up(t, r, gcp, 0))
 	testenv.Eventually(t, 10*time.Second, "/readyz names gcp", notReadyFor(t, r, gcp, ""))
@@ -68,7 +69,7 @@ func (c *Component[C]) testRemoteOutage(t *testing.T) {
 		},
 	))
 
-	c.Remotes[gcp].Restore(t)
+	c.Clusters.Remote(gcp).Restore(t)
 	restored := time.Now()
 	testenv.Eventually(t, recovery, "local objects converge on the changes made during the outage", all(
 		c.gone(cfg, gone),
@@ -115,8 +116,8 @@ func (c *Component[C]) checkUpdatedInPlace(t *testing.T, before, after map[strin
 // component has seen it again: until then it cannot know what is stale.
 func (c *Component[C]) testStartWithRemoteDown(t *testing.T) {
 	cfg := c.Config(t, aws, gcp)
-	nsA := c.Namespace(t, c.Remotes[aws], "src")
-	nsG := c.Namespace(t, c.Remotes[gcp], "src")
+	nsA := c.Namespace(t, c.Clusters.Remote(aws), "src")
+	nsG := c.Namespace(t, c.Clusters.Remote(gcp), "src")
 	web := Source{aws, nsA, "web"}
 	db := Source{gcp, nsG, "db"}
 	cache := Source{gcp, nsG, "cache"}
@@ -129,7 +130,7 @@ func (c *Component[C]) testStartWithRemoteDown(t *testing.T) {
 	}
 
 	// First run: gcp is down from the start; aws must not wait for it.
-	c.Remotes[gcp].Cut(t)
+	c.Clusters.Remote(gcp).Cut(t)
 	gcpConverged := c.sources(t, cfg, gcpSources)
 	r := c.Start(t, cfg)
 	testenv.Eventually(t, 30*time.Second, "aws objects while gcp is down", c.has(cfg, web, "198.18.10.1"))
@@ -142,23 +143,27 @@ func (c *Component[C]) testStartWithRemoteDown(t *testing.T) {
 			t.Errorf("while gcp was never reachable: %v", err)
 		}
 	}
-	c.Remotes[gcp].Restore(t)
+	c.Clusters.Remote(gcp).Restore(t)
 	restored := time.Now()
 	testenv.Eventually(t, recovery, "gcp objects once it is back", gcpConverged)
 	t.Logf("gcp objects made %v after restore", time.Since(restored).Round(time.Millisecond))
 	testenv.Eventually(t, 30*time.Second, "ready once gcp is back", ready(t, r))
 	r.Stop()
+	c.restartWithRemoteDown(t, cfg, gcpSources, db, cache, steady)
+}
 
-	// Second run: gcp is down at start again, and has changed while nobody watched.
+// restartWithRemoteDown is the second run of testStartWithRemoteDown: gcp is down at start
+// again, and has changed while nobody watched: db loses a member and cache goes.
+func (c *Component[C]) restartWithRemoteDown(t *testing.T, cfg C, gcpSources map[Source][]string, db, cache, steady Source) {
 	gcpBefore := c.Versions(t, cfg, gcp)
 	awsBefore := c.Versions(t, cfg, aws)
 	if want := len(gcpSources) * c.ObjectsPerSource; len(gcpBefore) != want {
 		t.Fatalf("gcp objects after the first run: %v, want %d", gcpBefore, want)
 	}
-	c.Remotes[gcp].Cut(t)
+	c.Clusters.Remote(gcp).Cut(t)
 	c.Change(t, db, "198.18.20.1")
 	c.Delete(t, cache)
-	r = c.Start(t, cfg)
+	r := c.Start(t, cfg)
 	testenv.Eventually(t, 30*time.Second, "second run leads, aws in sync, not ready because of gcp", all(
 		c.leads(cfg, "replica-a"),
 		// Only the leader computes the inventory.
@@ -182,8 +187,8 @@ func (c *Component[C]) testStartWithRemoteDown(t *testing.T) {
 		return nil
 	})
 
-	c.Remotes[gcp].Restore(t)
-	restored = time.Now()
+	c.Clusters.Remote(gcp).Restore(t)
+	restored := time.Now()
 	testenv.Eventually(t, recovery, "gcp objects converge once gcp is back", all(
 		c.has(cfg, db, "198.18.20.1"),
 		c.gone(cfg, cache),
@@ -260,8 +265,8 @@ func (c *Component[C]) testRestart(t *testing.T) {
 // the other remote, nor a foreign object carrying the removed remote's labels, nor the remote.
 func (c *Component[C]) testRemovedRemote(t *testing.T) {
 	cfg := c.Config(t, aws, gcp)
-	nsA := c.Namespace(t, c.Remotes[aws], "src")
-	nsG := c.Namespace(t, c.Remotes[gcp], "src")
+	nsA := c.Namespace(t, c.Clusters.Remote(aws), "src")
+	nsG := c.Namespace(t, c.Clusters.Remote(gcp), "src")
 	drop := Source{gcp, nsG, "drop-a"}
 	converged := c.sources(t, cfg, map[Source][]string{
 		{aws, nsA, "keep-a"}: {"198.18.40.1", "198.18.40.2,fd00:40::2"},
@@ -281,13 +286,7 @@ func (c *Component[C]) testRemovedRemote(t *testing.T) {
 	gcpBefore := c.Versions(t, cfg, gcp)
 	baseline := len(c.Writes(t, cfg))
 
-	onlyAWS := cfg
-	shared, _ := c.Settings(&onlyAWS)
-	shared.Remotes = []string{aws}
-	if err := c.Validate(&onlyAWS); err != nil {
-		t.Fatal(err)
-	}
-	r = c.Start(t, onlyAWS)
+	r = c.Start(t, c.Config(t, aws))
 	testenv.Eventually(t, 30*time.Second, "gcp's objects garbage-collected", func() error {
 		if got := c.Versions(t, cfg, gcp); len(got) > 0 {
 			return fmt.Errorf("left: %v", slices.Sorted(maps.Keys(got)))
@@ -348,31 +347,15 @@ func (c *Component[C]) checkDeletedOnce(t *testing.T, writes testenv.AuditEvents
 func (c *Component[C]) testLeaderHandover(t *testing.T) {
 	cfgA := c.Config(t, aws)
 	cfgB := cfgA
-	_, le := c.Settings(&cfgB)
+	le := c.Election(&cfgB)
 	le.Identity = "replica-b"
-	ns := c.Namespace(t, c.Remotes[aws], "src")
+	ns := c.Namespace(t, c.Clusters.Remote(aws), "src")
 	first := Source{aws, ns, "first"}
 	second := Source{aws, ns, "second"}
 	c.Create(t, first, "198.18.50.1")
 
 	replicas := map[string]*Instance{"replica-a": c.Start(t, cfgA), "replica-b": c.Start(t, cfgB)}
-	var leaderID, standbyID string
-	testenv.Eventually(t, 30*time.Second, "one replica leads", func() error {
-		h, err := c.Local.LeaseHolder(le.Namespace, le.LeaseName)
-		if err != nil {
-			return err
-		}
-		if replicas[h] == nil {
-			return fmt.Errorf("lease holder %q", h)
-		}
-		leaderID = h
-		return nil
-	})
-	for id := range replicas {
-		if id != leaderID {
-			standbyID = id
-		}
-	}
+	leaderID, standbyID := c.electedOf(t, le, replicas)
 	leader, standby := replicas[leaderID], replicas[standbyID]
 	t.Logf("%s leads, %s stands by", leaderID, standbyID)
 
@@ -425,4 +408,27 @@ func (c *Component[C]) testLeaderHandover(t *testing.T) {
 		t.Errorf("new leader writes_total: create %v, update %v; want %d and 1", creates, updates, c.ObjectsPerSource)
 	}
 	testenv.Eventually(t, 10*time.Second, "new leader ready", ready(t, standby))
+}
+
+// electedOf waits for one of replicas (by identity) to hold the Lease of le and returns its
+// identity and that of the other one.
+func (c *Component[C]) electedOf(t *testing.T, le *config.LeaderElection, replicas map[string]*Instance) (leaderID, standbyID string) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, "one replica leads", func() error {
+		h, err := c.Clusters.Local.LeaseHolder(le.Namespace, le.LeaseName)
+		if err != nil {
+			return err
+		}
+		if replicas[h] == nil {
+			return fmt.Errorf("lease holder %q", h)
+		}
+		leaderID = h
+		return nil
+	})
+	for id := range replicas {
+		if id != leaderID {
+			standbyID = id
+		}
+	}
+	return leaderID, standbyID
 }

@@ -15,9 +15,10 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/fixture"
 )
 
-// The remotes every case reads from; Component.Remotes must hold both.
+// The remotes every case reads from, as the package fixture names them.
 const (
 	aws = "aws"
 	gcp = "gcp"
@@ -48,9 +49,9 @@ type Component[C any] struct {
 	MetricsPrefix string
 	// Queue is the name label of the component's work queue metrics.
 	Queue string
-	// Local is the cluster the component writes to; Remotes are the clusters aws and gcp.
-	Local   *testenv.Cluster
-	Remotes map[string]*testenv.Cluster
+	// Clusters are the local cluster the component writes to, with an audit log, and the
+	// remotes aws and gcp.
+	Clusters *fixture.Clusters
 	// ObjectsPerSource is how many local objects the component makes for a source whose
 	// members are all of one address family.
 	ObjectsPerSource int
@@ -60,12 +61,11 @@ type Component[C any] struct {
 
 	// Config returns a valid configuration reading from remotes, with leader election on a
 	// Lease of the test's own and the identity "replica-a"; what the component writes is
-	// removed when the test ends.
+	// removed when the test ends. The configurations of one test differ only in remotes.
 	Config func(t *testing.T, remotes ...string) C
-	// Settings points into cfg's shared settings and leader election, which the suite varies.
-	Settings func(cfg *C) (*config.Shared, *config.LeaderElection)
-	// Validate checks and completes cfg after the suite changed it.
-	Validate func(cfg *C) error
+	// Election points into the leader election settings of cfg, which the suite reads and
+	// whose identity it changes.
+	Election func(cfg *C) *config.LeaderElection
 	// Start runs a replica with cfg until Stop or the end of the test.
 	Start func(t *testing.T, cfg C) *Instance
 
@@ -203,8 +203,8 @@ func notReadyFor(t *testing.T, r *Instance, down, upRemote string) func() error 
 // leads is nil when id holds the Lease of cfg.
 func (c *Component[C]) leads(cfg C, id string) func() error {
 	return func() error {
-		_, le := c.Settings(&cfg)
-		h, err := c.Local.LeaseHolder(le.Namespace, le.LeaseName)
+		le := c.Election(&cfg)
+		h, err := c.Clusters.Local.LeaseHolder(le.Namespace, le.LeaseName)
 		if err != nil {
 			return err
 		}

@@ -78,23 +78,12 @@ func deleteOurSets(t *testing.T) {
 	}
 }
 
-type running struct {
-	*app.App
-	*testenv.Background
-}
+type running = fixture.Running[*app.App]
 
 // start runs a controller until stop or the end of the test.
 func start(t *testing.T, cfg app.Config) *running {
 	t.Helper()
-	a, bg := fixture.Start(t, cfg.Identity, func(log *slog.Logger) (*app.App, error) { return app.New(cfg, log) })
-	return &running{App: a, Background: bg}
-}
-
-func (r *running) stop() { _ = r.Stop() }
-
-func readyz(t *testing.T, r *running) (int, string) {
-	t.Helper()
-	return testenv.Readyz(t, r.AdminAddr())
+	return fixture.Start(t, cfg.Identity, func(log *slog.Logger) (*app.App, error) { return app.New(cfg, log) })
 }
 
 // pod creates a running pod in c labelled for set (no label when set is empty) with the

@@ -61,10 +61,10 @@ func TestPodsBecomeNetworkSets(t *testing.T) {
 				return setHas(api, netset.Source{Cluster: "aws", Namespace: ns, Name: "forwarder"}, "198.18.1.1/32")
 			})
 			testenv.Eventually(t, 10*time.Second, "inventory metrics", func() error {
-				if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_policy_sets", map[string]string{"remote": "gcp"}); v != 1 {
+				if v, _ := testenv.MetricSeries(t, r.App.Registry, "semaphore_policy_sets", map[string]string{"remote": "gcp"}); v != 1 {
 					return fmt.Errorf("sets{gcp} = %v", v)
 				}
-				if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_policy_addresses", map[string]string{"remote": "gcp"}); v != 2 {
+				if v, _ := testenv.MetricSeries(t, r.App.Registry, "semaphore_policy_addresses", map[string]string{"remote": "gcp"}); v != 2 {
 					return fmt.Errorf("addresses{gcp} = %v", v)
 				}
 				return nil
@@ -148,7 +148,7 @@ func TestNameClashLeavesForeignSetsAlone(t *testing.T) {
 	r := start(t, cfg)
 
 	testenv.Eventually(t, 30*time.Second, "clash counted", func() error {
-		if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_policy_clashes_total", map[string]string{"remote": "gcp"}); v < 1 {
+		if v, _ := testenv.MetricSeries(t, r.App.Registry, "semaphore_policy_clashes_total", map[string]string{"remote": "gcp"}); v < 1 {
 			return fmt.Errorf("clashes_total{gcp} = %v", v)
 		}
 		return nil

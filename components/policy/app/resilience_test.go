@@ -28,19 +28,15 @@ func TestResilience(t *testing.T) {
 	resilience.Run(t, resilience.Component[app.Config]{
 		MetricsPrefix:    app.MetricsPrefix,
 		Queue:            "policy",
-		Local:            local,
-		Remotes:          rsClusters(),
+		Clusters:         clusters,
 		ObjectsPerSource: 1,
 		RemoteSeries:     []string{"sets"},
 
-		Config: func(t *testing.T, remotes ...string) app.Config { return newConfig(t, calico.APIv3, remotes...) },
-		Settings: func(cfg *app.Config) (*config.Shared, *config.LeaderElection) {
-			return &cfg.Shared, &cfg.LeaderElection
-		},
-		Validate: func(cfg *app.Config) error { return cfg.Validate() },
+		Config:   func(t *testing.T, remotes ...string) app.Config { return newConfig(t, calico.APIv3, remotes...) },
+		Election: func(cfg *app.Config) *config.LeaderElection { return &cfg.LeaderElection },
 		Start: func(t *testing.T, cfg app.Config) *resilience.Instance {
 			r := start(t, cfg)
-			return &resilience.Instance{Registry: r.Registry, AdminAddr: r.AdminAddr(), Stop: r.stop}
+			return &resilience.Instance{Registry: r.App.Registry, AdminAddr: r.App.AdminAddr(), Stop: r.Stop}
 		},
 
 		Namespace: func(t *testing.T, c *testenv.Cluster, suffix string) string {
@@ -79,11 +75,6 @@ func TestResilience(t *testing.T) {
 	})
 }
 
-// rsClusters are the remotes by name.
-func rsClusters() map[string]*testenv.Cluster {
-	return map[string]*testenv.Cluster{"aws": aws, "gcp": gcp}
-}
-
 // rsPodName is the name of the pod of src that has the addresses of member.
 func rsPodName(src resilience.Source, member string) string {
 	return strings.Trim(src.Name+"-"+strings.NewReplacer(".", "-", ":", "-", ",", "-").Replace(member), "-")
@@ -93,7 +84,7 @@ func rsPodName(src resilience.Source, member string) string {
 func rsCreatePods(t *testing.T, src resilience.Source, members ...string) {
 	t.Helper()
 	for _, m := range members {
-		pod(t, rsClusters()[src.Cluster], src.Namespace, rsPodName(src, m), src.Name, strings.Split(m, ",")...)
+		pod(t, clusters.Remote(src.Cluster), src.Namespace, rsPodName(src, m), src.Name, strings.Split(m, ",")...)
 	}
 }
 
@@ -102,7 +93,7 @@ func rsCreatePods(t *testing.T, src resilience.Source, members ...string) {
 // proxy: the controller cannot see the change while the proxy is cut.
 func rsChangePods(t *testing.T, src resilience.Source, members ...string) {
 	t.Helper()
-	c := rsClusters()[src.Cluster]
+	c := clusters.Remote(src.Cluster)
 	ctx := context.Background()
 	pods, err := c.Client.CoreV1().Pods(src.Namespace).List(ctx, metav1.ListOptions{LabelSelector: netset.LabelName + "=" + src.Name})
 	if err != nil {
@@ -128,7 +119,7 @@ func rsChangePods(t *testing.T, src resilience.Source, members ...string) {
 
 // rsRemoteHas is nil when src still has pods in its remote.
 func rsRemoteHas(src resilience.Source) error {
-	pods, err := rsClusters()[src.Cluster].Client.CoreV1().Pods(src.Namespace).List(context.Background(),
+	pods, err := clusters.Remote(src.Cluster).Client.CoreV1().Pods(src.Namespace).List(context.Background(),
 		metav1.ListOptions{LabelSelector: netset.LabelName + "=" + src.Name})
 	if err == nil && len(pods.Items) == 0 {
 		err = fmt.Errorf("no pods of %s left", src)

@@ -75,19 +75,13 @@ func newConfig(t *testing.T, remotes ...string) app.Config {
 	return cfg
 }
 
-type running struct {
-	*app.App
-	*testenv.Background
-}
+type running = fixture.Running[*app.App]
 
 // start runs a controller until stop or the end of the test.
 func start(t *testing.T, cfg app.Config) *running {
 	t.Helper()
-	a, bg := fixture.Start(t, cfg.Identity, func(log *slog.Logger) (*app.App, error) { return app.New(cfg, log) })
-	return &running{App: a, Background: bg}
+	return fixture.Start(t, cfg.Identity, func(log *slog.Logger) (*app.App, error) { return app.New(cfg, log) })
 }
-
-func (r *running) stop() { _ = r.Stop() }
 
 // eventually retries check until it returns nil or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
@@ -113,11 +107,6 @@ func metricPresent(t *testing.T, reg prometheus.Gatherer, name string, labels ma
 func metricSeries(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) (sum float64, n int) {
 	t.Helper()
 	return testenv.MetricSeries(t, reg, name, labels)
-}
-
-func readyz(t *testing.T, r *running) (int, string) {
-	t.Helper()
-	return testenv.Readyz(t, r.AdminAddr())
 }
 
 // remoteService creates a Service labelled for mirroring (unless labelled is false) in c.

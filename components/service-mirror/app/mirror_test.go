@@ -106,13 +106,13 @@ func TestMirrorsServiceAndEndpoints(t *testing.T) {
 	eventually(t, 10*time.Second, "inventory metrics", func() error {
 		for _, c := range []string{"aws", "gcp"} {
 			l := map[string]string{"remote": c}
-			if v := metricValue(t, r.Registry, "semaphore_service_mirror_mirrors", l); v != 1 {
+			if v := metricValue(t, r.App.Registry, "semaphore_service_mirror_mirrors", l); v != 1 {
 				return fmt.Errorf("mirrors{%s} = %v", c, v)
 			}
-			if v := metricValue(t, r.Registry, "semaphore_service_mirror_mirrored_endpoints", l); v != 4 {
+			if v := metricValue(t, r.App.Registry, "semaphore_service_mirror_mirrored_endpoints", l); v != 4 {
 				return fmt.Errorf("mirrored_endpoints{%s} = %v", c, v)
 			}
-			if v := metricValue(t, r.Registry, "semaphore_service_mirror_mirror_drift", l); v != 0 {
+			if v := metricValue(t, r.App.Registry, "semaphore_service_mirror_mirror_drift", l); v != 0 {
 				return fmt.Errorf("mirror_drift{%s} = %v", c, v)
 			}
 		}
@@ -409,10 +409,10 @@ func TestNameClashLeavesForeignObjectsAlone(t *testing.T) {
 	r := start(t, cfg)
 
 	eventually(t, 30*time.Second, "clashes counted", func() error {
-		if v := metricValue(t, r.Registry, "semaphore_service_mirror_clashes_total", map[string]string{"remote": "aws", "kind": "Service"}); v < 1 {
+		if v := metricValue(t, r.App.Registry, "semaphore_service_mirror_clashes_total", map[string]string{"remote": "aws", "kind": "Service"}); v < 1 {
 			return fmt.Errorf("Service clashes = %v", v)
 		}
-		if v := metricValue(t, r.Registry, "semaphore_service_mirror_clashes_total", map[string]string{"remote": "aws", "kind": "EndpointSlice"}); v < 1 {
+		if v := metricValue(t, r.App.Registry, "semaphore_service_mirror_clashes_total", map[string]string{"remote": "aws", "kind": "EndpointSlice"}); v < 1 {
 			return fmt.Errorf("EndpointSlice clashes = %v", v)
 		}
 		return nil

@@ -28,23 +28,19 @@ func TestResilience(t *testing.T) {
 	resilience.Run(t, resilience.Component[app.Config]{
 		MetricsPrefix:    app.MetricsPrefix,
 		Queue:            "service_mirror",
-		Local:            local,
-		Remotes:          rsClusters(),
+		Clusters:         clusters,
 		ObjectsPerSource: 2,
 
-		Config: newConfig,
-		Settings: func(cfg *app.Config) (*config.Shared, *config.LeaderElection) {
-			return &cfg.Shared, &cfg.LeaderElection
-		},
-		Validate: func(cfg *app.Config) error { return cfg.Validate() },
+		Config:   newConfig,
+		Election: func(cfg *app.Config) *config.LeaderElection { return &cfg.LeaderElection },
 		Start: func(t *testing.T, cfg app.Config) *resilience.Instance {
 			r := start(t, cfg)
-			return &resilience.Instance{Registry: r.Registry, AdminAddr: r.AdminAddr(), Stop: r.stop}
+			return &resilience.Instance{Registry: r.App.Registry, AdminAddr: r.App.AdminAddr(), Stop: r.Stop}
 		},
 
 		Namespace: rsRemoteNamespace,
 		Create: func(t *testing.T, src resilience.Source, members ...string) {
-			remoteService(t, rsClusters()[src.Cluster], src.Namespace, src.Name, nil)
+			remoteService(t, clusters.Remote(src.Cluster), src.Namespace, src.Name, nil)
 			rsSetEndpoints(t, src, members...)
 		},
 		Change:   rsSetEndpoints,
@@ -80,11 +76,6 @@ func TestResilience(t *testing.T) {
 		InSync: rsInSync,
 		Varied: rsVaried,
 	})
-}
-
-// rsClusters are the remotes by name.
-func rsClusters() map[string]*testenv.Cluster {
-	return map[string]*testenv.Cluster{"aws": aws, "gcp": gcp}
 }
 
 // rsRemoteNamespace creates the test's namespace suffix in c and deletes the Services and
@@ -131,7 +122,7 @@ func rsFamily(addr string) discoveryv1.AddressType {
 // bypasses the proxy: the controller cannot see the change while the proxy is cut.
 func rsSetEndpoints(t *testing.T, src resilience.Source, members ...string) {
 	t.Helper()
-	c := rsClusters()[src.Cluster]
+	c := clusters.Remote(src.Cluster)
 	ctx := context.Background()
 	eps := map[discoveryv1.AddressType][]discoveryv1.Endpoint{}
 	for _, a := range rsAddresses(members) {
@@ -163,7 +154,7 @@ func rsSliceName(src resilience.Source, family discoveryv1.AddressType) string {
 // rsDeleteService deletes the Service of src and its slices.
 func rsDeleteService(t *testing.T, src resilience.Source) {
 	t.Helper()
-	c := rsClusters()[src.Cluster]
+	c := clusters.Remote(src.Cluster)
 	ctx := context.Background()
 	if err := c.Client.CoreV1().Services(src.Namespace).Delete(ctx, src.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -178,7 +169,7 @@ func rsDeleteService(t *testing.T, src resilience.Source) {
 
 // rsRemoteHas is nil when the Service of src is still in its remote.
 func rsRemoteHas(src resilience.Source) error {
-	_, err := rsClusters()[src.Cluster].Client.CoreV1().Services(src.Namespace).Get(context.Background(), src.Name, metav1.GetOptions{})
+	_, err := clusters.Remote(src.Cluster).Client.CoreV1().Services(src.Namespace).Get(context.Background(), src.Name, metav1.GetOptions{})
 	return err
 }
 
