@@ -55,8 +55,8 @@ type Component[C any] struct {
 	// ObjectsPerSource is how many local objects the component makes for a source whose
 	// members are all of one address family.
 	ObjectsPerSource int
-	// RemoteSeries are the per-remote metrics, besides remote_up and the last sync time, whose
-	// series go with a remote removed from the configuration.
+	// RemoteSeries are the per-remote metrics (named without MetricsPrefix), besides remote_up
+	// and the last sync time, whose series go with a remote removed from the configuration.
 	RemoteSeries []string
 
 	// Config returns a valid configuration reading from remotes, with leader election on a
