@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,81 +19,31 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/app"
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
-	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/labels"
-	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/fixture"
 )
 
 // The clusters are shared by every test of the package; tests run one at a time, use their
 // own remote namespaces, and delete the sets they caused when they end. The local cluster
 // serves GlobalNetworkSets in both Calico API groups from the CRDs in testdata.
 var (
+	clusters        *fixture.Clusters
 	local, aws, gcp *testenv.Cluster
 	dyn             dynamic.Interface
-	remotesDir      string
 )
 
 // apis are the two Calico API groups the controller can write.
 var apis = []string{calico.APIv3, calico.APICRD}
 
 func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "semaphore-policy-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
 	crds := filepath.Join(testenv.RepoRoot(), "components", "policy", "testdata", "crds")
-	var wg sync.WaitGroup
-	var errs [3]error
-	wg.Go(func() {
-		local, errs[0] = testenv.StartCluster("local", testenv.Options{Audit: true, CRDDirs: []string{crds}, Dir: filepath.Join(dir, "local")})
-	})
-	wg.Go(func() { aws, errs[1] = testenv.StartCluster("aws", testenv.Options{Dir: filepath.Join(dir, "aws")}) })
-	wg.Go(func() { gcp, errs[2] = testenv.StartCluster("gcp", testenv.Options{Dir: filepath.Join(dir, "gcp")}) })
-	wg.Wait()
-	for _, c := range []*testenv.Cluster{local, aws, gcp} {
-		if c != nil {
-			defer c.Stop()
-		}
-	}
-	for _, err := range errs {
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "starting API servers:", err)
-			return 1
-		}
-	}
-	dyn = dynamic.NewForConfigOrDie(local.Config)
-	remotesDir = filepath.Join(dir, "remotes")
-	for _, c := range []*testenv.Cluster{aws, gcp} {
-		data, err := os.ReadFile(c.Kubeconfig)
-		if err == nil {
-			err = os.MkdirAll(filepath.Dir(remote.KubeconfigPath(remotesDir, c.Name)), 0o755)
-		}
-		if err == nil {
-			err = os.WriteFile(remote.KubeconfigPath(remotesDir, c.Name), data, 0o600)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-	}
-	if err := local.EnsureNamespace(context.Background(), "semaphore"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
-}
-
-// testNamespace returns a namespace name unique to the test, usable in every cluster.
-func testNamespace(t *testing.T, suffix string) string {
-	n := strings.ToLower(strings.NewReplacer("/", "-", "_", "-", ".", "-").Replace(t.Name()))
-	return strings.Trim(n[:min(len(n), 40)], "-") + "-" + suffix
+	opts := fixture.Options{Local: testenv.Options{Audit: true, CRDDirs: []string{crds}}}
+	os.Exit(fixture.Main(m, "semaphore-policy-test-", opts, func(c *fixture.Clusters) error {
+		clusters, local, aws, gcp = c, c.Local, c.AWS, c.GCP
+		dyn = dynamic.NewForConfigOrDie(local.Config)
+		return local.EnsureNamespace(context.Background(), "semaphore")
+	}))
 }
 
 // newConfig returns a valid configuration writing to api, with leader election on a Lease of
@@ -102,26 +51,8 @@ func testNamespace(t *testing.T, suffix string) string {
 func newConfig(t *testing.T, api string, remotes ...string) app.Config {
 	t.Helper()
 	cfg := app.Config{
-		Shared: config.Shared{
-			LocalCluster:        "local",
-			Remotes:             remotes,
-			RemotesDir:          remotesDir,
-			LocalKubeconfig:     local.DirectKubeconfig,
-			AdminAddr:           "127.0.0.1:0",
-			ClientQPS:           200,
-			ClientBurst:         400,
-			ResyncPeriod:        10 * time.Minute,
-			RemoteProbeInterval: 200 * time.Millisecond,
-		},
-		LeaderElection: config.LeaderElection{
-			Enabled:       true,
-			Namespace:     "semaphore",
-			LeaseName:     testNamespace(t, "lease"),
-			Identity:      "replica-a",
-			LeaseDuration: 4 * time.Second,
-			RenewDeadline: 3 * time.Second,
-			RetryPeriod:   500 * time.Millisecond,
-		},
+		Shared:            clusters.Shared(remotes...),
+		LeaderElection:    fixture.LeaderElection("semaphore", fixture.Namespace(t, "lease")),
 		PodLabel:          "policy.semaphore.uw.io/name",
 		CalicoAPI:         api,
 		Workers:           4,
@@ -147,27 +78,12 @@ func deleteOurSets(t *testing.T) {
 	}
 }
 
-type running struct {
-	*app.App
-	*testenv.Background
-}
+type running = fixture.Running[*app.App]
 
 // start runs a controller until stop or the end of the test.
 func start(t *testing.T, cfg app.Config) *running {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(testenv.LogWriter(t), &slog.HandlerOptions{Level: slog.LevelInfo})).With("replica", cfg.Identity)
-	a, err := app.New(cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &running{App: a, Background: testenv.RunInBackground(t, a.Run)}
-}
-
-func (r *running) stop() { _ = r.Stop() }
-
-func readyz(t *testing.T, r *running) (int, string) {
-	t.Helper()
-	return testenv.Readyz(t, r.AdminAddr())
+	return fixture.Start(t, cfg.Identity, func(log *slog.Logger) (*app.App, error) { return app.New(cfg, log) })
 }
 
 // pod creates a running pod in c labelled for set (no label when set is empty) with the

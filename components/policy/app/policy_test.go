@@ -14,6 +14,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/fixture"
 )
 
 // Labelled pods of gcp/sys-log become GlobalNetworkSet
@@ -24,7 +25,7 @@ func TestPodsBecomeNetworkSets(t *testing.T) {
 	for _, api := range apis {
 		t.Run(api, func(t *testing.T) {
 			cfg := newConfig(t, api, "aws", "gcp")
-			ns := testNamespace(t, "sys-log")
+			ns := fixture.Namespace(t, "sys-log")
 			pod(t, gcp, ns, "forwarder-b", "forwarder", "198.18.0.10")
 			pod(t, gcp, ns, "forwarder-a", "forwarder", "198.18.0.9")
 			// A host-network pod shares its node's address with others: listed once.
@@ -60,10 +61,10 @@ func TestPodsBecomeNetworkSets(t *testing.T) {
 				return setHas(api, netset.Source{Cluster: "aws", Namespace: ns, Name: "forwarder"}, "198.18.1.1/32")
 			})
 			testenv.Eventually(t, 10*time.Second, "inventory metrics", func() error {
-				if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_policy_sets", map[string]string{"remote": "gcp"}); v != 1 {
+				if v, _ := testenv.MetricSeries(t, r.App.Registry, "semaphore_policy_sets", map[string]string{"remote": "gcp"}); v != 1 {
 					return fmt.Errorf("sets{gcp} = %v", v)
 				}
-				if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_policy_addresses", map[string]string{"remote": "gcp"}); v != 2 {
+				if v, _ := testenv.MetricSeries(t, r.App.Registry, "semaphore_policy_addresses", map[string]string{"remote": "gcp"}); v != 2 {
 					return fmt.Errorf("addresses{gcp} = %v", v)
 				}
 				return nil
@@ -79,7 +80,7 @@ func TestSetsFollowPods(t *testing.T) {
 	api := calico.APIv3
 	cfg := newConfig(t, api, "gcp")
 	ctx := context.Background()
-	ns := testNamespace(t, "app")
+	ns := fixture.Namespace(t, "app")
 	a := pod(t, gcp, ns, "a", "forwarder", "198.18.2.1")
 	b := pod(t, gcp, ns, "b", "forwarder", "198.18.2.2", "fd00:198:18::2")
 	start(t, cfg)
@@ -140,14 +141,14 @@ func TestNameClashLeavesForeignSetsAlone(t *testing.T) {
 	api := calico.APICRD
 	cfg := newConfig(t, api, "gcp")
 	ctx := context.Background()
-	ns := testNamespace(t, "x")
+	ns := fixture.Namespace(t, "x")
 	src := netset.Source{Cluster: "gcp", Namespace: ns, Name: "forwarder"}
 	foreign := createForeignSet(t, api, netset.SetName(src))
 	pod(t, gcp, ns, "a", "forwarder", "198.18.3.1")
 	r := start(t, cfg)
 
 	testenv.Eventually(t, 30*time.Second, "clash counted", func() error {
-		if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_policy_clashes_total", map[string]string{"remote": "gcp"}); v < 1 {
+		if v, _ := testenv.MetricSeries(t, r.App.Registry, "semaphore_policy_clashes_total", map[string]string{"remote": "gcp"}); v < 1 {
 			return fmt.Errorf("clashes_total{gcp} = %v", v)
 		}
 		return nil

@@ -7,10 +7,7 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,12 +19,12 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/measure"
 )
 
 const (
@@ -71,9 +68,7 @@ func BenchmarkPolicy(b *testing.B) {
 	local, gcp := clusters[0], clusters[1]
 	ctx := context.Background()
 
-	cfg := rest.CopyConfig(gcp.Config)
-	cfg.QPS, cfg.Burst = -1, 0
-	gcpClient := kubernetes.NewForConfigOrDie(cfg)
+	gcpClient := kubernetes.NewForConfigOrDie(measure.Unthrottled(gcp))
 	if err := local.EnsureNamespace(ctx, leaseNS); err != nil {
 		b.Fatal(err)
 	}
@@ -84,8 +79,7 @@ func BenchmarkPolicy(b *testing.B) {
 	// The local view: an informer on the GlobalNetworkSets, as a user's kubectl --watch would be.
 	var (
 		pending   sync.Map // marker net -> pendingChange
-		latMu     sync.Mutex
-		latencies []time.Duration
+		latencies measure.Latencies
 		misplaced atomic.Int64 // markers seen in a set other than their pod's
 	)
 	record := func(obj any) {
@@ -101,9 +95,7 @@ func BenchmarkPolicy(b *testing.B) {
 				if u.GetLabels()[netset.LabelName] != c.set {
 					misplaced.Add(1)
 				}
-				latMu.Lock()
-				latencies = append(latencies, now.Sub(c.at))
-				latMu.Unlock()
+				latencies.Add(now.Sub(c.at))
 			}
 		}
 	}
@@ -115,57 +107,21 @@ func BenchmarkPolicy(b *testing.B) {
 	go setInformer.Run(stop)
 	cache.WaitForCacheSync(stop, setInformer.HasSynced)
 
-	bin := testenv.BuildBinary(b, "github.com/kube-semaphore/semaphore/components/policy")
-	remotesDir := filepath.Join(dir, "remotes")
-	testenv.WriteRemoteKubeconfig(b, remotesDir, gcp)
+	proc := measure.Binary(b, "github.com/kube-semaphore/semaphore/components/policy", userAgent, dir, local, gcp, leaseNS,
+		"SEMAPHORE_POLICY_CALICO_API="+api)
 
 	// Phase 1: a fresh local cluster converges on the remote.
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(),
-		"SEMAPHORE_LOCAL_CLUSTER=local",
-		"SEMAPHORE_REMOTES=gcp",
-		"SEMAPHORE_REMOTES_DIR="+remotesDir,
-		"SEMAPHORE_LOCAL_KUBECONFIG="+local.DirectKubeconfig,
-		"SEMAPHORE_ADMIN_ADDR=127.0.0.1:0",
-		"SEMAPHORE_LEADER_ELECT_NAMESPACE="+leaseNS,
-		"SEMAPHORE_POLICY_CALICO_API="+api,
-		"SEMAPHORE_LOG_LEVEL=warn",
-	)
-	logFile, err := os.Create(filepath.Join(dir, "controller.log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	writesBefore := len(local.WritesBut(b, userAgent))
-	b.StartTimer()
-	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	for {
+	convergence, convergeWrites := proc.Converge(b, convergeWait, func() (bool, string) {
 		n, complete := completeSets(setInformer.GetStore())
-		if complete == sets {
-			break
-		}
-		if time.Since(t0) > convergeWait {
-			b.Fatalf("not converged after %v: %d sets, %d of them complete; see %s", convergeWait, n, complete, logFile.Name())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	convergence := time.Since(t0)
-	b.StopTimer()
-	time.Sleep(2 * time.Second) // let the last watch events arrive before counting
-	convergeWrites := len(local.WritesBut(b, userAgent)) - writesBefore
+		return complete == sets, fmt.Sprintf("%d sets, %d of them complete", n, complete)
+	})
 
 	// Phase 2: at rest, nothing is written.
-	rest0 := len(local.WritesBut(b, userAgent))
-	time.Sleep(5 * time.Second)
-	idleWrites := len(local.WritesBut(b, userAgent)) - rest0
+	idleWrites := proc.AtRest(b)
 
 	// Phase 3: steady state, changeRate pod changes per second, each giving one pod a new
 	// address; consecutive changes go to different sets (a stride coprime with the pod count).
-	steady0 := len(local.WritesBut(b, userAgent))
+	steady0 := proc.Writes(b)
 	phase := time.Now()
 	for k := range changes {
 		if d := time.Until(phase.Add(time.Duration(k) * time.Second / changeRate)); d > 0 {
@@ -184,38 +140,17 @@ func BenchmarkPolicy(b *testing.B) {
 		remotePods[i] = out
 	}
 	changePhase := time.Since(phase)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		latMu.Lock()
-		n := len(latencies)
-		latMu.Unlock()
-		if n == changes {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("only %d of %d changes arrived; see %s", n, changes, logFile.Name())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	latencies.Wait(b, changes, proc.Log)
 	time.Sleep(2 * time.Second)
-	steadyWrites := len(local.WritesBut(b, userAgent)) - steady0
-	rss := testenv.PeakRSS(b, cmd.Process.Pid)
+	steadyWrites := proc.Writes(b) - steady0
+	rss := proc.PeakRSS(b)
 	if m := misplaced.Load(); m > 0 {
 		b.Errorf("%d marker addresses showed up in a set other than their pod's", m)
 	}
 
-	slices.Sort(latencies)
-	p50 := latencies[len(latencies)/2]
-	p99 := latencies[len(latencies)*99/100]
-	maxLat := latencies[len(latencies)-1]
-	b.ReportMetric(convergence.Seconds(), "converge-s")
+	p50, p99, maxLat := latencies.Percentiles()
+	measure.Report(b, convergence, &latencies, float64(steadyWrites)/changes, idleWrites, rss)
 	b.ReportMetric(float64(convergeWrites), "converge-writes")
-	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
-	b.ReportMetric(float64(steadyWrites)/changes, "writes/change")
-	b.ReportMetric(float64(idleWrites), "idle-writes")
-	b.ReportMetric(rss/(1<<20), "peak-RSS-MiB")
-	b.ReportMetric(0, "ns/op")
 	fmt.Printf("policy: %d remote pods in %d sets converged in %v with %d writes (%d sets)\n",
 		pods, sets, convergence.Round(time.Millisecond), convergeWrites, sets)
 	fmt.Printf("policy: steady state, %d pod changes in %v (%.1f/s): p50 %v, p99 %v, max %v; %d writes for %d changes (%.2f per change)\n",
@@ -224,7 +159,7 @@ func BenchmarkPolicy(b *testing.B) {
 		steadyWrites, changes, float64(steadyWrites)/changes)
 	fmt.Printf("policy: writes at rest over 5s: %d; controller peak RSS %.1f MiB\n", idleWrites, rss/(1<<20))
 	if convergence > 10*time.Second || p99 > 500*time.Millisecond || steadyWrites > changes || idleWrites > 0 {
-		fmt.Printf("policy: aims missed (converge < 10s, p99 < 500ms, writes <= changes, none at rest); controller log: %s\n", logFile.Name())
+		fmt.Printf("policy: aims missed (converge < 10s, p99 < 500ms, writes <= changes, none at rest); controller log: %s\n", proc.Log)
 	}
 }
 
@@ -249,39 +184,20 @@ func populate(b *testing.B, gcp *testenv.Cluster, client kubernetes.Interface) [
 		}
 	}
 	out := make([]*corev1.Pod, pods)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var failed atomic.Value
-	for range 16 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= pods || failed.Load() != nil {
-					return
-				}
-				ns, set := setOf(i)
-				p := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%04d", i), Namespace: ns, Labels: map[string]string{podLabel: set, "app": set}},
-					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
-				}
-				p, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
-				if err != nil {
-					failed.Store(err)
-					return
-				}
-				p.Status.Phase = corev1.PodRunning
-				p.Status.PodIP, p.Status.PodIPs = podIP(i), []corev1.PodIP{{IP: podIP(i)}}
-				if p, err = client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
-					failed.Store(err)
-					return
-				}
-				out[i] = p
-			}
-		})
-	}
-	wg.Wait()
-	if err, ok := failed.Load().(error); ok {
-		b.Fatal(err)
-	}
+	measure.InParallel(b, pods, func(i int) error {
+		ns, set := setOf(i)
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%04d", i), Namespace: ns, Labels: map[string]string{podLabel: set, "app": set}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+		}
+		p, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.PodIP, p.Status.PodIPs = podIP(i), []corev1.PodIP{{IP: podIP(i)}}
+		out[i], err = client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		return err
+	})
 	return out
 }

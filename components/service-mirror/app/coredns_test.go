@@ -11,6 +11,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/fixture"
 )
 
 // Real CoreDNS, configured with the Corefile from docs/coredns.md and
@@ -18,7 +19,7 @@ import (
 // ClusterIP of the mirror the controller created.
 func TestCoreDNSResolvesMirror(t *testing.T) {
 	cfg := newConfig(t, "aws")
-	ns := testNamespace(t, "sys-log")
+	ns := fixture.Namespace(t, "sys-log")
 	remoteService(t, aws, ns, "fluentd", nil)
 	remoteSlice(t, aws, ns, "fluentd", "fluentd-abcde", discoveryv1.AddressTypeIPv4, endpoint("198.18.5.1"))
 	start(t, cfg)

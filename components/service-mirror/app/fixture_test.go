@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,17 +17,16 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/app"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/internal/config"
-	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/fixture"
 )
 
 // The clusters are shared by every test of the package: starting three API servers takes
 // seconds. Tests stay independent by using their own remote namespaces and their own local
 // mirror namespace, and run one at a time (outage tests cut a shared remote).
 var (
+	clusters        *fixture.Clusters
 	local, aws, gcp *testenv.Cluster
-	remotesDir      string
 )
 
 const mirrorLabel = "mirror.semaphore.uw.io/mirror-service"
@@ -42,98 +38,36 @@ const mirrorLabel = "mirror.semaphore.uw.io/mirror-service"
 // writes, drift) would depend on the order tests run in.
 const testLabel = "semaphore.test/name"
 
-func testLabelValue(t *testing.T) string { return testNamespace(t, "t") }
+func testLabelValue(t *testing.T) string { return fixture.Namespace(t, "t") }
 
 func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	var wg sync.WaitGroup
-	var errs [3]error
-	dir, err := os.MkdirTemp("", "semaphore-mirror-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
 	// Remotes are dual-stack, the local cluster is IPv4 only, as many real ones are.
-	wg.Go(func() {
-		local, errs[0] = testenv.StartCluster("local", testenv.Options{Audit: true, Dir: filepath.Join(dir, "local")})
-	})
-	wg.Go(func() {
-		aws, errs[1] = testenv.StartCluster("aws", testenv.Options{ServiceCIDRs: "10.1.0.0/16,fd00:1::/108", Dir: filepath.Join(dir, "aws")})
-	})
-	wg.Go(func() {
-		gcp, errs[2] = testenv.StartCluster("gcp", testenv.Options{ServiceCIDRs: "10.2.0.0/16,fd00:2::/108", Dir: filepath.Join(dir, "gcp")})
-	})
-	wg.Wait()
-	for _, c := range []*testenv.Cluster{local, aws, gcp} {
-		if c != nil {
-			defer c.Stop()
-		}
+	opts := fixture.Options{
+		Local: testenv.Options{Audit: true},
+		AWS:   testenv.Options{ServiceCIDRs: "10.1.0.0/16,fd00:1::/108"},
+		GCP:   testenv.Options{ServiceCIDRs: "10.2.0.0/16,fd00:2::/108"},
 	}
-	for _, err := range errs {
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "starting API servers:", err)
-			return 1
-		}
-	}
-	remotesDir = filepath.Join(dir, "remotes")
-	for _, c := range []*testenv.Cluster{aws, gcp} {
-		data, err := os.ReadFile(c.Kubeconfig)
-		if err == nil {
-			err = os.MkdirAll(filepath.Dir(remote.KubeconfigPath(remotesDir, c.Name)), 0o755)
-		}
-		if err == nil {
-			err = os.WriteFile(remote.KubeconfigPath(remotesDir, c.Name), data, 0o600)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-	}
-	return m.Run()
-}
-
-// names returns a namespace name unique to the test, usable in every cluster.
-func testNamespace(t *testing.T, suffix string) string {
-	n := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	return strings.Trim(n[:min(len(n), 40)], "-") + "-" + suffix
+	os.Exit(fixture.Main(m, "semaphore-mirror-test-", opts, func(c *fixture.Clusters) error {
+		clusters, local, aws, gcp = c, c.Local, c.AWS, c.GCP
+		return nil
+	}))
 }
 
 // newConfig returns a valid configuration for a controller in the local cluster with its own
 // mirror namespace, which it creates.
 func newConfig(t *testing.T, remotes ...string) app.Config {
 	t.Helper()
-	ns := testNamespace(t, "mirrors")
+	ns := fixture.Namespace(t, "mirrors")
 	if err := local.EnsureNamespace(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
 	cfg := app.Config{
-		Shared: config.Shared{
-			LocalCluster:        "local",
-			Remotes:             remotes,
-			RemotesDir:          remotesDir,
-			LocalKubeconfig:     local.DirectKubeconfig,
-			AdminAddr:           "127.0.0.1:0",
-			ClientQPS:           200,
-			ClientBurst:         400,
-			ResyncPeriod:        10 * time.Minute,
-			RemoteProbeInterval: 200 * time.Millisecond,
-		},
-		LeaderElection: config.LeaderElection{
-			Enabled:       true,
-			Namespace:     ns,
-			Identity:      "replica-a",
-			LeaseDuration: 4 * time.Second,
-			RenewDeadline: 3 * time.Second,
-			RetryPeriod:   500 * time.Millisecond,
-		},
-		Namespace:     ns,
-		LabelSelector: mirrorLabel + "=true," + testLabel + "=" + testLabelValue(t),
-		Workers:       4,
-		DriftInterval: 200 * time.Millisecond,
+		Shared:         clusters.Shared(remotes...),
+		LeaderElection: fixture.LeaderElection(ns, ""),
+		Namespace:      ns,
+		LabelSelector:  mirrorLabel + "=true," + testLabel + "=" + testLabelValue(t),
+		Workers:        4,
+		DriftInterval:  200 * time.Millisecond,
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -141,23 +75,13 @@ func newConfig(t *testing.T, remotes ...string) app.Config {
 	return cfg
 }
 
-type running struct {
-	*app.App
-	*testenv.Background
-}
+type running = fixture.Running[*app.App]
 
 // start runs a controller until stop or the end of the test.
 func start(t *testing.T, cfg app.Config) *running {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(testenv.LogWriter(t), &slog.HandlerOptions{Level: slog.LevelInfo})).With("replica", cfg.Identity)
-	a, err := app.New(cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &running{App: a, Background: testenv.RunInBackground(t, a.Run)}
+	return fixture.Start(t, cfg.Identity, func(log *slog.Logger) (*app.App, error) { return app.New(cfg, log) })
 }
-
-func (r *running) stop() { _ = r.Stop() }
 
 // eventually retries check until it returns nil or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
@@ -183,11 +107,6 @@ func metricPresent(t *testing.T, reg prometheus.Gatherer, name string, labels ma
 func metricSeries(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) (sum float64, n int) {
 	t.Helper()
 	return testenv.MetricSeries(t, reg, name, labels)
-}
-
-func readyz(t *testing.T, r *running) (int, string) {
-	t.Helper()
-	return testenv.Readyz(t, r.AdminAddr())
 }
 
 // remoteService creates a Service labelled for mirroring (unless labelled is false) in c.

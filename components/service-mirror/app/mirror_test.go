@@ -16,6 +16,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/fixture"
 )
 
 // A labelled remote Service with endpoints appears locally under its mirror
@@ -23,7 +24,7 @@ import (
 // an unlabelled Service is not mirrored.
 func TestMirrorsServiceAndEndpoints(t *testing.T) {
 	cfg := newConfig(t, "aws", "gcp")
-	ns := testNamespace(t, "sys-log")
+	ns := fixture.Namespace(t, "sys-log")
 	remoteSlices := map[string]*discoveryv1.EndpointSlice{}
 	for i, c := range []string{"aws", "gcp"} {
 		cl := map[string]*testenv.Cluster{"aws": aws, "gcp": gcp}[c]
@@ -105,13 +106,13 @@ func TestMirrorsServiceAndEndpoints(t *testing.T) {
 	eventually(t, 10*time.Second, "inventory metrics", func() error {
 		for _, c := range []string{"aws", "gcp"} {
 			l := map[string]string{"remote": c}
-			if v := metricValue(t, r.Registry, "semaphore_service_mirror_mirrors", l); v != 1 {
+			if v := metricValue(t, r.App.Registry, "semaphore_service_mirror_mirrors", l); v != 1 {
 				return fmt.Errorf("mirrors{%s} = %v", c, v)
 			}
-			if v := metricValue(t, r.Registry, "semaphore_service_mirror_mirrored_endpoints", l); v != 4 {
+			if v := metricValue(t, r.App.Registry, "semaphore_service_mirror_mirrored_endpoints", l); v != 4 {
 				return fmt.Errorf("mirrored_endpoints{%s} = %v", c, v)
 			}
-			if v := metricValue(t, r.Registry, "semaphore_service_mirror_mirror_drift", l); v != 0 {
+			if v := metricValue(t, r.App.Registry, "semaphore_service_mirror_mirror_drift", l); v != 0 {
 				return fmt.Errorf("mirror_drift{%s} = %v", c, v)
 			}
 		}
@@ -123,7 +124,7 @@ func TestMirrorsServiceAndEndpoints(t *testing.T) {
 // ClusterIP without node ports, IPv6 and dual-stack endpoints are carried.
 func TestServiceTypesAndAddressFamilies(t *testing.T) {
 	cfg := newConfig(t, "aws")
-	ns := testNamespace(t, "db")
+	ns := fixture.Namespace(t, "db")
 	remoteService(t, aws, ns, "pg", func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone })
 	host := endpoint("198.18.1.10")
 	host.Hostname = ptr.To("pg-0")
@@ -193,7 +194,7 @@ func TestServiceTypesAndAddressFamilies(t *testing.T) {
 // endpoints in several slices are carried whole.
 func TestEndpointChangesPropagate(t *testing.T) {
 	cfg := newConfig(t, "aws")
-	ns := testNamespace(t, "app")
+	ns := fixture.Namespace(t, "app")
 	ctx := context.Background()
 	remoteService(t, aws, ns, "api", nil)
 	var slices []*discoveryv1.EndpointSlice
@@ -271,8 +272,8 @@ func TestEndpointChangesPropagate(t *testing.T) {
 func TestMirrorRemoval(t *testing.T) {
 	cfg := newConfig(t, "aws")
 	ctx := context.Background()
-	ns := testNamespace(t, "a")
-	doomedNS := testNamespace(t, "doomed")
+	ns := fixture.Namespace(t, "a")
+	doomedNS := fixture.Namespace(t, "doomed")
 	for _, name := range []string{"unlabel", "deleted"} {
 		remoteService(t, aws, ns, name, nil)
 		remoteSlice(t, aws, ns, name, name+"-1", discoveryv1.AddressTypeIPv4, endpoint("198.18.2.1"))
@@ -380,7 +381,7 @@ func TestLongNamesAreShortened(t *testing.T) {
 func TestNameClashLeavesForeignObjectsAlone(t *testing.T) {
 	cfg := newConfig(t, "aws")
 	ctx := context.Background()
-	ns := testNamespace(t, "x")
+	ns := fixture.Namespace(t, "x")
 	remoteService(t, aws, ns, "svc", nil)
 	remoteSlice(t, aws, ns, "svc", "svc-abcde", discoveryv1.AddressTypeIPv4, endpoint("198.18.4.1"))
 	remoteService(t, aws, ns, "other", nil)
@@ -408,10 +409,10 @@ func TestNameClashLeavesForeignObjectsAlone(t *testing.T) {
 	r := start(t, cfg)
 
 	eventually(t, 30*time.Second, "clashes counted", func() error {
-		if v := metricValue(t, r.Registry, "semaphore_service_mirror_clashes_total", map[string]string{"remote": "aws", "kind": "Service"}); v < 1 {
+		if v := metricValue(t, r.App.Registry, "semaphore_service_mirror_clashes_total", map[string]string{"remote": "aws", "kind": "Service"}); v < 1 {
 			return fmt.Errorf("Service clashes = %v", v)
 		}
-		if v := metricValue(t, r.Registry, "semaphore_service_mirror_clashes_total", map[string]string{"remote": "aws", "kind": "EndpointSlice"}); v < 1 {
+		if v := metricValue(t, r.App.Registry, "semaphore_service_mirror_clashes_total", map[string]string{"remote": "aws", "kind": "EndpointSlice"}); v < 1 {
 			return fmt.Errorf("EndpointSlice clashes = %v", v)
 		}
 		return nil

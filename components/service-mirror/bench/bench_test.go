@@ -6,12 +6,7 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sort"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,11 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/measure"
 )
 
 const (
@@ -47,12 +42,7 @@ func BenchmarkServiceMirror(b *testing.B) {
 	local, aws := clusters[0], clusters[1]
 	ctx := context.Background()
 
-	fast := func(c *testenv.Cluster) kubernetes.Interface {
-		cfg := rest.CopyConfig(c.Config)
-		cfg.QPS, cfg.Burst = -1, 0
-		return kubernetes.NewForConfigOrDie(cfg)
-	}
-	awsClient := fast(aws)
+	awsClient := kubernetes.NewForConfigOrDie(measure.Unthrottled(aws))
 	if err := local.EnsureNamespace(ctx, mirrorNS); err != nil {
 		b.Fatal(err)
 	}
@@ -62,8 +52,7 @@ func BenchmarkServiceMirror(b *testing.B) {
 
 	// The local view: an informer on the mirror namespace, as a user's kubectl --watch would be.
 	var seen sync.Map // slice name -> latest addresses joined
-	var latencies []time.Duration
-	var latMu sync.Mutex
+	var latencies measure.Latencies
 	pending := sync.Map{} // marker address -> change time
 	localFactory := informers.NewSharedInformerFactoryWithOptions(local.Client, 0, informers.WithNamespace(mirrorNS))
 	sliceInformer := localFactory.Discovery().V1().EndpointSlices().Informer()
@@ -76,9 +65,7 @@ func BenchmarkServiceMirror(b *testing.B) {
 		seen.Store(s.Name, len(s.Endpoints))
 		for _, e := range s.Endpoints {
 			if at, ok := pending.LoadAndDelete(e.Addresses[0]); ok {
-				latMu.Lock()
-				latencies = append(latencies, time.Since(at.(time.Time)))
-				latMu.Unlock()
+				latencies.Add(time.Since(at.(time.Time)))
 			}
 		}
 	}
@@ -88,52 +75,19 @@ func BenchmarkServiceMirror(b *testing.B) {
 	localFactory.Start(stop)
 	localFactory.WaitForCacheSync(stop)
 
-	bin := testenv.BuildBinary(b, "github.com/kube-semaphore/semaphore/components/service-mirror")
-	remotesDir := filepath.Join(dir, "remotes")
-	testenv.WriteRemoteKubeconfig(b, remotesDir, aws)
+	proc := measure.Binary(b, "github.com/kube-semaphore/semaphore/components/service-mirror", userAgent, dir, local, aws, mirrorNS,
+		"SEMAPHORE_MIRROR_NAMESPACE="+mirrorNS)
 
 	// Phase 1: a fresh local cluster converges on the remote.
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(),
-		"SEMAPHORE_LOCAL_CLUSTER=local",
-		"SEMAPHORE_REMOTES=aws",
-		"SEMAPHORE_REMOTES_DIR="+remotesDir,
-		"SEMAPHORE_LOCAL_KUBECONFIG="+local.DirectKubeconfig,
-		"SEMAPHORE_ADMIN_ADDR=127.0.0.1:0",
-		"SEMAPHORE_MIRROR_NAMESPACE="+mirrorNS,
-		"SEMAPHORE_LEADER_ELECT_NAMESPACE="+mirrorNS,
-		"SEMAPHORE_LOG_LEVEL=warn",
-	)
-	logFile, err := os.Create(filepath.Join(dir, "controller.log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	writesBefore := len(local.WritesBut(b, userAgent))
-	b.StartTimer()
-	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	for !converged(svcInformer, &seen) {
-		if time.Since(t0) > convergeWait {
-			b.Fatalf("not converged after %v: %d services, see %s", convergeWait, len(svcInformer.GetStore().List()), logFile.Name())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	convergence := time.Since(t0)
-	b.StopTimer()
-	time.Sleep(2 * time.Second) // let the last watch events arrive before counting
-	convergeWrites := len(local.WritesBut(b, userAgent)) - writesBefore
+	convergence, convergeWrites := proc.Converge(b, convergeWait, func() (bool, string) {
+		return converged(svcInformer, &seen), fmt.Sprintf("%d services", len(svcInformer.GetStore().List()))
+	})
 
 	// Phase 2: at rest, nothing is written.
-	rest0 := len(local.WritesBut(b, userAgent))
-	time.Sleep(5 * time.Second)
-	idleWrites := len(local.WritesBut(b, userAgent)) - rest0
+	idleWrites := proc.AtRest(b)
 
 	// Phase 3: steady state, one endpoint change at a time, spread over the Services.
-	steady0 := len(local.WritesBut(b, userAgent))
+	steady0 := proc.Writes(b)
 	for i := range changes {
 		s := remoteSlices[(i*37)%len(remoteSlices)]
 		marker := fmt.Sprintf("198.19.%d.%d", i/250, i%250+1)
@@ -146,33 +100,13 @@ func BenchmarkServiceMirror(b *testing.B) {
 		remoteSlices[(i*37)%len(remoteSlices)] = out
 		time.Sleep(changeEvery)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		latMu.Lock()
-		n := len(latencies)
-		latMu.Unlock()
-		if n == changes {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("only %d of %d changes arrived", n, changes)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	latencies.Wait(b, changes, proc.Log)
 	time.Sleep(2 * time.Second)
-	steadyWrites := len(local.WritesBut(b, userAgent)) - steady0
-	rss := testenv.PeakRSS(b, cmd.Process.Pid)
+	steadyWrites := proc.Writes(b) - steady0
+	rss := proc.PeakRSS(b)
 
-	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-	p50 := latencies[len(latencies)/2]
-	p99 := latencies[len(latencies)*99/100]
-	b.ReportMetric(convergence.Seconds(), "converge-s")
-	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
-	b.ReportMetric(float64(steadyWrites)/changes, "writes/change")
-	b.ReportMetric(float64(idleWrites), "idle-writes")
-	b.ReportMetric(rss/(1<<20), "peak-RSS-MiB")
-	b.ReportMetric(0, "ns/op")
+	p50, p99, _ := latencies.Percentiles()
+	measure.Report(b, convergence, &latencies, float64(steadyWrites)/changes, idleWrites, rss)
 	fmt.Printf("service-mirror: %d Services x %d endpoints converged in %v with %d writes (%d objects)\n",
 		services, endpoints, convergence.Round(time.Millisecond), convergeWrites, 2*services)
 	fmt.Printf("service-mirror: steady state, %d changes at %v intervals: p50 %v, p99 %v, %.2f writes per change\n",
@@ -189,52 +123,33 @@ func populate(b *testing.B, aws *testenv.Cluster, client kubernetes.Interface) [
 		}
 	}
 	slices := make([]*discoveryv1.EndpointSlice, services)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var failed atomic.Value
-	for range 16 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= services {
-					return
-				}
-				ns, name := fmt.Sprintf("team-%d", i%namespaces), fmt.Sprintf("svc-%04d", i)
-				svc := &corev1.Service{
-					ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{mirrorLabel: "true"}},
-					Spec: corev1.ServiceSpec{
-						Selector: map[string]string{"app": name},
-						Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
-					},
-				}
-				if _, err := client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-					failed.Store(err)
-					return
-				}
-				s := &discoveryv1.EndpointSlice{
-					ObjectMeta:  metav1.ObjectMeta{Name: name + "-abcde", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: name}},
-					AddressType: discoveryv1.AddressTypeIPv4,
-					Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
-				}
-				for e := range endpoints {
-					s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
-						Addresses:  []string{fmt.Sprintf("198.18.%d.%d", i/25, (i%25)*10+e+1)},
-						Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
-					})
-				}
-				out, err := client.DiscoveryV1().EndpointSlices(ns).Create(ctx, s, metav1.CreateOptions{})
-				if err != nil {
-					failed.Store(err)
-					return
-				}
-				slices[i] = out
-			}
-		})
-	}
-	wg.Wait()
-	if err, ok := failed.Load().(error); ok {
-		b.Fatal(err)
-	}
+	measure.InParallel(b, services, func(i int) error {
+		ns, name := fmt.Sprintf("team-%d", i%namespaces), fmt.Sprintf("svc-%04d", i)
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{mirrorLabel: "true"}},
+			Spec: corev1.ServiceSpec{
+				Selector: map[string]string{"app": name},
+				Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
+			},
+		}
+		if _, err := client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		s := &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Name: name + "-abcde", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
+		}
+		for e := range endpoints {
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
+				Addresses:  []string{fmt.Sprintf("198.18.%d.%d", i/25, (i%25)*10+e+1)},
+				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
+			})
+		}
+		var err error
+		slices[i], err = client.DiscoveryV1().EndpointSlices(ns).Create(ctx, s, metav1.CreateOptions{})
+		return err
+	})
 	return slices
 }
 

@@ -1,10 +1,10 @@
 package app_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/fixture"
 )
 
 // Bad configuration, conflicting device names included,
@@ -21,39 +21,29 @@ func TestBadConfiguration(t *testing.T) {
 			"SEMAPHORE_WG_KEY_DIR=" + t.TempDir(),
 		}, extra...)
 	}
-	for _, tc := range []struct {
-		name string
-		env  []string
-		want []string
-	}{
-		{"missing node name", []string{"SEMAPHORE_LOCAL_CLUSTER=gcp"}, []string{"SEMAPHORE_WG_NODE_NAME"}},
-		{"no port for a remote", valid("SEMAPHORE_REMOTES=aws,merit"), []string{"SEMAPHORE_WG_LISTEN_PORTS", `"merit"`}},
-		{"port for an unknown remote", valid("SEMAPHORE_WG_LISTEN_PORTS=aws:51821,azure:51822"), []string{"SEMAPHORE_WG_LISTEN_PORTS", `"azure"`}},
-		{"port not a number", valid("SEMAPHORE_WG_LISTEN_PORTS=aws:x"), []string{"SEMAPHORE_WG_LISTEN_PORTS"}},
-		{"port out of range", valid("SEMAPHORE_WG_LISTEN_PORTS=aws:70000"), []string{"SEMAPHORE_WG_LISTEN_PORTS", "70000"}},
-		{"shared port", valid("SEMAPHORE_REMOTES=aws,merit", "SEMAPHORE_WG_LISTEN_PORTS=aws:51821,merit:51821"), []string{"SEMAPHORE_WG_LISTEN_PORTS", "51821"}},
-		{"bad mode", valid("SEMAPHORE_WG_MODE=fast"), []string{"SEMAPHORE_WG_MODE", "fast"}},
-		{"bad MTU", valid("SEMAPHORE_WG_MTU=100"), []string{"SEMAPHORE_WG_MTU"}},
-		{"bad keepalive", valid("SEMAPHORE_WG_KEEPALIVE=soon"), []string{"SEMAPHORE_WG_KEEPALIVE"}},
-		{"unknown pod address source", valid("SEMAPHORE_WG_POD_CIDRS_FROM=calico"), []string{"SEMAPHORE_WG_POD_CIDRS_FROM", "calico"}},
-		{"unknown source of a remote", valid("SEMAPHORE_WG_POD_CIDRS_FROM=aws:ipam"), []string{"SEMAPHORE_WG_POD_CIDRS_FROM", "ipam"}},
-		{"source for an unknown remote", valid("SEMAPHORE_WG_POD_CIDRS_FROM=aws:node,azure:calico-ipam"), []string{"SEMAPHORE_WG_POD_CIDRS_FROM", `"azure"`}},
-		{"remote named twice", valid("SEMAPHORE_WG_POD_CIDRS_FROM=aws:node,aws:calico-ipam"), []string{"SEMAPHORE_WG_POD_CIDRS_FROM", `"aws"`}},
-		{"relative key dir", valid("SEMAPHORE_WG_KEY_DIR=keys"), []string{"SEMAPHORE_WG_KEY_DIR"}},
+	fixture.ExpectConfigErrors(t, bin, []fixture.ConfigCase{
+		{Name: "missing node name", Env: []string{"SEMAPHORE_LOCAL_CLUSTER=gcp"}, Want: []string{"SEMAPHORE_WG_NODE_NAME"}},
+		{Name: "no port for a remote", Env: valid("SEMAPHORE_REMOTES=aws,merit"), Want: []string{"SEMAPHORE_WG_LISTEN_PORTS", `"merit"`}},
+		{Name: "port for an unknown remote", Env: valid("SEMAPHORE_WG_LISTEN_PORTS=aws:51821,azure:51822"), Want: []string{"SEMAPHORE_WG_LISTEN_PORTS", `"azure"`}},
+		{Name: "port not a number", Env: valid("SEMAPHORE_WG_LISTEN_PORTS=aws:x"), Want: []string{"SEMAPHORE_WG_LISTEN_PORTS"}},
+		{Name: "port out of range", Env: valid("SEMAPHORE_WG_LISTEN_PORTS=aws:70000"), Want: []string{"SEMAPHORE_WG_LISTEN_PORTS", "70000"}},
+		{Name: "shared port", Env: valid("SEMAPHORE_REMOTES=aws,merit", "SEMAPHORE_WG_LISTEN_PORTS=aws:51821,merit:51821"), Want: []string{"SEMAPHORE_WG_LISTEN_PORTS", "51821"}},
+		{Name: "bad mode", Env: valid("SEMAPHORE_WG_MODE=fast"), Want: []string{"SEMAPHORE_WG_MODE", "fast"}},
+		{Name: "bad MTU", Env: valid("SEMAPHORE_WG_MTU=100"), Want: []string{"SEMAPHORE_WG_MTU"}},
+		{Name: "bad keepalive", Env: valid("SEMAPHORE_WG_KEEPALIVE=soon"), Want: []string{"SEMAPHORE_WG_KEEPALIVE"}},
+		{Name: "unknown pod address source", Env: valid("SEMAPHORE_WG_POD_CIDRS_FROM=calico"), Want: []string{"SEMAPHORE_WG_POD_CIDRS_FROM", "calico"}},
+		{Name: "unknown source of a remote", Env: valid("SEMAPHORE_WG_POD_CIDRS_FROM=aws:ipam"), Want: []string{"SEMAPHORE_WG_POD_CIDRS_FROM", "ipam"}},
+		{Name: "source for an unknown remote", Env: valid("SEMAPHORE_WG_POD_CIDRS_FROM=aws:node,azure:calico-ipam"), Want: []string{"SEMAPHORE_WG_POD_CIDRS_FROM", `"azure"`}},
+		{Name: "remote named twice", Env: valid("SEMAPHORE_WG_POD_CIDRS_FROM=aws:node,aws:calico-ipam"), Want: []string{"SEMAPHORE_WG_POD_CIDRS_FROM", `"aws"`}},
+		{Name: "relative key dir", Env: valid("SEMAPHORE_WG_KEY_DIR=keys"), Want: []string{"SEMAPHORE_WG_KEY_DIR"}},
 		{
 			// Both long names derive the device name wg-produ-2ee022 (found by brute force in
 			// the peers tests); two devices cannot share a name.
-			"conflicting device names",
-			valid("SEMAPHORE_REMOTES=production-cluster-2146,production-cluster-6045",
+			Name: "conflicting device names",
+			Env: valid("SEMAPHORE_REMOTES=production-cluster-2146,production-cluster-6045",
 				"SEMAPHORE_WG_LISTEN_PORTS=production-cluster-2146:51821,production-cluster-6045:51822"),
-			[]string{"SEMAPHORE_REMOTES", "wg-produ-2ee022"},
+			Want: []string{"SEMAPHORE_REMOTES", "wg-produ-2ee022"},
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			testenv.ExpectConfigError(t, testenv.RunBinary(t, bin, tc.env), tc.want...)
-		})
-	}
-	if r := testenv.RunBinary(t, bin, nil, "-h"); r.Code != 0 || !strings.Contains(r.Stdout, "SEMAPHORE_WG_LISTEN_PORTS") {
-		t.Errorf("-h: exit %d, stdout %q", r.Code, r.Stdout)
-	}
+	})
+	fixture.ExpectHelp(t, bin, "SEMAPHORE_WG_LISTEN_PORTS")
 }

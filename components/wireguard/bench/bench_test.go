@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,7 +27,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
@@ -36,6 +34,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/measure"
 )
 
 const (
@@ -83,9 +82,7 @@ func BenchmarkWireGuard(b *testing.B) {
 	local, aws := clusters[0], clusters[1]
 	ctx := context.Background()
 
-	cfg := rest.CopyConfig(aws.Config)
-	cfg.QPS, cfg.Burst = -1, 0
-	awsClient := kubernetes.NewForConfigOrDie(cfg)
+	awsClient := kubernetes.NewForConfigOrDie(measure.Unthrottled(aws))
 	createLocalNode(b, local)
 	start := time.Now()
 	nodes, keys := populate(b, awsClient, true)
@@ -515,7 +512,7 @@ func populate(b *testing.B, client kubernetes.Interface, withPodCIDR bool) ([]*c
 		}
 		keys[i] = k.PublicKey()
 	}
-	inParallel(b, remoteNodes, func(i int) error {
+	measure.InParallel(b, remoteNodes, func(i int) error {
 		n := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: remoteNode(i), Annotations: map[string]string{
 				peers.PubKeyAnnotation(localName):   keys[i].String(),
@@ -530,29 +527,4 @@ func populate(b *testing.B, client kubernetes.Interface, withPodCIDR bool) ([]*c
 		return err
 	})
 	return nodes, keys
-}
-
-// inParallel calls f(0) ... f(n-1) from 16 goroutines, failing on the first error.
-func inParallel(b *testing.B, n int, f func(i int) error) {
-	var next atomic.Int64
-	var failed atomic.Value
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n || failed.Load() != nil {
-					return
-				}
-				if err := f(i); err != nil {
-					failed.Store(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err, ok := failed.Load().(error); ok {
-		b.Fatal(err)
-	}
 }

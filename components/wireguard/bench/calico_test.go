@@ -14,12 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/calicoipam"
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/measure"
 )
 
 // The calico-ipam half: the remote's 500 nodes carry no pod CIDR; their addresses are in
@@ -196,11 +196,9 @@ func benchCalico(b *testing.B, local, aws *testenv.Cluster, awsClient kubernetes
 		return nil
 	})
 
-	cfg := rest.CopyConfig(aws.Config)
-	cfg.QPS, cfg.Burst = -1, 0
 	c := &calicoBench{
 		b: b, reader: reader, dev: dev, model: initialIPAM(),
-		blocks: dynamic.NewForConfigOrDie(cfg).Resource(calicoipam.Resource),
+		blocks: dynamic.NewForConfigOrDie(measure.Unthrottled(aws)).Resource(calicoipam.Resource),
 		kinds:  []string{changeAdd, changeMove, changeBorrow, changeRelease},
 		ops:    map[string][]float64{}, routeOps: map[string][]float64{}, writes: map[string][]float64{},
 	}
@@ -210,7 +208,7 @@ func benchCalico(b *testing.B, local, aws *testenv.Cluster, awsClient kubernetes
 	for name := range c.model {
 		names = append(names, name)
 	}
-	inParallel(b, len(names), func(i int) error { return c.write(names[i]) })
+	measure.InParallel(b, len(names), func(i int) error { return c.write(names[i]) })
 	c.setup = time.Since(start)
 	c.want, c.routes = c.model.want(c.keys)
 	b.Logf("created %d remote nodes without pod CIDR and %d IPAM blocks (%d borrowed addresses) in %v",
