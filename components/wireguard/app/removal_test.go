@@ -21,6 +21,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/app"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
+	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/remote"
@@ -53,7 +54,7 @@ func TestRemoteRemovalCleansUpAtNextStart(t *testing.T) {
 
 	const owner = "example.com/owner" // someone else's annotation on our node
 	createNode(t, gcp, "gcp-node-1", "192.0.2.21", map[string]string{owner: "someone-else"})
-	k1, k2 := genKey(t), genKey(t)
+	k1, k2 := devicetest.Key(t), devicetest.Key(t)
 	createNode(t, aws, "aws-node-1", "", map[string]string{
 		peers.PubKeyAnnotation("gcp"):   k1.PublicKey().String(),
 		peers.EndpointAnnotation("gcp"): "192.0.2.11:51821",
@@ -93,10 +94,10 @@ func TestRemoteRemovalCleansUpAtNextStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	const foreign = "wg-manual"
-	if err := host.Ensure(foreign, genKey(t), 51899, 1420); err != nil {
+	if err := host.Ensure(foreign, devicetest.Key(t), 51899, 1420); err != nil {
 		t.Fatal(err)
 	}
-	foreignPeer := genKey(t).PublicKey()
+	foreignPeer := devicetest.Key(t).PublicKey()
 	if err := host.ConfigurePeers(foreign, []wgtypes.PeerConfig{{PublicKey: foreignPeer}}); err != nil {
 		t.Fatal(err)
 	}
@@ -273,15 +274,6 @@ func createNode(t *testing.T, c *testenv.Cluster, name, internalIP string, annot
 			t.Fatal(err)
 		}
 	}
-}
-
-func genKey(t *testing.T) wgtypes.Key {
-	t.Helper()
-	k, err := wgtypes.GeneratePrivateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
 }
 
 // peerKeys returns the public keys of the peers of device name, sorted.
