@@ -37,6 +37,7 @@ import (
 	wgcontroller "github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
 	"github.com/kube-semaphore/semaphore/internal/charts"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
@@ -534,12 +535,9 @@ func wireguardScenario(t *testing.T, aws, gcp *testenv.Cluster, p *simulatedPod)
 	if !ok {
 		t.Fatalf("SEMAPHORE_WG_LISTEN_PORTS has no port for aws: %v", cfg.ListenPorts)
 	}
-	createNode(t, gcp, localNode, "192.0.2.21", nil)
+	peerstest.CreateNode(t, gcp.Client, localNode, "192.0.2.21", nil)
 	remoteKey := devicetest.Key(t)
-	createNode(t, aws, "aws-node-1", "192.0.2.11", map[string]string{
-		peers.PubKeyAnnotation("gcp"):   remoteKey.PublicKey().String(),
-		peers.EndpointAnnotation("gcp"): "192.0.2.11:51821",
-	}, "198.18.11.0/24")
+	peerstest.CreateNode(t, aws.Client, "aws-node-1", "192.0.2.11", peerstest.Annotations("gcp", remoteKey.PublicKey(), "192.0.2.11:51821"), "198.18.11.0/24")
 
 	log := testLogger(t)
 	opts := remote.ClientOptions{UserAgent: wgapp.Name, QPS: cfg.ClientQPS, Burst: cfg.ClientBurst}
@@ -620,24 +618,6 @@ func remotePod(t *testing.T, c *testenv.Cluster, ns, name, set, ip string) {
 	p.Status.PodIP = ip
 	p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
 	if _, err := c.Client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// createNode creates a node with an InternalIP, annotations and pod CIDRs.
-func createNode(t *testing.T, c *testenv.Cluster, name, internalIP string, annotations map[string]string, podCIDRs ...string) {
-	t.Helper()
-	ctx := context.Background()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}, Spec: corev1.NodeSpec{PodCIDRs: podCIDRs}}
-	if len(podCIDRs) > 0 {
-		n.Spec.PodCIDR = podCIDRs[0]
-	}
-	n, err := c.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: internalIP}}
-	if _, err := c.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

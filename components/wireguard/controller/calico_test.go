@@ -17,6 +17,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -76,7 +77,7 @@ func deleteBlock(t *testing.T, cidr string) {
 // concerned, one operation per peer; bad blocks are skipped and counted and change nothing;
 // nothing happens at rest or on restart.
 func TestPeersFollowRemoteIPAMBlocks(t *testing.T) {
-	node(t, local, "gcp-node-1", "192.0.2.21", nil, "198.18.21.0/24")
+	peerstest.CreateNode(t, local.Client, "gcp-node-1", "192.0.2.21", nil, "198.18.21.0/24")
 	devKey, k1, k2 := devicetest.Key(t), devicetest.Key(t), devicetest.Key(t)
 	remoteNode(t, "aws-c1", k1.PublicKey(), "192.0.2.31:51822") // the Calico way: no podCIDR
 	remoteNode(t, "aws-c2", k2.PublicKey(), "192.0.2.32:51822")

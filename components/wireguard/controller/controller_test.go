@@ -13,12 +13,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
@@ -49,27 +49,6 @@ func TestMain(m *testing.M) {
 	}())
 }
 
-func node(t *testing.T, c *testenv.Cluster, name, internalIP string, annotations map[string]string, podCIDRs ...string) *corev1.Node {
-	t.Helper()
-	ctx := context.Background()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}, Spec: corev1.NodeSpec{PodCIDRs: podCIDRs}}
-	if len(podCIDRs) > 0 {
-		n.Spec.PodCIDR = podCIDRs[0]
-	}
-	n, err := c.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	if internalIP != "" {
-		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: internalIP}}
-		if n, err = c.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return n
-}
-
 // annotate sets annotation key of node name in c to value.
 func annotate(t *testing.T, c *testenv.Cluster, name, key, value string) {
 	t.Helper()
@@ -86,10 +65,7 @@ func annotate(t *testing.T, c *testenv.Cluster, name, key, value string) {
 
 // remoteNode is an aws node running semaphore-wireguard for gcp.
 func remoteNode(t *testing.T, name string, pub wgtypes.Key, endpoint string, podCIDRs ...string) {
-	node(t, aws, name, "", map[string]string{
-		peers.PubKeyAnnotation("gcp"):   pub.String(),
-		peers.EndpointAnnotation("gcp"): endpoint,
-	}, podCIDRs...)
+	peerstest.CreateNode(t, aws.Client, name, "", peerstest.Annotations("gcp", pub, endpoint), podCIDRs...)
 }
 
 type running struct {
@@ -169,7 +145,7 @@ func (r *running) stop() {
 func TestPeersFollowRemoteNodes(t *testing.T) {
 	ctx := context.Background()
 	// Left over from a remote no longer configured, next to someone else's annotation.
-	node(t, local, "gcp-node-1", "192.0.2.21", map[string]string{
+	peerstest.CreateNode(t, local.Client, "gcp-node-1", "192.0.2.21", map[string]string{
 		peers.PubKeyAnnotation("merit"):   "old",
 		peers.EndpointAnnotation("merit"): "192.0.2.21:51829",
 		"example.com/owner":               "someone-else",
@@ -178,7 +154,7 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 	k1, k2, k3 := devicetest.Key(t), devicetest.Key(t), devicetest.Key(t)
 	remoteNode(t, "aws-node-1", k1.PublicKey(), "192.0.2.11:51822", "198.18.11.0/24")
 	remoteNode(t, "aws-node-2", k2.PublicKey(), "192.0.2.12:51822", "198.18.12.0/24", "fd00:198:12::/64")
-	node(t, aws, "aws-node-plain", "", nil, "198.18.19.0/24") // no semaphore-wireguard there
+	peerstest.CreateNode(t, aws.Client, "aws-node-plain", "", nil, "198.18.19.0/24") // no semaphore-wireguard there
 
 	devs := devicetest.New()
 	r := start(t, devs, devKey)
@@ -236,9 +212,9 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 	}
 
 	// Bad annotations: skipped and counted; the others keep working.
-	node(t, aws, "aws-bad-key", "", map[string]string{peers.PubKeyAnnotation("gcp"): "not-a-key", peers.EndpointAnnotation("gcp"): "192.0.2.14:51822"}, "198.18.14.0/24")
-	node(t, aws, "aws-bad-endpoint", "", map[string]string{peers.PubKeyAnnotation("gcp"): devicetest.Key(t).PublicKey().String(), peers.EndpointAnnotation("gcp"): "node-15:51822"}, "198.18.15.0/24")
-	node(t, aws, "aws-no-cidr", "", map[string]string{peers.PubKeyAnnotation("gcp"): devicetest.Key(t).PublicKey().String(), peers.EndpointAnnotation("gcp"): "192.0.2.16:51822"})
+	peerstest.CreateNode(t, aws.Client, "aws-bad-key", "", map[string]string{peers.PubKeyAnnotation("gcp"): "not-a-key", peers.EndpointAnnotation("gcp"): "192.0.2.14:51822"}, "198.18.14.0/24")
+	peerstest.CreateNode(t, aws.Client, "aws-bad-endpoint", "", map[string]string{peers.PubKeyAnnotation("gcp"): devicetest.Key(t).PublicKey().String(), peers.EndpointAnnotation("gcp"): "node-15:51822"}, "198.18.15.0/24")
+	peerstest.CreateNode(t, aws.Client, "aws-no-cidr", "", map[string]string{peers.PubKeyAnnotation("gcp"): devicetest.Key(t).PublicKey().String(), peers.EndpointAnnotation("gcp"): "192.0.2.16:51822"})
 	testenv.Eventually(t, 30*time.Second, "skipped peers counted", func() error {
 		for _, reason := range []string{peers.ReasonBadKey, peers.ReasonBadEndpoint, peers.ReasonNoPodCIDR} {
 			if v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_skipped_peers", map[string]string{"remote": "aws", "reason": reason}); v != 1 {
@@ -260,7 +236,7 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 		return v
 	}
 	before := synced()
-	node(t, aws, "aws-unrelated", "", nil, "198.18.17.0/24") // any change of aws's nodes syncs wg-aws
+	peerstest.CreateNode(t, aws.Client, "aws-unrelated", "", nil, "198.18.17.0/24") // any change of aws's nodes syncs wg-aws
 	testenv.Eventually(t, 10*time.Second, "wg-aws synced again", func() error {
 		if synced() <= before {
 			return fmt.Errorf("no sync since the roam")
