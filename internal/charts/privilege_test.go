@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"path"
 	"path/filepath"
 	"slices"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -37,7 +35,9 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	wgapp "github.com/kube-semaphore/semaphore/components/wireguard/app"
 	wgcontroller "github.com/kube-semaphore/semaphore/components/wireguard/controller"
+	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
 	"github.com/kube-semaphore/semaphore/internal/charts"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
@@ -535,12 +535,9 @@ func wireguardScenario(t *testing.T, aws, gcp *testenv.Cluster, p *simulatedPod)
 	if !ok {
 		t.Fatalf("SEMAPHORE_WG_LISTEN_PORTS has no port for aws: %v", cfg.ListenPorts)
 	}
-	createNode(t, gcp, localNode, "192.0.2.21", nil)
-	remoteKey := newKey(t)
-	createNode(t, aws, "aws-node-1", "192.0.2.11", map[string]string{
-		peers.PubKeyAnnotation("gcp"):   remoteKey.PublicKey().String(),
-		peers.EndpointAnnotation("gcp"): "192.0.2.11:51821",
-	}, "198.18.11.0/24")
+	peerstest.CreateNode(t, gcp.Client, localNode, "192.0.2.21", nil)
+	remoteKey := devicetest.Key(t)
+	peerstest.CreateNode(t, aws.Client, "aws-node-1", "192.0.2.11", peerstest.Annotations("gcp", remoteKey.PublicKey(), "192.0.2.11:51821"), "198.18.11.0/24")
 
 	log := testLogger(t)
 	opts := remote.ClientOptions{UserAgent: wgapp.Name, QPS: cfg.ClientQPS, Burst: cfg.ClientBurst}
@@ -557,8 +554,8 @@ func wireguardScenario(t *testing.T, aws, gcp *testenv.Cluster, p *simulatedPod)
 	for _, r := range remotes {
 		in.Health.Add(r.Name, remote.ProbeReadyz(r))
 	}
-	key := newKey(t)
-	devs := &memDevices{peers: map[string]map[wgtypes.Key]wgtypes.Peer{}}
+	key := devicetest.Key(t)
+	devs := devicetest.New()
 	device := peers.DeviceName("aws")
 	ctrl, err := wgcontroller.New(wgcontroller.Options{
 		LocalCluster: cfg.LocalCluster, NodeName: cfg.NodeName, EndpointAddress: cfg.EndpointAddress,
@@ -589,8 +586,8 @@ func wireguardScenario(t *testing.T, aws, gcp *testenv.Cluster, p *simulatedPod)
 		t.Errorf("node %s: endpoint annotation %q, want %q", localNode, got, want)
 	}
 	testenv.Eventually(t, 20*time.Second, "peer of aws-node-1", func() error {
-		got := devs.snapshot(device)
-		if got[remoteKey.PublicKey()] != "192.0.2.11:51821" {
+		got := devs.Endpoints(device)
+		if got[remoteKey.PublicKey().String()] != "192.0.2.11:51821" {
 			return fmt.Errorf("peers %v", got)
 		}
 		return nil
@@ -623,33 +620,6 @@ func remotePod(t *testing.T, c *testenv.Cluster, ns, name, set, ip string) {
 	if _, err := c.Client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// createNode creates a node with an InternalIP, annotations and pod CIDRs.
-func createNode(t *testing.T, c *testenv.Cluster, name, internalIP string, annotations map[string]string, podCIDRs ...string) {
-	t.Helper()
-	ctx := context.Background()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}, Spec: corev1.NodeSpec{PodCIDRs: podCIDRs}}
-	if len(podCIDRs) > 0 {
-		n.Spec.PodCIDR = podCIDRs[0]
-	}
-	n, err := c.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: internalIP}}
-	if _, err := c.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func newKey(t *testing.T) wgtypes.Key {
-	t.Helper()
-	k, err := wgtypes.GeneratePrivateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
 }
 
 // expectEvent waits for an Event with reason about object name in namespace.
@@ -761,58 +731,6 @@ func checkAccess(t *testing.T, c *testenv.Cluster, user, ns, verb string, r reso
 		}
 		t.Errorf("%s %s %s %s: allowed=%v, want %v", user, verb, strings.TrimPrefix(r.Group+"/"+r.Resource, "/"), where, got, want)
 	}
-}
-
-// memDevices are in-memory WireGuard devices with wgctrl's semantics, as in the wireguard
-// controller's own tests: the data path is tested elsewhere; this is about the identity.
-type memDevices struct {
-	mu    sync.Mutex
-	peers map[string]map[wgtypes.Key]wgtypes.Peer
-}
-
-func (d *memDevices) Ensure(name string, _ wgtypes.Key, _, _ int) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.peers[name] == nil {
-		d.peers[name] = map[wgtypes.Key]wgtypes.Peer{}
-	}
-	return nil
-}
-
-func (d *memDevices) Peers(name string) ([]wgtypes.Peer, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var out []wgtypes.Peer
-	for _, p := range d.peers[name] {
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-func (d *memDevices) ConfigurePeers(name string, changes []wgtypes.PeerConfig) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, c := range changes {
-		if c.Remove {
-			delete(d.peers[name], c.PublicKey)
-			continue
-		}
-		d.peers[name][c.PublicKey] = wgtypes.Peer{PublicKey: c.PublicKey, Endpoint: c.Endpoint, AllowedIPs: c.AllowedIPs}
-	}
-	return nil
-}
-
-func (d *memDevices) SyncRoutes(string, []net.IPNet) (int, int, error) { return 0, 0, nil }
-
-// snapshot is public key -> endpoint of the peers of device name.
-func (d *memDevices) snapshot(name string) map[wgtypes.Key]string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := map[wgtypes.Key]string{}
-	for k, p := range d.peers[name] {
-		out[k] = p.Endpoint.String()
-	}
-	return out
 }
 
 var authzClients sync.Map // *testenv.Cluster -> kubernetes.Interface

@@ -461,53 +461,65 @@ type entry struct {
 // layer is the image's one layer: the base files, spec.Files and the binary, as a gzipped tar
 // with sorted entries, all owned by 0:0 without names and modified at epoch.
 func (s Spec) layer(binary, certs []byte, epoch time.Time) (v1.Layer, error) {
-	// Keyed by the path without its leading (and, for directories, trailing) slash; sorted,
-	// every directory comes before what it holds.
+	entries, err := s.entries(binary, certs)
+	if err != nil {
+		return nil, err
+	}
+	tarData, err := writeTar(entries, epoch)
+	if err != nil {
+		return nil, err
+	}
+	return compressedLayer(tarData)
+}
+
+// entries are the layer's files and directories, keyed by the path without its leading (and,
+// for directories, trailing) slash: sorted, every directory comes before what it holds.
+func (s Spec) entries(binary, certs []byte) (map[string]entry, error) {
 	entries := map[string]entry{"tmp": {dir: true, mode: 0o1777}}
-	files := []struct {
-		path string
-		mode int64
-		data []byte
-	}{
-		{"/etc/passwd", 0o644, []byte(passwd)},
-		{"/etc/group", 0o644, []byte(group)},
-		{DefaultCACertificates, 0o644, certs},
-		{"/" + s.Name, 0o755, binary},
-	}
-	for _, f := range s.Files {
-		mode := int64(f.Mode.Perm())
-		if mode == 0 {
-			mode = 0o644
-		}
-		files = append(files, struct {
-			path string
-			mode int64
-			data []byte
-		}{f.Path, mode, f.Data})
-	}
+	files := append([]File{
+		{Path: "/etc/passwd", Mode: 0o644, Data: []byte(passwd)},
+		{Path: "/etc/group", Mode: 0o644, Data: []byte(group)},
+		{Path: DefaultCACertificates, Mode: 0o644, Data: certs},
+		{Path: "/" + s.Name, Mode: 0o755, Data: binary},
+	}, s.Files...)
 	for _, f := range files {
-		p := path.Clean(f.path)
-		if !path.IsAbs(f.path) || p == "/" {
-			return nil, fmt.Errorf("file %q: want an absolute path", f.path)
+		p := path.Clean(f.Path)
+		if !path.IsAbs(f.Path) || p == "/" {
+			return nil, fmt.Errorf("file %q: want an absolute path", f.Path)
 		}
 		name := strings.TrimPrefix(p, "/")
 		if _, dup := entries[name]; dup {
 			return nil, fmt.Errorf("%s is in the image twice", p)
 		}
-		entries[name] = entry{mode: f.mode, data: f.data}
+		mode := int64(f.Mode.Perm())
+		if mode == 0 {
+			mode = 0o644
+		}
+		entries[name] = entry{mode: mode, data: f.Data}
 	}
+	return entries, addParents(entries)
+}
+
+// addParents adds the missing parent directories of entries (0755), and fails where a file
+// would have to be a directory too.
+func addParents(entries map[string]entry) error {
 	for name := range maps.Clone(entries) {
 		for d := path.Dir(name); d != "."; d = path.Dir(d) {
 			if e, ok := entries[d]; ok && !e.dir {
-				return nil, fmt.Errorf("/%s is both a file and a directory", d)
+				return fmt.Errorf("/%s is both a file and a directory", d)
 			} else if !ok {
 				entries[d] = entry{dir: true, mode: 0o755}
 			}
 		}
 	}
+	return nil
+}
 
-	var tarBuf bytes.Buffer
-	tw := tar.NewWriter(&tarBuf)
+// writeTar writes entries as a tar in name order, every entry owned by 0:0 without names and
+// modified at epoch.
+func writeTar(entries map[string]entry, epoch time.Time) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
 	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		e := entries[name]
 		h := &tar.Header{
@@ -533,15 +545,18 @@ func (s Spec) layer(binary, certs []byte, epoch time.Time) (v1.Layer, error) {
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
+	return buf.Bytes(), nil
+}
 
-	// Compressed once, here: the layer's digest is that of these bytes. The gzip header has no
-	// name and no time.
+// compressedLayer gzips tarData once, here: the layer's digest is that of these bytes. The
+// gzip header has no name and no time.
+func compressedLayer(tarData []byte) (v1.Layer, error) {
 	var gz bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&gz, gzip.DefaultCompression)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := zw.Write(tarBuf.Bytes()); err != nil {
+	if _, err := zw.Write(tarData); err != nil {
 		return nil, err
 	}
 	if err := zw.Close(); err != nil {

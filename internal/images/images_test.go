@@ -106,6 +106,18 @@ func imagesOf(t *testing.T, idx v1.ImageIndex) map[string]v1.Image {
 // fileOf returns the content of path (without its leading slash) in img's only layer.
 func fileOf(t *testing.T, img v1.Image, path string) []byte {
 	t.Helper()
+	_, data := layerContents(t, img)
+	b, ok := data[path]
+	if !ok {
+		t.Fatalf("no %s in the layer", path)
+	}
+	return b
+}
+
+// layerContents returns the tar headers of img's only layer, in order, and the content of
+// each entry by name.
+func layerContents(t *testing.T, img v1.Image) ([]*tar.Header, map[string][]byte) {
+	t.Helper()
 	layers, err := img.Layers()
 	if err != nil || len(layers) != 1 {
 		t.Fatalf("layers: %d, %v; want exactly one", len(layers), err)
@@ -115,22 +127,23 @@ func fileOf(t *testing.T, img v1.Image, path string) []byte {
 		t.Fatal(err)
 	}
 	defer rc.Close()
+	var headers []*tar.Header
+	data := map[string][]byte{}
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			t.Fatalf("no %s in the layer", path)
+			return headers, data
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h.Name == path {
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
 		}
+		headers = append(headers, h)
+		data[h.Name] = b
 	}
 }
 
@@ -259,39 +272,12 @@ func TestComponentImagesHoldTheirBinaryAndBaseFilesOnly(t *testing.T) {
 					reg := func(n string, mode, size int64) file {
 						return file{Name: n, Type: tar.TypeReg, Mode: mode, ModTime: opts.Epoch, Size: size}
 					}
+					headers, data := layerContents(t, img)
 					var got []file
-					var binary, passwd, group, gotCerts []byte
-					layers, _ := img.Layers()
-					rc, err := layers[0].Uncompressed()
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer rc.Close()
-					tr := tar.NewReader(rc)
-					for {
-						h, err := tr.Next()
-						if errors.Is(err, io.EOF) {
-							break
-						}
-						if err != nil {
-							t.Fatal(err)
-						}
+					for _, h := range headers {
 						got = append(got, file{h.Name, h.Typeflag, h.Mode, h.Uid, h.Gid, h.Uname, h.Gname, h.ModTime.UTC(), h.Size, h.Linkname})
-						b, err := io.ReadAll(tr)
-						if err != nil {
-							t.Fatal(err)
-						}
-						switch h.Name {
-						case spec.Name:
-							binary = b
-						case "etc/passwd":
-							passwd = b
-						case "etc/group":
-							group = b
-						case "etc/ssl/certs/ca-certificates.crt":
-							gotCerts = b
-						}
 					}
+					binary, passwd, group, gotCerts := data[spec.Name], data["etc/passwd"], data["etc/group"], data["etc/ssl/certs/ca-certificates.crt"]
 					want := []file{
 						dir("etc/", 0o755),
 						reg("etc/group", 0o644, int64(len(group))),

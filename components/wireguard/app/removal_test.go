@@ -16,12 +16,13 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/app"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
+	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
@@ -52,16 +53,10 @@ func TestRemoteRemovalCleansUpAtNextStart(t *testing.T) {
 	ctx := context.Background()
 
 	const owner = "example.com/owner" // someone else's annotation on our node
-	createNode(t, gcp, "gcp-node-1", "192.0.2.21", map[string]string{owner: "someone-else"})
-	k1, k2 := genKey(t), genKey(t)
-	createNode(t, aws, "aws-node-1", "", map[string]string{
-		peers.PubKeyAnnotation("gcp"):   k1.PublicKey().String(),
-		peers.EndpointAnnotation("gcp"): "192.0.2.11:51821",
-	}, "198.18.11.0/24")
-	createNode(t, aws, "aws-node-2", "", map[string]string{
-		peers.PubKeyAnnotation("gcp"):   k2.PublicKey().String(),
-		peers.EndpointAnnotation("gcp"): "192.0.2.12:51821",
-	}, "198.18.12.0/24")
+	peerstest.CreateNode(t, gcp.Client, "gcp-node-1", "192.0.2.21", map[string]string{owner: "someone-else"})
+	k1, k2 := devicetest.Key(t), devicetest.Key(t)
+	peerstest.CreateNode(t, aws.Client, "aws-node-1", "", peerstest.Annotations("gcp", k1.PublicKey(), "192.0.2.11:51821"), "198.18.11.0/24")
+	peerstest.CreateNode(t, aws.Client, "aws-node-2", "", peerstest.Annotations("gcp", k2.PublicKey(), "192.0.2.12:51821"), "198.18.12.0/24")
 
 	keyDir := t.TempDir()
 	remotesDir := t.TempDir()
@@ -93,10 +88,10 @@ func TestRemoteRemovalCleansUpAtNextStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	const foreign = "wg-manual"
-	if err := host.Ensure(foreign, genKey(t), 51899, 1420); err != nil {
+	if err := host.Ensure(foreign, devicetest.Key(t), 51899, 1420); err != nil {
 		t.Fatal(err)
 	}
-	foreignPeer := genKey(t).PublicKey()
+	foreignPeer := devicetest.Key(t).PublicKey()
 	if err := host.ConfigurePeers(foreign, []wgtypes.PeerConfig{{PublicKey: foreignPeer}}); err != nil {
 		t.Fatal(err)
 	}
@@ -256,58 +251,24 @@ func (r *running) stop(t *testing.T) {
 	}
 }
 
-func createNode(t *testing.T, c *testenv.Cluster, name, internalIP string, annotations map[string]string, podCIDRs ...string) {
-	t.Helper()
-	ctx := context.Background()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}, Spec: corev1.NodeSpec{PodCIDRs: podCIDRs}}
-	if len(podCIDRs) > 0 {
-		n.Spec.PodCIDR = podCIDRs[0]
-	}
-	n, err := c.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if internalIP != "" {
-		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: internalIP}}
-		if _, err := c.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func genKey(t *testing.T) wgtypes.Key {
-	t.Helper()
-	k, err := wgtypes.GeneratePrivateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
 // peerKeys returns the public keys of the peers of device name, sorted.
 func peerKeys(m *device.Manager, name string) ([]string, error) {
 	ps, err := m.Peers(name)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, p := range ps {
-		out = append(out, p.PublicKey.String())
-	}
-	slices.Sort(out)
-	return out, nil
+	return sortedStrings(len(ps), func(i int) string { return ps[i].PublicKey.String() }), err
 }
 
 // ourRoutes returns the routes via device name that carry our marker, sorted.
 func ourRoutes(m *device.Manager, name string) ([]string, error) {
 	rs, err := m.OurRoutes(name)
-	if err != nil {
-		return nil, err
-	}
+	return sortedStrings(len(rs), func(i int) string { return rs[i].String() }), err
+}
+
+// sortedStrings returns str(i) for each i from 0 to n-1, sorted.
+func sortedStrings(n int, str func(i int) string) []string {
 	var out []string
-	for _, r := range rs {
-		out = append(out, r.String())
+	for i := range n {
+		out = append(out, str(i))
 	}
 	slices.Sort(out)
-	return out, nil
+	return out
 }

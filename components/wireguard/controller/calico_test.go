@@ -15,25 +15,11 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/calicoipam"
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
+	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
-
-// allowedIPs returns public key -> sorted allowed IPs of the peers of device name.
-func (f *fakeDevices) allowedIPs(name string) map[string][]string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := map[string][]string{}
-	for k, p := range f.peers[name] {
-		ips := []string{}
-		for _, n := range p.AllowedIPs {
-			ips = append(ips, n.String())
-		}
-		sort.Strings(ips)
-		out[k.String()] = ips
-	}
-	return out
-}
 
 // putBlock creates or replaces aws's IPAM block of cidr, affine to node ("" for none), with
 // holders (address -> node) allocated, as calico-ipam would.
@@ -91,23 +77,23 @@ func deleteBlock(t *testing.T, cidr string) {
 // concerned, one operation per peer; bad blocks are skipped and counted and change nothing;
 // nothing happens at rest or on restart.
 func TestPeersFollowRemoteIPAMBlocks(t *testing.T) {
-	node(t, local, "gcp-node-1", "192.0.2.21", nil, "198.18.21.0/24")
-	devKey, k1, k2 := key(t), key(t), key(t)
+	peerstest.CreateNode(t, local.Client, "gcp-node-1", "192.0.2.21", nil, "198.18.21.0/24")
+	devKey, k1, k2 := devicetest.Key(t), devicetest.Key(t), devicetest.Key(t)
 	remoteNode(t, "aws-c1", k1.PublicKey(), "192.0.2.31:51822") // the Calico way: no podCIDR
 	remoteNode(t, "aws-c2", k2.PublicKey(), "192.0.2.32:51822")
-	remoteNode(t, "aws-c3", key(t).PublicKey(), "192.0.2.33:51822") // no block, nothing borrowed
+	remoteNode(t, "aws-c3", devicetest.Key(t).PublicKey(), "192.0.2.33:51822") // no block, nothing borrowed
 	putBlock(t, "10.1.1.0/26", "aws-c1", map[string]string{"10.1.1.1": "aws-c1", "10.1.1.2": "aws-c2"})
 	putBlock(t, "10.1.1.64/26", "aws-c1", nil)
 	putBlock(t, "10.1.1.128/26", "aws-c2", map[string]string{"10.1.1.130": "aws-c2"})
 
-	devs := newFake()
+	devs := devicetest.New()
 	r := startReading(t, devs, devKey, controller.Sources{All: controller.SourceCalicoIPAM})
 	c1, c2 := k1.PublicKey().String(), k2.PublicKey().String()
 	// expect makes a change and waits for the device to hold want, in ops peer operations
 	// (any number when ops is negative).
 	expect := func(what string, ops int, change func(), want map[string][]string) {
 		t.Helper()
-		_, before := devs.counts()
+		before := devs.Counts().PeerChanges
 		change()
 		var routes []string
 		for _, ips := range want {
@@ -115,14 +101,14 @@ func TestPeersFollowRemoteIPAMBlocks(t *testing.T) {
 		}
 		sort.Strings(routes)
 		testenv.Eventually(t, 30*time.Second, what, func() error {
-			got := devs.allowedIPs("wg-aws")
-			_, gotRoutes := devs.snapshot("wg-aws")
+			got := devs.AllowedIPs("wg-aws")
+			gotRoutes := devs.Routes("wg-aws")
 			if fmt.Sprint(got) != fmt.Sprint(want) || !slices.Equal(gotRoutes, routes) {
 				return fmt.Errorf("allowed IPs %v routes %v, want %v %v", got, gotRoutes, want, routes)
 			}
 			return nil
 		})
-		if _, now := devs.counts(); ops >= 0 && now-before != ops {
+		if now := devs.Counts().PeerChanges; ops >= 0 && now-before != ops {
 			t.Errorf("%s took %d peer operations, want %d", what, now-before, ops)
 		}
 	}
@@ -164,7 +150,7 @@ func TestPeersFollowRemoteIPAMBlocks(t *testing.T) {
 	})
 
 	// Bad blocks: skipped, counted, and no peer changes.
-	_, before := devs.counts()
+	before := devs.Counts().PeerChanges
 	bad, err := calicoipam.Object(netip.MustParsePrefix("10.1.9.0/26"), "aws-c1", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -198,14 +184,14 @@ func TestPeersFollowRemoteIPAMBlocks(t *testing.T) {
 		c1: {"10.1.1.128/26", "10.1.1.64/26", "10.1.7.0/26"},
 		c2: {"10.1.1.130/32", "10.1.1.70/32"},
 	})
-	if _, now := devs.counts(); now-before != 1 {
+	if now := devs.Counts().PeerChanges; now-before != 1 {
 		t.Errorf("bad blocks and one good one took %d peer operations, want 1 (the good block)", now-before)
 	}
 
 	// At rest and on restart: nothing.
-	configs, _ := devs.counts()
+	configs := devs.Counts().Configs
 	testenv.Hold(t, 2*time.Second, "no change at rest", func() error {
-		if now, _ := devs.counts(); now != configs {
+		if now := devs.Counts().Configs; now != configs {
 			return fmt.Errorf("%d device configurations at rest", now-configs)
 		}
 		return nil

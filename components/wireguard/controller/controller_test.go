@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -16,122 +13,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
+	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
-
-// fakeDevices is an in-memory stand-in for the host's WireGuard devices with wgctrl's
-// semantics, counting every configuration call. The data path with real devices is tested in
-// the device package and the data-path test; this one is about what the controller asks for.
-type fakeDevices struct {
-	mu       sync.Mutex
-	peers    map[string]map[wgtypes.Key]wgtypes.Peer
-	routes   map[string][]string
-	ensures  int
-	configs  int
-	peerOps  int
-	routeOps int
-}
-
-func newFake() *fakeDevices {
-	return &fakeDevices{peers: map[string]map[wgtypes.Key]wgtypes.Peer{}, routes: map[string][]string{}}
-}
-
-func (f *fakeDevices) Ensure(name string, _ wgtypes.Key, _, _ int) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.peers[name] == nil {
-		f.peers[name] = map[wgtypes.Key]wgtypes.Peer{}
-		f.ensures++
-	}
-	return nil
-}
-
-func (f *fakeDevices) Peers(name string) ([]wgtypes.Peer, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []wgtypes.Peer
-	for _, p := range f.peers[name] {
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-func (f *fakeDevices) ConfigurePeers(name string, changes []wgtypes.PeerConfig) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.configs++
-	for _, c := range changes {
-		f.peerOps++
-		if c.Remove {
-			delete(f.peers[name], c.PublicKey)
-			continue
-		}
-		p := wgtypes.Peer{PublicKey: c.PublicKey, Endpoint: c.Endpoint, AllowedIPs: c.AllowedIPs, PersistentKeepaliveInterval: *c.PersistentKeepaliveInterval}
-		if c.Endpoint == nil { // wgctrl: no endpoint, no change
-			p.Endpoint = f.peers[name][c.PublicKey].Endpoint
-		}
-		f.peers[name][c.PublicKey] = p
-	}
-	return nil
-}
-
-// roam moves a peer's endpoint as WireGuard does when the peer's packets come from elsewhere.
-func (f *fakeDevices) roam(name string, k wgtypes.Key, endpoint string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p := f.peers[name][k]
-	p.Endpoint = net.UDPAddrFromAddrPort(netip.MustParseAddrPort(endpoint))
-	f.peers[name][k] = p
-}
-
-func (f *fakeDevices) SyncRoutes(name string, want []net.IPNet) (int, int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var w []string
-	for _, n := range want {
-		w = append(w, n.String())
-	}
-	sort.Strings(w)
-	have := f.routes[name]
-	added, removed := 0, 0
-	for _, r := range w {
-		if !slices.Contains(have, r) {
-			added++
-		}
-	}
-	for _, r := range have {
-		if !slices.Contains(w, r) {
-			removed++
-		}
-	}
-	f.routes[name] = w
-	f.routeOps += added + removed
-	return added, removed, nil
-}
-
-// endpoints returns node name -> endpoint of the peers of device name, via the keys in nodes.
-func (f *fakeDevices) snapshot(name string) (map[string]string, []string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := map[string]string{}
-	for k, p := range f.peers[name] {
-		out[k.String()] = p.Endpoint.String()
-	}
-	return out, slices.Clone(f.routes[name])
-}
-
-func (f *fakeDevices) counts() (configs, peerOps int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.configs, f.peerOps
-}
 
 var local, aws *testenv.Cluster
 
@@ -158,42 +49,23 @@ func TestMain(m *testing.M) {
 	}())
 }
 
-func node(t *testing.T, c *testenv.Cluster, name, internalIP string, annotations map[string]string, podCIDRs ...string) *corev1.Node {
+// annotate sets annotation key of node name in c to value.
+func annotate(t *testing.T, c *testenv.Cluster, name, key, value string) {
 	t.Helper()
 	ctx := context.Background()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}, Spec: corev1.NodeSpec{PodCIDRs: podCIDRs}}
-	if len(podCIDRs) > 0 {
-		n.Spec.PodCIDR = podCIDRs[0]
-	}
-	n, err := c.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	n, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	if internalIP != "" {
-		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: internalIP}}
-		if n, err = c.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return n
-}
-
-func key(t *testing.T) wgtypes.Key {
-	t.Helper()
-	k, err := wgtypes.GeneratePrivateKey()
-	if err != nil {
+	n.Annotations[key] = value
+	if _, err := c.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return k
 }
 
 // remoteNode is an aws node running semaphore-wireguard for gcp.
 func remoteNode(t *testing.T, name string, pub wgtypes.Key, endpoint string, podCIDRs ...string) {
-	node(t, aws, name, "", map[string]string{
-		peers.PubKeyAnnotation("gcp"):   pub.String(),
-		peers.EndpointAnnotation("gcp"): endpoint,
-	}, podCIDRs...)
+	peerstest.CreateNode(t, aws.Client, name, "", peerstest.Annotations("gcp", pub, endpoint), podCIDRs...)
 }
 
 type running struct {
@@ -204,25 +76,16 @@ type running struct {
 }
 
 // start runs a controller for node gcp-node-1 of gcp with remote aws, on fake devices.
-func start(t *testing.T, devs *fakeDevices, devKey wgtypes.Key) *running {
+func start(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key) *running {
 	t.Helper()
 	return startReading(t, devs, devKey, controller.Sources{})
 }
 
 // startReading is start with aws's pod addresses read from sources.
-func startReading(t *testing.T, devs *fakeDevices, devKey wgtypes.Key, sources controller.Sources) *running {
+func startReading(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key, sources controller.Sources) *running {
 	t.Helper()
 	dir := t.TempDir()
-	data, err := os.ReadFile(aws.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "aws"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(remote.KubeconfigPath(dir, "aws"), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteRemoteKubeconfig(t, dir, aws)
 	log := slog.New(slog.NewTextHandler(testenv.LogWriter(t), nil))
 	remotes, err := remote.LoadRemotes(dir, []string{"aws"}, remote.ClientOptions{UserAgent: "semaphore-wireguard", QPS: 100, Burst: 200})
 	if err != nil {
@@ -254,7 +117,7 @@ func startReading(t *testing.T, devs *fakeDevices, devKey wgtypes.Key, sources c
 // expectNoReconfiguration waits for r's first successful sync and checks that the device was
 // configured no more than configs times in all: a restart against an in-sync device changes
 // nothing.
-func expectNoReconfiguration(t *testing.T, r *running, devs *fakeDevices, configs int) {
+func expectNoReconfiguration(t *testing.T, r *running, devs *devicetest.Devices, configs int) {
 	t.Helper()
 	testenv.Eventually(t, 10*time.Second, "restarted controller synced", func() error {
 		if v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_reconcile_total", map[string]string{"remote": "aws", "result": "success"}); v < 1 {
@@ -262,7 +125,7 @@ func expectNoReconfiguration(t *testing.T, r *running, devs *fakeDevices, config
 		}
 		return nil
 	})
-	if now, _ := devs.counts(); now != configs {
+	if now := devs.Counts().Configs; now != configs {
 		t.Errorf("restart reconfigured the in-sync device %d times", now-configs)
 	}
 }
@@ -282,18 +145,18 @@ func (r *running) stop() {
 func TestPeersFollowRemoteNodes(t *testing.T) {
 	ctx := context.Background()
 	// Left over from a remote no longer configured, next to someone else's annotation.
-	node(t, local, "gcp-node-1", "192.0.2.21", map[string]string{
+	peerstest.CreateNode(t, local.Client, "gcp-node-1", "192.0.2.21", map[string]string{
 		peers.PubKeyAnnotation("merit"):   "old",
 		peers.EndpointAnnotation("merit"): "192.0.2.21:51829",
 		"example.com/owner":               "someone-else",
 	}, "198.18.21.0/24")
-	devKey := key(t)
-	k1, k2, k3 := key(t), key(t), key(t)
+	devKey := devicetest.Key(t)
+	k1, k2, k3 := devicetest.Key(t), devicetest.Key(t), devicetest.Key(t)
 	remoteNode(t, "aws-node-1", k1.PublicKey(), "192.0.2.11:51822", "198.18.11.0/24")
 	remoteNode(t, "aws-node-2", k2.PublicKey(), "192.0.2.12:51822", "198.18.12.0/24", "fd00:198:12::/64")
-	node(t, aws, "aws-node-plain", "", nil, "198.18.19.0/24") // no semaphore-wireguard there
+	peerstest.CreateNode(t, aws.Client, "aws-node-plain", "", nil, "198.18.19.0/24") // no semaphore-wireguard there
 
-	devs := newFake()
+	devs := devicetest.New()
 	r := start(t, devs, devKey)
 
 	// Our node's annotations.
@@ -320,7 +183,7 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 		t.Helper()
 		sort.Strings(routes)
 		testenv.Eventually(t, 30*time.Second, what, func() error {
-			got, gotRoutes := devs.snapshot("wg-aws")
+			got, gotRoutes := devs.Endpoints("wg-aws"), devs.Routes("wg-aws")
 			if fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(gotRoutes) != fmt.Sprint(routes) {
 				return fmt.Errorf("peers %v routes %v, want %v %v", got, gotRoutes, want, routes)
 			}
@@ -329,36 +192,29 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 	}
 	expect("two peers", map[string]string{k1.PublicKey().String(): "192.0.2.11:51822", k2.PublicKey().String(): "192.0.2.12:51822"},
 		"198.18.11.0/24", "198.18.12.0/24", "fd00:198:12::/64")
-	_, ops := devs.counts()
+	ops := devs.Counts().PeerChanges
 
 	remoteNode(t, "aws-node-3", k3.PublicKey(), "[fd00::13]:51822", "198.18.13.0/24")
 	expect("new node", map[string]string{k1.PublicKey().String(): "192.0.2.11:51822", k2.PublicKey().String(): "192.0.2.12:51822", k3.PublicKey().String(): "[fd00::13]:51822"},
 		"198.18.11.0/24", "198.18.12.0/24", "198.18.13.0/24", "fd00:198:12::/64")
-	if _, now := devs.counts(); now-ops != 1 {
+	if now := devs.Counts().PeerChanges; now-ops != 1 {
 		t.Errorf("a new node took %d peer operations, want 1", now-ops)
 	}
 
 	// Re-keyed node: its old peer goes, the new one comes; the others are untouched.
-	_, ops = devs.counts()
-	k1b := key(t)
-	n1, err := aws.Client.CoreV1().Nodes().Get(ctx, "aws-node-1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n1.Annotations[peers.PubKeyAnnotation("gcp")] = k1b.PublicKey().String()
-	if _, err := aws.Client.CoreV1().Nodes().Update(ctx, n1, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	ops = devs.Counts().PeerChanges
+	k1b := devicetest.Key(t)
+	annotate(t, aws, "aws-node-1", peers.PubKeyAnnotation("gcp"), k1b.PublicKey().String())
 	expect("re-keyed node", map[string]string{k1b.PublicKey().String(): "192.0.2.11:51822", k2.PublicKey().String(): "192.0.2.12:51822", k3.PublicKey().String(): "[fd00::13]:51822"},
 		"198.18.11.0/24", "198.18.12.0/24", "198.18.13.0/24", "fd00:198:12::/64")
-	if _, now := devs.counts(); now-ops != 2 {
+	if now := devs.Counts().PeerChanges; now-ops != 2 {
 		t.Errorf("re-keying one node took %d peer operations, want 2 (add the new key, remove the old)", now-ops)
 	}
 
 	// Bad annotations: skipped and counted; the others keep working.
-	node(t, aws, "aws-bad-key", "", map[string]string{peers.PubKeyAnnotation("gcp"): "not-a-key", peers.EndpointAnnotation("gcp"): "192.0.2.14:51822"}, "198.18.14.0/24")
-	node(t, aws, "aws-bad-endpoint", "", map[string]string{peers.PubKeyAnnotation("gcp"): key(t).PublicKey().String(), peers.EndpointAnnotation("gcp"): "node-15:51822"}, "198.18.15.0/24")
-	node(t, aws, "aws-no-cidr", "", map[string]string{peers.PubKeyAnnotation("gcp"): key(t).PublicKey().String(), peers.EndpointAnnotation("gcp"): "192.0.2.16:51822"})
+	peerstest.CreateNode(t, aws.Client, "aws-bad-key", "", map[string]string{peers.PubKeyAnnotation("gcp"): "not-a-key", peers.EndpointAnnotation("gcp"): "192.0.2.14:51822"}, "198.18.14.0/24")
+	peerstest.CreateNode(t, aws.Client, "aws-bad-endpoint", "", map[string]string{peers.PubKeyAnnotation("gcp"): devicetest.Key(t).PublicKey().String(), peers.EndpointAnnotation("gcp"): "node-15:51822"}, "198.18.15.0/24")
+	peerstest.CreateNode(t, aws.Client, "aws-no-cidr", "", map[string]string{peers.PubKeyAnnotation("gcp"): devicetest.Key(t).PublicKey().String(), peers.EndpointAnnotation("gcp"): "192.0.2.16:51822"})
 	testenv.Eventually(t, 30*time.Second, "skipped peers counted", func() error {
 		for _, reason := range []string{peers.ReasonBadKey, peers.ReasonBadEndpoint, peers.ReasonNoPodCIDR} {
 			if v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_skipped_peers", map[string]string{"remote": "aws", "reason": reason}); v != 1 {
@@ -367,54 +223,47 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 		}
 		return nil
 	})
-	if got, _ := devs.snapshot("wg-aws"); len(got) != 3 {
+	if got := devs.Endpoints("wg-aws"); len(got) != 3 {
 		t.Errorf("bad nodes changed the peers: %v", got)
 	}
 
 	// A peer whose endpoint WireGuard moved (a NAT between the nodes, a roaming node) stays
 	// there when the device is synced again; a newly published endpoint is set, once.
-	devs.roam("wg-aws", k2.PublicKey(), "203.0.113.7:40001")
-	_, ops = devs.counts()
+	devs.Roam("wg-aws", k2.PublicKey(), "203.0.113.7:40001")
+	ops = devs.Counts().PeerChanges
 	synced := func() float64 {
 		v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_reconcile_total", map[string]string{"remote": "aws", "result": "success"})
 		return v
 	}
 	before := synced()
-	node(t, aws, "aws-unrelated", "", nil, "198.18.17.0/24") // any change of aws's nodes syncs wg-aws
+	peerstest.CreateNode(t, aws.Client, "aws-unrelated", "", nil, "198.18.17.0/24") // any change of aws's nodes syncs wg-aws
 	testenv.Eventually(t, 10*time.Second, "wg-aws synced again", func() error {
 		if synced() <= before {
 			return fmt.Errorf("no sync since the roam")
 		}
 		return nil
 	})
-	if got, _ := devs.snapshot("wg-aws"); got[k2.PublicKey().String()] != "203.0.113.7:40001" {
+	if got := devs.Endpoints("wg-aws"); got[k2.PublicKey().String()] != "203.0.113.7:40001" {
 		t.Errorf("the roamed endpoint was set back: %v", got)
 	}
-	if _, now := devs.counts(); now != ops {
+	if now := devs.Counts().PeerChanges; now != ops {
 		t.Errorf("a sync after a roam took %d peer operations, want 0", now-ops)
 	}
-	roamed, err := aws.Client.CoreV1().Nodes().Get(ctx, "aws-node-2", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	roamed.Annotations[peers.EndpointAnnotation("gcp")] = "192.0.2.112:51822"
-	if _, err := aws.Client.CoreV1().Nodes().Update(ctx, roamed, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	annotate(t, aws, "aws-node-2", peers.EndpointAnnotation("gcp"), "192.0.2.112:51822")
 	expect("newly published endpoint", map[string]string{k1b.PublicKey().String(): "192.0.2.11:51822", k2.PublicKey().String(): "192.0.2.112:51822", k3.PublicKey().String(): "[fd00::13]:51822"},
 		"198.18.11.0/24", "198.18.12.0/24", "198.18.13.0/24", "fd00:198:12::/64")
-	if _, now := devs.counts(); now-ops != 1 {
+	if now := devs.Counts().PeerChanges; now-ops != 1 {
 		t.Errorf("a newly published endpoint took %d peer operations, want 1", now-ops)
 	}
 
 	// Deleted node: only its peer and route go.
-	_, ops = devs.counts()
+	ops = devs.Counts().PeerChanges
 	if err := aws.Client.CoreV1().Nodes().Delete(ctx, "aws-node-2", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	expect("deleted node", map[string]string{k1b.PublicKey().String(): "192.0.2.11:51822", k3.PublicKey().String(): "[fd00::13]:51822"},
 		"198.18.11.0/24", "198.18.13.0/24")
-	if _, now := devs.counts(); now-ops != 1 {
+	if now := devs.Counts().PeerChanges; now-ops != 1 {
 		t.Errorf("a deleted node took %d peer operations, want 1", now-ops)
 	}
 
@@ -425,7 +274,7 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 
 	// Restart against the in-sync device: no peer changes, no annotation writes.
 	r.stop()
-	configs, _ := devs.counts()
+	configs := devs.Counts().Configs
 	n, err := local.Client.CoreV1().Nodes().Get(ctx, "gcp-node-1", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -449,7 +298,7 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 		return nil
 	})
 	testenv.Hold(t, 2*time.Second, "peers kept during the outage", func() error {
-		if got, _ := devs.snapshot("wg-aws"); len(got) != 2 {
+		if got := devs.Endpoints("wg-aws"); len(got) != 2 {
 			return fmt.Errorf("peers %v", got)
 		}
 		return nil

@@ -50,8 +50,8 @@ const maxNameLen = 15
 // tunPath is the TUN clone device userspace WireGuard needs.
 const tunPath = "/dev/net/tun"
 
-// Host is what the controller needs from this host. *Manager implements it; controller
-// tests can substitute a fake.
+// Host is everything a Manager does to this host's devices. *Manager implements it;
+// devicetest.Devices is its in-memory stand-in for tests.
 type Host interface {
 	Ensure(name string, key wgtypes.Key, listenPort, mtu int) error
 	Peers(name string) ([]wgtypes.Peer, error)
@@ -189,6 +189,29 @@ func ValidName(name string) error {
 // device gets no write at all, so its sessions are undisturbed. listenPort 0 means "any
 // port" (chosen at creation, not enforced afterwards).
 func (m *Manager) Ensure(name string, key wgtypes.Key, listenPort, mtu int) error {
+	if err := checkSettings(name, listenPort, mtu); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return errors.New("manager is closed")
+	}
+	link, err := m.ensureLink(name, mtu)
+	if err != nil {
+		return fmt.Errorf("device %s: %w", name, err)
+	}
+	if err := m.configure(link, key, listenPort); err != nil {
+		return fmt.Errorf("device %s: %w", name, err)
+	}
+	if err := m.raise(link, mtu); err != nil {
+		return fmt.Errorf("device %s: %w", name, err)
+	}
+	return nil
+}
+
+// checkSettings validates Ensure's arguments before anything is touched.
+func checkSettings(name string, listenPort, mtu int) error {
 	if err := ValidName(name); err != nil {
 		return err
 	}
@@ -198,46 +221,63 @@ func (m *Manager) Ensure(name string, key wgtypes.Key, listenPort, mtu int) erro
 	if mtu < 576 || mtu > 65535 {
 		return fmt.Errorf("device %s: invalid MTU %d", name, mtu)
 	}
+	return nil
+}
 
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return errors.New("manager is closed")
-	}
-
+// lookup returns the link called name (nil when there is none) and the userspace device
+// this Manager runs for it. A userspace device whose link went away behind our back
+// (deleted by hand) is useless: it is closed, forgotten and not returned. The caller holds
+// m.mu.
+func (m *Manager) lookup(name string) (netlink.Link, *userspaceDevice, error) {
 	link, err := linkByName(name)
 	if err != nil {
-		return fmt.Errorf("device %s: %w", name, err)
+		return nil, nil, err
 	}
 	ud := m.userspace[name]
+	if link == nil && ud != nil {
+		ud.close()
+		delete(m.userspace, name)
+		return nil, nil, nil
+	}
+	return link, ud, nil
+}
+
+// ensureLink returns the link of device name, creating the device when absent and serving
+// the UAPI socket of our userspace device again when it was removed. The caller holds m.mu.
+func (m *Manager) ensureLink(name string, mtu int) (netlink.Link, error) {
+	hadUserspace := m.userspace[name] != nil
+	link, ud, err := m.lookup(name)
+	if err != nil {
+		return nil, err
+	}
 	if link == nil {
-		if ud != nil {
-			// The link went away behind our back (deleted by hand): the wireguard-go
-			// device attached to it is useless now.
+		if hadUserspace {
 			m.log.Warn("userspace WireGuard link disappeared, recreating", "device", name)
-			ud.close()
-			delete(m.userspace, name)
 		}
-		if link, err = m.create(name, mtu); err != nil {
-			return fmt.Errorf("device %s: %w", name, err)
-		}
-	} else if ud != nil && !ud.serving() {
+		return m.create(name, mtu)
+	}
+	if ud != nil && !ud.serving() {
 		// Our UAPI socket was removed (its accept loop ended): serve it again, or the
 		// device could no longer be configured.
 		m.log.Warn("UAPI socket of userspace WireGuard device gone, serving it again", "device", name)
 		if err := ud.serve(); err != nil {
-			return fmt.Errorf("device %s: %w", name, err)
+			return nil, err
 		}
 	}
+	return link, nil
+}
 
+// configure sets the private key and, unless listenPort is 0, the listen port of the
+// device on link, in one write and only when either differs.
+func (m *Manager) configure(link netlink.Link, key wgtypes.Key, listenPort int) error {
+	name := link.Attrs().Name
 	dev, err := m.wg.Device(name)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("device %s: link exists but is not a WireGuard device this host can configure (type %s)", name, link.Type())
+			return fmt.Errorf("link exists but is not a WireGuard device this host can configure (type %s)", link.Type())
 		}
-		return fmt.Errorf("device %s: read WireGuard configuration: %w", name, err)
+		return fmt.Errorf("read WireGuard configuration: %w", err)
 	}
-
 	var cfg wgtypes.Config
 	var changed []string
 	if dev.PrivateKey != key {
@@ -248,25 +288,32 @@ func (m *Manager) Ensure(name string, key wgtypes.Key, listenPort, mtu int) erro
 		cfg.ListenPort = &listenPort
 		changed = append(changed, "listen port")
 	}
-	if len(changed) > 0 {
-		m.deviceConfigs.Add(1)
-		if err := m.wg.ConfigureDevice(name, cfg); err != nil {
-			return fmt.Errorf("device %s: set %s: %w", name, strings.Join(changed, " and "), err)
-		}
-		m.log.Info("WireGuard device configured", "device", name, "changed", strings.Join(changed, ","), "listen_port", listenPort)
+	if len(changed) == 0 {
+		return nil
 	}
+	m.deviceConfigs.Add(1)
+	if err := m.wg.ConfigureDevice(name, cfg); err != nil {
+		return fmt.Errorf("set %s: %w", strings.Join(changed, " and "), err)
+	}
+	m.log.Info("WireGuard device configured", "device", name, "changed", strings.Join(changed, ","), "listen_port", listenPort)
+	return nil
+}
 
+// raise sets the MTU of link and brings it up, each only when needed. The caller holds
+// m.mu.
+func (m *Manager) raise(link netlink.Link, mtu int) error {
+	name := link.Attrs().Name
 	if link.Attrs().MTU != mtu {
 		m.linkChanges.Add(1)
 		if err := netlink.LinkSetMTU(link, mtu); err != nil {
-			return fmt.Errorf("device %s: set MTU %d: %w", name, mtu, err)
+			return fmt.Errorf("set MTU %d: %w", mtu, err)
 		}
 		m.log.Info("WireGuard device MTU set", "device", name, "mtu", mtu)
 	}
 	if link.Attrs().Flags&net.FlagUp == 0 {
 		m.linkChanges.Add(1)
 		if err := netlink.LinkSetUp(link); err != nil {
-			return fmt.Errorf("device %s: set link up: %w", name, err)
+			return fmt.Errorf("set link up: %w", err)
 		}
 		m.log.Info("WireGuard device up", "device", name)
 	}
@@ -274,7 +321,7 @@ func (m *Manager) Ensure(name string, key wgtypes.Key, listenPort, mtu int) erro
 		// wireguard-go follows the link state by itself, but swallows the error when
 		// binding its UDP port fails; bring it up here to surface that error.
 		if err := ud.dev.Up(); err != nil {
-			return fmt.Errorf("device %s: bring userspace WireGuard up: %w", name, err)
+			return fmt.Errorf("bring userspace WireGuard up: %w", err)
 		}
 	}
 	return nil
@@ -374,16 +421,11 @@ func (m *Manager) Delete(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 
-	link, err := linkByName(name)
+	link, ud, err := m.lookup(name)
 	if err != nil {
 		return fmt.Errorf("device %s: %w", name, err)
 	}
-	ud := m.userspace[name]
 	if link == nil {
-		if ud != nil {
-			ud.close()
-			delete(m.userspace, name)
-		}
 		removeStaleSocket(name, m.log)
 		return nil
 	}

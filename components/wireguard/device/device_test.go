@@ -86,6 +86,16 @@ func newUserspace(t *testing.T) *Manager {
 	return m
 }
 
+// newDevice returns a userspace Manager holding device name, listening on port, MTU 1420.
+func newDevice(t *testing.T, name string, port int) *Manager {
+	t.Helper()
+	m := newUserspace(t)
+	if err := m.Ensure(name, genKey(t), port, 1420); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func genKey(t *testing.T) wgtypes.Key {
 	t.Helper()
 	k, err := wgtypes.GeneratePrivateKey()
@@ -347,11 +357,8 @@ func TestEnsureInSyncMakesNoWrites(t *testing.T) {
 }
 
 func TestConfigurePeersTouchesOnlyChanges(t *testing.T) {
-	m := newUserspace(t)
 	const name = "wg-smp-peers"
-	if err := m.Ensure(name, genKey(t), 51840, 1420); err != nil {
-		t.Fatal(err)
-	}
+	m := newDevice(t, name, 51840)
 	keepalive := 25 * time.Second
 	a, b, c, d := genKey(t).PublicKey(), genKey(t).PublicKey(), genKey(t).PublicKey(), genKey(t).PublicKey()
 	peer := func(k wgtypes.Key, host int, pod string) wgtypes.PeerConfig {
@@ -439,11 +446,8 @@ func routeSet(t *testing.T, link netlink.Link) []string {
 }
 
 func TestSyncRoutesOnlyTouchesOurs(t *testing.T) {
-	m := newUserspace(t)
 	const name = "wg-smp-routes"
-	if err := m.Ensure(name, genKey(t), 51850, 1420); err != nil {
-		t.Fatal(err)
-	}
+	m := newDevice(t, name, 51850)
 	link := mustLink(t, name)
 
 	// Someone else's routes on the same device, IPv4 and IPv6.
@@ -532,11 +536,8 @@ func ipNetStrings(ns []net.IPNet) []string {
 }
 
 func TestDeleteRemovesDeviceAndRoutes(t *testing.T) {
-	m := newUserspace(t)
 	const name = "wg-smp-del"
-	if err := m.Ensure(name, genKey(t), 51860, 1420); err != nil {
-		t.Fatal(err)
-	}
+	m := newDevice(t, name, 51860)
 	if _, _, err := m.SyncRoutes(name, cidrs(t, "198.18.5.0/24", "fd00:5::/64")); err != nil {
 		t.Fatal(err)
 	}

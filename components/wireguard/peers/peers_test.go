@@ -46,6 +46,9 @@ func node(name, cluster, key, endpoint string, podCIDRs ...string) peers.Node {
 	return n
 }
 
+// keyOf is the public key of the node called name, as an annotation holds it.
+func keyOf(name string) string { return pubKey(name).String() }
+
 // good is a fully annotated node for local whose key derives from its name.
 func good(name, endpoint string, podCIDRs ...string) peers.Node {
 	return node(name, local, pubKey(name).String(), endpoint, podCIDRs...)
@@ -81,6 +84,9 @@ var netOpts = cmp.Options{
 	cmp.Comparer(func(a, b net.IP) bool { return a.Equal(b) }),
 	cmp.Comparer(func(a, b net.IPNet) bool { return a.String() == b.String() }),
 }
+
+// netsInAnyOrder compares lists of networks as sets.
+var netsInAnyOrder = cmpopts.SortSlices(func(a, b net.IPNet) bool { return a.String() < b.String() })
 
 // actualOf is what a device reports for peers configured exactly as desired.
 func actualOf(desired []peers.Peer, keepalive time.Duration) []wgtypes.Peer {
@@ -456,7 +462,6 @@ func nodeA() peers.Node { return good("node-a", "192.0.2.1:51821", "198.18.1.0/2
 var peerA = peer("node-a", "192.0.2.1:51821", "198.18.1.0/24")
 
 func TestDesired(t *testing.T) {
-	keyOf := func(name string) string { return pubKey(name).String() }
 	tests := []struct {
 		name      string
 		nodes     []peers.Node
@@ -510,34 +515,6 @@ func TestDesired(t *testing.T) {
 			},
 		},
 		{
-			name: "not annotated",
-			nodes: []peers.Node{
-				{Name: "node-x", PodCIDRs: []string{"198.18.9.0/24"}},
-				{Name: "node-y", Annotations: map[string]string{"unrelated": "x"}, PodCIDRs: []string{"198.18.8.0/24"}},
-				nodeA(),
-			},
-			wantPeers: []peers.Peer{peerA},
-			wantSkips: []peers.Skip{
-				{Node: "node-x", Reason: peers.ReasonNotAnnotated},
-				{Node: "node-y", Reason: peers.ReasonNotAnnotated},
-			},
-		},
-		{
-			name: "annotations for another cluster are ignored",
-			nodes: []peers.Node{
-				node("node-x", "aws", keyOf("node-x"), "192.0.2.9:51821", "198.18.9.0/24"),
-				node("node-y", "gcp-2", keyOf("node-y"), "192.0.2.8:51821", "198.18.8.0/24"),
-				node("node-z", "GCP", keyOf("node-z"), "192.0.2.7:51821", "198.18.7.0/24"),
-				nodeA(),
-			},
-			wantPeers: []peers.Peer{peerA},
-			wantSkips: []peers.Skip{
-				{Node: "node-x", Reason: peers.ReasonNotAnnotated},
-				{Node: "node-y", Reason: peers.ReasonNotAnnotated},
-				{Node: "node-z", Reason: peers.ReasonNotAnnotated},
-			},
-		},
-		{
 			name: "ours are used when annotated for several clusters",
 			nodes: func() []peers.Node {
 				n := nodeA()
@@ -546,50 +523,6 @@ func TestDesired(t *testing.T) {
 				return []peers.Node{n}
 			}(),
 			wantPeers: []peers.Peer{peerA},
-		},
-		{
-			name: "bad key",
-			nodes: []peers.Node{
-				node("node-b1", local, "not-a-key", "192.0.2.2:51821", "198.18.2.0/24"),
-				node("node-b2", local, "AAAA", "192.0.2.3:51821", "198.18.3.0/24"),
-				node("node-b3", local, keyOf("node-b3")[:40], "192.0.2.4:51821", "198.18.4.0/24"),
-				node("node-b4", local, " "+keyOf("node-b4"), "192.0.2.5:51821", "198.18.5.0/24"),
-				node("node-b5", local, fmt.Sprintf("%x", pubKey("node-b5")), "192.0.2.6:51821", "198.18.6.0/24"),
-				nodeA(),
-			},
-			wantPeers: []peers.Peer{peerA},
-			wantSkips: []peers.Skip{
-				{Node: "node-b1", Reason: peers.ReasonBadKey},
-				{Node: "node-b2", Reason: peers.ReasonBadKey},
-				{Node: "node-b3", Reason: peers.ReasonBadKey},
-				{Node: "node-b4", Reason: peers.ReasonBadKey},
-				{Node: "node-b5", Reason: peers.ReasonBadKey},
-			},
-		},
-		{
-			name: "bad endpoint",
-			nodes: []peers.Node{
-				node("node-b1", local, keyOf("node-b1"), "node-b1.example.com:51821", "198.18.2.0/24"),
-				node("node-b2", local, keyOf("node-b2"), "192.0.2.3:0", "198.18.3.0/24"),
-				node("node-b3", local, keyOf("node-b3"), "192.0.2.4", "198.18.4.0/24"),
-				node("node-b4", local, keyOf("node-b4"), "fd00::5:51821", "198.18.5.0/24"),
-				node("node-b5", local, keyOf("node-b5"), "192.0.2.6:65536", "198.18.6.0/24"),
-				node("node-b6", local, keyOf("node-b6"), "192.0.2.7:wireguard", "198.18.7.0/24"),
-				node("node-b7", local, keyOf("node-b7"), "[fd00::8]:0", "198.18.8.0/24"),
-				node("node-b8", local, keyOf("node-b8"), "localhost:51821", "198.18.9.0/24"),
-				nodeA(),
-			},
-			wantPeers: []peers.Peer{peerA},
-			wantSkips: []peers.Skip{
-				{Node: "node-b1", Reason: peers.ReasonBadEndpoint},
-				{Node: "node-b2", Reason: peers.ReasonBadEndpoint},
-				{Node: "node-b3", Reason: peers.ReasonBadEndpoint},
-				{Node: "node-b4", Reason: peers.ReasonBadEndpoint},
-				{Node: "node-b5", Reason: peers.ReasonBadEndpoint},
-				{Node: "node-b6", Reason: peers.ReasonBadEndpoint},
-				{Node: "node-b7", Reason: peers.ReasonBadEndpoint},
-				{Node: "node-b8", Reason: peers.ReasonBadEndpoint},
-			},
 		},
 		{
 			// Half-annotated nodes are not peers; the missing annotation counts as a bad one.
@@ -603,38 +536,6 @@ func TestDesired(t *testing.T) {
 			wantSkips: []peers.Skip{
 				{Node: "node-e", Reason: peers.ReasonBadKey},
 				{Node: "node-k", Reason: peers.ReasonBadEndpoint},
-			},
-		},
-		{
-			name: "no pod CIDR",
-			nodes: []peers.Node{
-				good("node-n1", "192.0.2.2:51821"),
-				{Name: "node-n2", Annotations: good("node-n2", "192.0.2.3:51821").Annotations, PodCIDRs: []string{}},
-				nodeA(),
-			},
-			wantPeers: []peers.Peer{peerA},
-			wantSkips: []peers.Skip{
-				{Node: "node-n1", Reason: peers.ReasonNoPodCIDR},
-				{Node: "node-n2", Reason: peers.ReasonNoPodCIDR},
-			},
-		},
-		{
-			name: "bad pod CIDR",
-			nodes: []peers.Node{
-				good("node-c1", "192.0.2.2:51821", "198.18.2.0/33"),
-				good("node-c2", "192.0.2.3:51821", "not-a-cidr"),
-				good("node-c3", "192.0.2.4:51821", "198.18.4.0"),
-				good("node-c4", "192.0.2.5:51821", "198.18.5.0/24", "fd00:18:5::/129"), // one of two bad
-				good("node-c5", "192.0.2.6:51821", ""),
-				nodeA(),
-			},
-			wantPeers: []peers.Peer{peerA},
-			wantSkips: []peers.Skip{
-				{Node: "node-c1", Reason: peers.ReasonBadPodCIDR},
-				{Node: "node-c2", Reason: peers.ReasonBadPodCIDR},
-				{Node: "node-c3", Reason: peers.ReasonBadPodCIDR},
-				{Node: "node-c4", Reason: peers.ReasonBadPodCIDR},
-				{Node: "node-c5", Reason: peers.ReasonBadPodCIDR},
 			},
 		},
 		{
@@ -713,23 +614,111 @@ func TestDesired(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := deepCopy(tt.nodes)
-			gotPeers, gotSkips := peers.Desired(local, tt.nodes)
-			if diff := cmp.Diff(tt.wantPeers, gotPeers, netOpts, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("Desired() peers mismatch (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantSkips, gotSkips, cmpopts.IgnoreFields(peers.Skip{}, "Detail"), cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("Desired() skips mismatch (-want +got):\n%s", diff)
-			}
-			for _, s := range gotSkips {
-				if s.Detail == "" || strings.Contains(s.Detail, "\n") {
-					t.Errorf("skip %+v: want a one-line detail", s)
-				}
-			}
-			if diff := cmp.Diff(before, tt.nodes); diff != "" {
-				t.Errorf("Desired() changed its input (-before +after):\n%s", diff)
-			}
+			checkDesired(t, tt.nodes, tt.wantPeers, tt.wantSkips)
 		})
+	}
+}
+
+// Nodes that are bad for one reason are each skipped for it, in name order; the good node
+// next to them stays a peer.
+func TestDesiredSkipsBadNodes(t *testing.T) {
+	tests := []struct {
+		name   string
+		reason string
+		bad    []peers.Node // sorted by name
+	}{
+		{
+			name:   "not annotated",
+			reason: peers.ReasonNotAnnotated,
+			bad: []peers.Node{
+				{Name: "node-x", PodCIDRs: []string{"198.18.9.0/24"}},
+				{Name: "node-y", Annotations: map[string]string{"unrelated": "x"}, PodCIDRs: []string{"198.18.8.0/24"}},
+			},
+		},
+		{
+			name:   "annotations for another cluster are ignored",
+			reason: peers.ReasonNotAnnotated,
+			bad: []peers.Node{
+				node("node-x", "aws", keyOf("node-x"), "192.0.2.9:51821", "198.18.9.0/24"),
+				node("node-y", "gcp-2", keyOf("node-y"), "192.0.2.8:51821", "198.18.8.0/24"),
+				node("node-z", "GCP", keyOf("node-z"), "192.0.2.7:51821", "198.18.7.0/24"),
+			},
+		},
+		{
+			name:   "bad key",
+			reason: peers.ReasonBadKey,
+			bad: []peers.Node{
+				node("node-b1", local, "not-a-key", "192.0.2.2:51821", "198.18.2.0/24"),
+				node("node-b2", local, "AAAA", "192.0.2.3:51821", "198.18.3.0/24"),
+				node("node-b3", local, keyOf("node-b3")[:40], "192.0.2.4:51821", "198.18.4.0/24"),
+				node("node-b4", local, " "+keyOf("node-b4"), "192.0.2.5:51821", "198.18.5.0/24"),
+				node("node-b5", local, fmt.Sprintf("%x", pubKey("node-b5")), "192.0.2.6:51821", "198.18.6.0/24"),
+			},
+		},
+		{
+			name:   "bad endpoint",
+			reason: peers.ReasonBadEndpoint,
+			bad: []peers.Node{
+				node("node-b1", local, keyOf("node-b1"), "node-b1.example.com:51821", "198.18.2.0/24"),
+				node("node-b2", local, keyOf("node-b2"), "192.0.2.3:0", "198.18.3.0/24"),
+				node("node-b3", local, keyOf("node-b3"), "192.0.2.4", "198.18.4.0/24"),
+				node("node-b4", local, keyOf("node-b4"), "fd00::5:51821", "198.18.5.0/24"),
+				node("node-b5", local, keyOf("node-b5"), "192.0.2.6:65536", "198.18.6.0/24"),
+				node("node-b6", local, keyOf("node-b6"), "192.0.2.7:wireguard", "198.18.7.0/24"),
+				node("node-b7", local, keyOf("node-b7"), "[fd00::8]:0", "198.18.8.0/24"),
+				node("node-b8", local, keyOf("node-b8"), "localhost:51821", "198.18.9.0/24"),
+			},
+		},
+		{
+			name:   "no pod CIDR",
+			reason: peers.ReasonNoPodCIDR,
+			bad: []peers.Node{
+				good("node-n1", "192.0.2.2:51821"),
+				{Name: "node-n2", Annotations: good("node-n2", "192.0.2.3:51821").Annotations, PodCIDRs: []string{}},
+			},
+		},
+		{
+			name:   "bad pod CIDR",
+			reason: peers.ReasonBadPodCIDR,
+			bad: []peers.Node{
+				good("node-c1", "192.0.2.2:51821", "198.18.2.0/33"),
+				good("node-c2", "192.0.2.3:51821", "not-a-cidr"),
+				good("node-c3", "192.0.2.4:51821", "198.18.4.0"),
+				good("node-c4", "192.0.2.5:51821", "198.18.5.0/24", "fd00:18:5::/129"), // one of two bad
+				good("node-c5", "192.0.2.6:51821", ""),
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var want []peers.Skip
+			for _, n := range tt.bad {
+				want = append(want, peers.Skip{Node: n.Name, Reason: tt.reason})
+			}
+			checkDesired(t, append(slices.Clone(tt.bad), nodeA()), []peers.Peer{peerA}, want)
+		})
+	}
+}
+
+// checkDesired checks that Desired makes wantPeers of nodes and skips wantSkips, each with a
+// one-line detail, and leaves nodes as they were.
+func checkDesired(t *testing.T, nodes []peers.Node, wantPeers []peers.Peer, wantSkips []peers.Skip) {
+	t.Helper()
+	before := deepCopy(nodes)
+	gotPeers, gotSkips := peers.Desired(local, nodes)
+	if diff := cmp.Diff(wantPeers, gotPeers, netOpts, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Desired() peers mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantSkips, gotSkips, cmpopts.IgnoreFields(peers.Skip{}, "Detail"), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Desired() skips mismatch (-want +got):\n%s", diff)
+	}
+	for _, s := range gotSkips {
+		if s.Detail == "" || strings.Contains(s.Detail, "\n") {
+			t.Errorf("skip %+v: want a one-line detail", s)
+		}
+	}
+	if diff := cmp.Diff(before, nodes); diff != "" {
+		t.Errorf("Desired() changed its input (-before +after):\n%s", diff)
 	}
 }
 
@@ -799,8 +788,7 @@ func TestRoutes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := peers.Routes(tt.peers)
-			if diff := cmp.Diff(tt.want, got, netOpts, cmpopts.EquateEmpty(),
-				cmpopts.SortSlices(func(a, b net.IPNet) bool { return a.String() < b.String() })); diff != "" {
+			if diff := cmp.Diff(tt.want, got, netOpts, cmpopts.EquateEmpty(), netsInAnyOrder); diff != "" {
 				t.Errorf("Routes() mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -940,7 +928,7 @@ func TestChanges(t *testing.T) {
 				for _, p := range tt.actual {
 					if p.PublicKey == g.PublicKey && slices.ContainsFunc(tt.desired, func(d peers.Peer) bool {
 						return d.PublicKey == p.PublicKey && d.Endpoint.String() == p.Endpoint.String() &&
-							tt.keepalive == p.PersistentKeepaliveInterval && sameSet(d.AllowedIPs, p.AllowedIPs)
+							tt.keepalive == p.PersistentKeepaliveInterval && cmp.Equal(d.AllowedIPs, p.AllowedIPs, netOpts, netsInAnyOrder, cmpopts.EquateEmpty())
 					}) {
 						t.Errorf("Changes() touches the unchanged peer %s", g.PublicKey)
 					}
@@ -958,18 +946,6 @@ func TestChanges(t *testing.T) {
 			}
 		})
 	}
-}
-
-func sameSet(a, b []net.IPNet) bool {
-	key := func(ns []net.IPNet) []string {
-		out := make([]string, 0, len(ns))
-		for _, n := range ns {
-			out = append(out, n.String())
-		}
-		slices.Sort(out)
-		return out
-	}
-	return slices.Equal(key(a), key(b))
 }
 
 // Each change has its own keepalive value: changing one configuration's value must not change

@@ -1,0 +1,99 @@
+package devicetest_test
+
+import (
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/kube-semaphore/semaphore/components/wireguard/device"
+	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
+)
+
+// Peer changes follow wgctrl: unset fields stay, UpdateOnly never adds, Remove removes; only
+// calls with changes count as writes.
+func TestPeerChangesFollowWgctrl(t *testing.T) {
+	devs := devicetest.New()
+	if err := devs.Ensure("wg-a", devicetest.Key(t), 51821, 1420); err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := devicetest.Key(t).PublicKey(), devicetest.Key(t).PublicKey(), devicetest.Key(t).PublicKey()
+	keepalive := 25 * time.Second
+	_, pod, _ := net.ParseCIDR("198.18.1.0/24")
+	configure := func(changes ...wgtypes.PeerConfig) {
+		t.Helper()
+		if err := devs.ConfigurePeers("wg-a", changes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	configure(
+		wgtypes.PeerConfig{PublicKey: a, Endpoint: &net.UDPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 51821}, PersistentKeepaliveInterval: &keepalive},
+		wgtypes.PeerConfig{PublicKey: b, UpdateOnly: true},
+		wgtypes.PeerConfig{PublicKey: c},
+	)
+	configure(
+		wgtypes.PeerConfig{PublicKey: a, ReplaceAllowedIPs: true, AllowedIPs: []net.IPNet{*pod}},
+		wgtypes.PeerConfig{PublicKey: c, Remove: true},
+	)
+	configure()
+
+	want := map[string]string{a.String(): "192.0.2.1:51821"}
+	if diff := cmp.Diff(want, devs.Endpoints("wg-a")); diff != "" {
+		t.Errorf("endpoints (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string][]string{a.String(): {"198.18.1.0/24"}}, devs.AllowedIPs("wg-a")); diff != "" {
+		t.Errorf("allowed IPs (-want +got):\n%s", diff)
+	}
+	if ps, err := devs.Peers("wg-a"); err != nil || len(ps) != 1 || ps[0].PersistentKeepaliveInterval != keepalive {
+		t.Errorf("peers %+v, %v; want a's with its keepalive", ps, err)
+	}
+	if got := devs.Counts(); got != (devicetest.Counts{Configs: 2, PeerChanges: 5}) {
+		t.Errorf("counts %+v, want 2 configurations of 5 peer changes", got)
+	}
+
+	devs.Roam("wg-a", a, "203.0.113.7:40001")
+	if got := devs.Endpoints("wg-a")[a.String()]; got != "203.0.113.7:40001" {
+		t.Errorf("endpoint after roaming %q", got)
+	}
+}
+
+// Routes are replaced as a whole and counted; a device that was not ensured is not found; a
+// deleted one is gone.
+func TestRoutesAndDeviceLifecycle(t *testing.T) {
+	devs := devicetest.New()
+	if _, err := devs.Peers("wg-a"); !errors.Is(err, device.ErrNotFound) {
+		t.Errorf("Peers of an absent device: %v, want ErrNotFound", err)
+	}
+	for _, name := range []string{"wg-b", "wg-a", "other"} {
+		if err := devs.Ensure(name, devicetest.Key(t), 0, 1420); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nets := func(ss ...string) []net.IPNet {
+		var out []net.IPNet
+		for _, s := range ss {
+			_, n, _ := net.ParseCIDR(s)
+			out = append(out, *n)
+		}
+		return out
+	}
+	if added, removed, err := devs.SyncRoutes("wg-a", nets("198.18.2.0/24", "198.18.1.0/24")); added != 2 || removed != 0 || err != nil {
+		t.Errorf("first sync: added %d, removed %d, %v", added, removed, err)
+	}
+	if added, removed, err := devs.SyncRoutes("wg-a", nets("198.18.1.0/24", "fd00::/64")); added != 1 || removed != 1 || err != nil {
+		t.Errorf("second sync: added %d, removed %d, %v", added, removed, err)
+	}
+	if diff := cmp.Diff([]string{"198.18.1.0/24", "fd00::/64"}, devs.Routes("wg-a")); diff != "" {
+		t.Errorf("routes (-want +got):\n%s", diff)
+	}
+
+	if err := devs.Delete("wg-b"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := devs.Devices("wg-"); !cmp.Equal(got, []string{"wg-a"}) {
+		t.Errorf("devices %v, want only wg-a", got)
+	}
+}
