@@ -20,6 +20,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-semaphore/semaphore/internal/mixin"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -341,59 +342,10 @@ func printPrometheus(w io.Writer, st *State, s *PromStatus) {
 	fmt.Fprintf(w, "  config %s, log %s\n", p.Config, p.Log)
 }
 
-// dashQuery is one dashboard query.
-type dashQuery struct {
-	where, expr string
+// dashboardQueries are the queries of the repository's dashboards.
+func dashboardQueries() ([]mixin.Query, error) {
+	return mixin.DashboardQueries(filepath.Join(testenv.RepoRoot(), "dashboards"))
 }
-
-// dashboardQueries extracts the queries of dashboards/*.json as mixin_test.go does.
-func dashboardQueries() ([]dashQuery, error) {
-	files, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(), "dashboards", "*.json"))
-	var out []dashQuery
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		var dash any
-		if err := json.Unmarshal(data, &dash); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		walkDashboard(dash, func(path string, m map[string]any) {
-			if expr, ok := m["expr"].(string); ok && expr != "" {
-				out = append(out, dashQuery{filepath.Base(f) + path, expr})
-			}
-		}, "")
-	}
-	return out, nil
-}
-
-func walkDashboard(v any, visit func(string, map[string]any), path string) {
-	switch v := v.(type) {
-	case map[string]any:
-		if title, _ := v["title"].(string); title != "" {
-			path += " > " + title
-		}
-		visit(path, v)
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			walkDashboard(v[k], visit, path)
-		}
-	case []any:
-		for _, c := range v {
-			walkDashboard(c, visit, path)
-		}
-	}
-}
-
-var (
-	grafanaVars = strings.NewReplacer("${__rate_interval}", "1m", "$__rate_interval", "1m", "$__interval", "1m", "$__range", "1h")
-	variableRef = regexp.MustCompile(`\$\{?[a-zA-Z_]+\}?`)
-)
 
 // metricPrefixes are the prefixes of each component's metrics.
 var metricPrefixes = map[string]string{
@@ -463,22 +415,22 @@ func (l *lab) checkDashboards(ctx context.Context) []string {
 	var problems, letOff []string
 	withData := 0
 	for _, q := range queries {
-		expr := variableRef.ReplaceAllString(grafanaVars.Replace(q.expr), ".*")
+		expr := mixin.Instantiate(q.Expr)
 		r, err := promQuery(ctx, st.Prometheus.URL, expr)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("dashboard query %s: %q: %v", q.where, expr, err))
+			problems = append(problems, fmt.Sprintf("dashboard query %s: %q: %v", q.Where, expr, err))
 			continue
 		}
 		if len(r) > 0 {
 			withData++
 			continue
 		}
-		components := componentsOf(q.expr)
+		components := componentsOf(q.Expr)
 		if slices.ContainsFunc(components, func(c string) bool { return running[c] }) || len(components) == 0 {
-			problems = append(problems, fmt.Sprintf("dashboard query %s returns no data although %s runs in the lab: %s", q.where, strings.Join(components, " and "), q.expr))
+			problems = append(problems, fmt.Sprintf("dashboard query %s returns no data although %s runs in the lab: %s", q.Where, strings.Join(components, " and "), q.Expr))
 			continue
 		}
-		letOff = append(letOff, q.where+": "+q.expr)
+		letOff = append(letOff, q.Where+": "+q.Expr)
 	}
 	fmt.Fprintf(l.out, "%d of %d dashboard queries return data\n", withData, len(queries))
 	problems = append(problems, activeAlerts(ctx, st.Prometheus.URL)...)
