@@ -3,7 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -151,4 +156,101 @@ func dnsNames(st *State) map[string][]expectedMirror {
 		out[m.Cluster] = append(out[m.Cluster], m)
 	}
 	return out
+}
+
+// DNSAnswer is the answer of one CoreDNS to one name.
+type DNSAnswer struct {
+	Cluster, Server, Name string
+	Addrs                 []string
+	Err                   error
+}
+
+// dnsStatus is what every cluster's CoreDNS answers for the names it must resolve: the
+// mirrors there, read by the mirrors' status.
+type dnsStatus struct {
+	mirrors *mirrorsStatus
+	answers []DNSAnswer // sorted by cluster and name
+}
+
+func (d *dnsStatus) collect(ctx context.Context, st *State) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	names := dnsNames(st)
+	for _, server := range st.DNS {
+		for _, m := range names[server.Cluster] {
+			wg.Go(func() {
+				lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				addrs, err := testenv.LookupHostInNetns(lctx, underlayNetns, server.Addr, m.DNSName())
+				mu.Lock()
+				defer mu.Unlock()
+				d.answers = append(d.answers, DNSAnswer{Cluster: server.Cluster, Server: server.Addr, Name: m.DNSName(), Addrs: addrs, Err: err})
+			})
+		}
+	}
+	wg.Wait()
+	slices.SortFunc(d.answers, func(a, b DNSAnswer) int { return strings.Compare(a.Cluster+a.Name, b.Cluster+b.Name) })
+}
+
+// answer is the answer of cluster's CoreDNS for name.
+func (d *dnsStatus) answer(cluster, name string) DNSAnswer {
+	if i := slices.IndexFunc(d.answers, func(a DNSAnswer) bool { return a.Cluster == cluster && a.Name == name }); i >= 0 {
+		return d.answers[i]
+	}
+	return DNSAnswer{Err: fmt.Errorf("not asked")}
+}
+
+// problems: every name resolves to the ClusterIP of its mirror (a missing mirror is the
+// mirrors' problem).
+func (d *dnsStatus) problems(st *State) []string {
+	if st.nodesSkipped() {
+		return nil
+	}
+	var problems []string
+	for _, server := range st.DNS {
+		for _, want := range dnsNames(st)[server.Cluster] {
+			m, ok := d.mirrors.find(server.Cluster, want.Name())
+			if !ok {
+				continue
+			}
+			a := d.answer(server.Cluster, want.DNSName())
+			switch {
+			case a.Err != nil:
+				problems = append(problems, fmt.Sprintf("%s: CoreDNS: %s: %v", server.Cluster, want.DNSName(), a.Err))
+			case !slices.Equal(a.Addrs, []string{m.ClusterIP}):
+				problems = append(problems, fmt.Sprintf("%s: CoreDNS answers %v for %s, want %s (the ClusterIP of %s)", server.Cluster, a.Addrs, want.DNSName(), m.ClusterIP, want.Name()))
+			}
+		}
+	}
+	return problems
+}
+
+// print prints a section for every cluster whose CoreDNS has names to resolve.
+func (d *dnsStatus) print(w io.Writer, st *State) {
+	for _, server := range st.DNS {
+		names := dnsNames(st)[server.Cluster]
+		if len(names) == 0 {
+			continue
+		}
+		section(w, fmt.Sprintf("DNS (CoreDNS of %s, pod %s at %s, with the Corefile of docs/coredns.md)", server.Cluster, server.Pod, server.Addr))
+		tw := table(w)
+		for _, a := range d.answers {
+			if a.Cluster != server.Cluster {
+				continue
+			}
+			answer := strings.Join(a.Addrs, ", ")
+			if a.Err != nil {
+				answer = "error: " + a.Err.Error()
+			}
+			for _, want := range names {
+				if m, ok := d.mirrors.find(server.Cluster, want.Name()); ok && want.DNSName() == a.Name && slices.Equal(a.Addrs, []string{m.ClusterIP}) {
+					answer += fmt.Sprintf("\t(the ClusterIP of %s/%s)", semaphoreNamespace, m.Name)
+				}
+			}
+			fmt.Fprintf(tw, "  %s\t-> %s\n", a.Name, answer)
+		}
+		tw.Flush()
+		host, _, _ := net.SplitHostPort(server.Addr)
+		fmt.Fprintf(w, "  try: ip netns exec %s dig @%s +short %s\n", underlayNetns, host, names[0].DNSName())
+	}
 }

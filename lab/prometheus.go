@@ -257,6 +257,17 @@ func promQuery(ctx context.Context, base, query string) ([]promResult, error) {
 	return data.Result, nil
 }
 
+// prometheusStatus is what the lab's Prometheus reports (nil when it does not run).
+type prometheusStatus struct {
+	prom *PromStatus
+}
+
+func (s *prometheusStatus) collect(ctx context.Context, st *State) {
+	if st.Prometheus != nil {
+		s.prom = collectPrometheus(ctx, st.Prometheus)
+	}
+}
+
 // collectPrometheus asks the lab's Prometheus for every target's up and its rule groups.
 func collectPrometheus(ctx context.Context, p *PrometheusState) *PromStatus {
 	s := &PromStatus{}
@@ -290,8 +301,9 @@ func collectPrometheus(ctx context.Context, p *PrometheusState) *PromStatus {
 	return s
 }
 
-// prometheusProblems: every controller is a target and up, and the alert rules are loaded.
-func prometheusProblems(st *State, s *PromStatus) []string {
+// problems: every controller is a target and up, and the alert rules are loaded.
+func (ps *prometheusStatus) problems(st *State) []string {
+	s := ps.prom
 	if st.Prometheus == nil || s == nil {
 		return nil
 	}
@@ -314,7 +326,10 @@ func prometheusProblems(st *State, s *PromStatus) []string {
 	return problems
 }
 
-func printPrometheus(w io.Writer, st *State, s *PromStatus) {
+// print prints where Prometheus runs and how many of its targets are up, or why it does not
+// run.
+func (ps *prometheusStatus) print(w io.Writer, st *State) {
+	s := ps.prom
 	switch {
 	case st.Prometheus == nil && st.Nodes != nil && st.Nodes.Skipped != "":
 		section(w, "Prometheus: not running (no nodes, so no controller to scrape)")
