@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kube-semaphore/semaphore/internal/netnstopo"
 	"github.com/kube-semaphore/semaphore/lab/node"
 )
 
@@ -451,7 +452,7 @@ func leftBehind(dir string, before machine) []string {
 	for _, p := range leftovers(dir, nil) {
 		out = append(out, fmt.Sprintf("left behind: process %s (pid %d)", p.Name, p.PID))
 	}
-	entries, _ := os.ReadDir(netnsDir)
+	entries, _ := os.ReadDir(netnstopo.Dir)
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), netnsPrefix) {
 			out = append(out, "left behind: network namespace "+e.Name())

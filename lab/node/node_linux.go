@@ -21,11 +21,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kube-semaphore/semaphore/internal/netnstopo"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
-
-// netnsDir is where `ip netns add` keeps its named network namespaces.
-const netnsDir = "/run/netns"
 
 // startTimeout bounds Start when ctx has no earlier deadline.
 const startTimeout = 2 * time.Minute
@@ -79,7 +77,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := checkTools(cfg); err != nil {
 		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
 	}
-	netns := filepath.Join(netnsDir, cfg.Netns)
+	netns := filepath.Join(netnstopo.Dir, cfg.Netns)
 	if _, err := os.Stat(netns); err != nil {
 		return nil, fmt.Errorf("node %s: network namespace: %w", cfg.Name, err)
 	}

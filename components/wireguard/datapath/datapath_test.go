@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/internal/netnstopo"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -319,19 +320,18 @@ func randomID(t *testing.T) string {
 
 // buildUnderlay creates a namespace holding a bridge, and one namespace per node joined to it by
 // a veth, with the node's underlay address, its pod addresses (on a dummy interface, or on lo
-// where the kernel lacks the dummy driver, as here) and no other route. Nothing is created in the host's network namespace: every link is created
-// directly in the namespace it belongs to. Every interface name carries id, so the final check
-// can tell that none ended up on the host.
+// where the kernel lacks the dummy driver, as here) and no other route (netnstopo, as the lab
+// builds its nodes). Every interface name carries id, so the final check can tell that none
+// ended up on the host.
 func buildUnderlay(t *testing.T, id string, nodes []*node) {
 	t.Helper()
-	underlay := "smp-" + id + "-ul"
-	bridge := "br" + id
+	underlay := netnstopo.Underlay{Netns: "smp-" + id + "-ul", Bridge: "br" + id}
 
 	var created []string
 	t.Cleanup(func() {
 		for _, ns := range created {
-			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-				t.Errorf("ip netns del %s: %v: %s", ns, err, out)
+			if err := netnstopo.DeleteNetns(ns); err != nil {
+				t.Error(err)
 			}
 		}
 		out, err := exec.Command("ip", "netns", "list").CombinedOutput()
@@ -348,30 +348,25 @@ func buildUnderlay(t *testing.T, id string, nodes []*node) {
 		}
 	})
 	addNetns := func(ns string) {
-		run(t, "ip", "netns", "add", ns)
+		if err := netnstopo.AddNetns(ns); err != nil {
+			t.Fatal(err)
+		}
 		created = append(created, ns)
-		run(t, "ip", "-n", ns, "link", "set", "lo", "up")
 	}
 
-	addNetns(underlay)
-	run(t, "ip", "-n", underlay, "link", "add", bridge, "type", "bridge")
-	run(t, "ip", "-n", underlay, "link", "set", bridge, "up")
+	addNetns(underlay.Netns)
+	if err := underlay.AddBridge(); err != nil {
+		t.Fatal(err)
+	}
 	for _, n := range nodes {
 		addNetns(n.netns)
-		eth, port, pod := "ul"+id, fmt.Sprintf("v%s%d", id, n.index), "pod"+id
-		run(t, "ip", "-n", n.netns, "link", "add", eth, "type", "veth", "peer", "name", port, "netns", underlay)
-		run(t, "ip", "-n", underlay, "link", "set", port, "master", bridge, "up")
-		run(t, "ip", "-n", n.netns, "addr", "add", n.underlay+"/24", "dev", eth)
-		run(t, "ip", "-n", n.netns, "link", "set", eth, "up")
-		// The pod address sits on a dummy interface, or on lo where the kernel has no dummy
-		// driver: either way a local address the node answers for.
-		if exec.Command("ip", "-n", n.netns, "link", "add", pod, "type", "dummy").Run() != nil {
-			pod = "lo"
+		link := netnstopo.Node{Netns: n.netns, Link: "ul" + id, Port: fmt.Sprintf("v%s%d", id, n.index), Addr: n.underlay + "/24"}
+		if err := underlay.Join(link); err != nil {
+			t.Fatal(err)
 		}
-		for _, a := range append([]string{n.pod}, n.morePods...) {
-			run(t, "ip", "-n", n.netns, "addr", "add", a+"/32", "dev", pod)
+		if err := netnstopo.AddLocalAddrs(n.netns, "pod"+id, append([]string{n.pod}, n.morePods...)...); err != nil {
+			t.Fatal(err)
 		}
-		run(t, "ip", "-n", n.netns, "link", "set", pod, "up")
 	}
 	// The underlay works (and the nodes know no route to any pod CIDR but their own).
 	for _, n := range nodes[1:] {
