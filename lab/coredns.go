@@ -15,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/internal/testenv"
@@ -47,15 +48,52 @@ func (l *lab) createCoreDNS(ctx context.Context) error {
 	return nil
 }
 
+// createClusterDNS creates a cluster's CoreDNS: its ServiceAccount and what it may read, its
+// Corefile, its Deployment and the kube-dns Service.
 func (l *lab) createClusterDNS(ctx context.Context, spec clusterSpec, corefile string) error {
 	client := l.clusters[spec.Name].Client
 	app := map[string]string{"k8s-app": "kube-dns"}
+	if err := createDNSAccess(ctx, client); err != nil {
+		return err
+	}
+	if _, err := client.CoreV1().ConfigMaps(dnsNamespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: dnsName},
+		Data:       map[string]string{"Corefile": corefile},
+	}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if _, err := client.AppsV1().Deployments(dnsNamespace).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: dnsName, Labels: app},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: app},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: app}, Spec: l.dnsPodSpec()},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	_, err := client.CoreV1().Services(dnsNamespace).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: dnsService, Labels: app},
+		Spec: corev1.ServiceSpec{
+			Selector:  app,
+			ClusterIP: spec.dnsServiceIP(),
+			Ports: []corev1.ServicePort{
+				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
+				{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
+				{Name: "metrics", Port: 9153, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(9153)},
+			},
+		},
+	}, metav1.CreateOptions{})
+	return err
+}
+
+// createDNSAccess creates CoreDNS's ServiceAccount, allowed what its kubernetes plugin reads.
+func createDNSAccess(ctx context.Context, client kubernetes.Interface) error {
 	if _, err := client.CoreV1().ServiceAccounts(dnsNamespace).Create(ctx, &corev1.ServiceAccount{
 		ObjectMeta: metav1.ObjectMeta{Name: dnsName},
 	}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	// What the kubernetes plugin reads.
 	if _, err := client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "system:coredns"},
 		Rules: []rbacv1.PolicyRule{
@@ -65,20 +103,17 @@ func (l *lab) createClusterDNS(ctx context.Context, spec clusterSpec, corefile s
 	}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+	_, err := client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "system:coredns"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:coredns"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: dnsName, Namespace: dnsNamespace}},
-	}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	if _, err := client.CoreV1().ConfigMaps(dnsNamespace).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: dnsName},
-		Data:       map[string]string{"Corefile": corefile},
-	}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	pod := corev1.PodSpec{
+	}, metav1.CreateOptions{})
+	return err
+}
+
+// dnsPodSpec is the pod of CoreDNS, its Corefile mounted from the ConfigMap.
+func (l *lab) dnsPodSpec() corev1.PodSpec {
+	return corev1.PodSpec{
 		ServiceAccountName: dnsName,
 		// The Corefile forwards what is not the cluster's to the resolvers of resolv.conf. The
 		// lab's nodes have none (nothing may leave the machine), and CoreDNS refuses to start
@@ -111,29 +146,6 @@ func (l *lab) createClusterDNS(ctx context.Context, spec clusterSpec, corefile s
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: dnsName}},
 		}}},
 	}
-	if _, err := client.AppsV1().Deployments(dnsNamespace).Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: dnsName, Labels: app},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(int32(1)),
-			Selector: &metav1.LabelSelector{MatchLabels: app},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: app}, Spec: pod},
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	_, err := client.CoreV1().Services(dnsNamespace).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: dnsService, Labels: app},
-		Spec: corev1.ServiceSpec{
-			Selector:  app,
-			ClusterIP: spec.dnsServiceIP(),
-			Ports: []corev1.ServicePort{
-				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
-				{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
-				{Name: "metrics", Port: 9153, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(9153)},
-			},
-		},
-	}, metav1.CreateOptions{})
-	return err
 }
 
 // restrictedContainer is the container securityContext of the lab's own pods: the restricted

@@ -18,8 +18,6 @@ import (
 	"syscall"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/kube-semaphore/semaphore/internal/mixin"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
@@ -66,39 +64,9 @@ func (l *lab) startPrometheus(ctx context.Context) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "rules"), 0o755); err != nil {
-		return err
-	}
-	rules, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "alerts", "*.yaml"))
+	ruleFiles, rules, err := copyAlertRules(filepath.Join(dir, "rules"))
 	if err != nil {
 		return err
-	}
-	var ruleFiles []string
-	count := 0
-	for _, r := range rules {
-		if strings.HasSuffix(r, "_test.yaml") {
-			continue
-		}
-		data, err := os.ReadFile(r)
-		if err != nil {
-			return err
-		}
-		var file struct {
-			Groups []struct {
-				Rules []any `json:"rules"`
-			} `json:"groups"`
-		}
-		if err := yaml.Unmarshal(data, &file); err != nil {
-			return fmt.Errorf("%s: %w", r, err)
-		}
-		for _, g := range file.Groups {
-			count += len(g.Rules)
-		}
-		dst := filepath.Join(dir, "rules", filepath.Base(r))
-		if err := os.WriteFile(dst, data, 0o644); err != nil {
-			return err
-		}
-		ruleFiles = append(ruleFiles, dst)
 	}
 	conf := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(conf, []byte(prometheusConfig(l.snapshot().Controllers, ruleFiles)), 0o644); err != nil {
@@ -125,9 +93,44 @@ func (l *lab) startPrometheus(ctx context.Context) error {
 	})
 	u := "http://" + addr
 	l.mu.Lock()
-	l.state.Prometheus = &PrometheusState{URL: u, Config: conf, Log: log, PID: c.cmd.Process.Pid, Rules: count}
+	l.state.Prometheus = &PrometheusState{URL: u, Config: conf, Log: log, PID: c.cmd.Process.Pid, Rules: rules}
 	l.mu.Unlock()
-	// Prometheus answers /-/ready once it has loaded its TSDB and configuration.
+	if err := waitPrometheusReady(ctx, u, c, log); err != nil {
+		return err
+	}
+	l.logf("started Prometheus on %s", u)
+	return nil
+}
+
+// copyAlertRules copies the rule files of alerts/ into dir, and returns the copies and how
+// many rules they hold.
+func copyAlertRules(dir string) (files []string, rules int, err error) {
+	alerts := filepath.Join(testenv.RepoRoot(), "alerts")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, 0, err
+	}
+	sources, err := mixin.AlertFiles(alerts)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, src := range sources {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return nil, 0, err
+		}
+		dst := filepath.Join(dir, filepath.Base(src))
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return nil, 0, err
+		}
+		files = append(files, dst)
+	}
+	queries, err := mixin.AlertQueries(alerts)
+	return files, len(queries), err
+}
+
+// waitPrometheusReady waits for the Prometheus at u, run by c with its output in log, to answer
+// /-/ready, which it does once it has loaded its TSDB and configuration.
+func waitPrometheusReady(ctx context.Context, u string, c *child, log string) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -137,7 +140,7 @@ func (l *lab) startPrometheus(ctx context.Context) error {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				break
+				return nil
 			}
 		}
 		select {
@@ -148,11 +151,9 @@ func (l *lab) startPrometheus(ctx context.Context) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("prometheus not ready on %s after a minute; see %s", addr, log)
+			return fmt.Errorf("prometheus not ready on %s after a minute; see %s", strings.TrimPrefix(u, "http://"), log)
 		}
 	}
-	l.logf("started Prometheus on %s", u)
-	return nil
 }
 
 // prometheusConfig scrapes every controller, one job per component, each target labelled
