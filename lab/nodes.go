@@ -338,40 +338,7 @@ func (l *lab) runNodes(ctx context.Context, nodes []NodeState) (stop func(), err
 		return stop, err
 	}
 	for _, n := range nodes {
-		spec := specOf(n.Cluster)
-		c, server := l.clusters[n.Cluster], l.apiServerOnUnderlay(n.Cluster)
-		kubeletKubeconfig := filepath.Join(n.Dir+"-credentials", "kubelet.kubeconfig")
-		proxyKubeconfig := filepath.Join(n.Dir+"-credentials", "kube-proxy.kubeconfig")
-		if err := os.MkdirAll(filepath.Dir(kubeletKubeconfig), 0o700); err != nil {
-			return stop, err
-		}
-		if err := c.AddUser(kubeletKubeconfig, "system:node:"+n.Name, []string{"system:nodes"}, server); err != nil {
-			return stop, err
-		}
-		if err := c.AddUser(proxyKubeconfig, "system:kube-proxy", nil, server); err != nil {
-			return stop, err
-		}
-		start, end, _ := calicoBorrowed(n.Name)
-		started, err := node.Start(ctx, node.Config{
-			Name:            n.Name,
-			Netns:           n.Netns,
-			IP:              n.Underlay,
-			PodCIDR:         n.PodCIDR,
-			PodRangeStart:   start,
-			PodRangeEnd:     end,
-			ClusterCIDR:     spec.PodCIDR,
-			ClusterDNS:      spec.dnsServiceIP(),
-			ClusterDomain:   clusterDomain,
-			Kubeconfig:      kubeletKubeconfig,
-			ProxyKubeconfig: proxyKubeconfig,
-			Registry:        l.registry,
-			SandboxImage:    l.imageRef(pauseImage),
-			Dir:             n.Dir,
-			LogDir:          l.path("logs"),
-			BinDir:          l.bin.kube,
-			// semaphore-wireguard's keys (the chart's hostPath) are each node's own.
-			PrivateDirs: []string{keyDir},
-		})
+		started, err := l.startNode(ctx, n, keyDir)
 		if err != nil {
 			return stop, fmt.Errorf("%s: %w", n.Name, err)
 		}
@@ -382,6 +349,44 @@ func (l *lab) runNodes(ctx context.Context, nodes []NodeState) (stop func(), err
 	}
 	l.logf("started containerd, kubelet and kube-proxy on %d nodes (network namespaces %s*, underlay %s)", len(nodes), netnsPrefix, underlayCIDR)
 	return stop, nil
+}
+
+// startNode starts node n with its credentials, and keyDir private to it.
+func (l *lab) startNode(ctx context.Context, n NodeState, keyDir string) (*node.Node, error) {
+	spec := specOf(n.Cluster)
+	c, server := l.clusters[n.Cluster], l.apiServerOnUnderlay(n.Cluster)
+	kubeletKubeconfig := filepath.Join(n.Dir+"-credentials", "kubelet.kubeconfig")
+	proxyKubeconfig := filepath.Join(n.Dir+"-credentials", "kube-proxy.kubeconfig")
+	if err := os.MkdirAll(filepath.Dir(kubeletKubeconfig), 0o700); err != nil {
+		return nil, err
+	}
+	if err := c.AddUser(kubeletKubeconfig, "system:node:"+n.Name, []string{"system:nodes"}, server); err != nil {
+		return nil, err
+	}
+	if err := c.AddUser(proxyKubeconfig, "system:kube-proxy", nil, server); err != nil {
+		return nil, err
+	}
+	start, end, _ := calicoBorrowed(n.Name)
+	return node.Start(ctx, node.Config{
+		Name:            n.Name,
+		Netns:           n.Netns,
+		IP:              n.Underlay,
+		PodCIDR:         n.PodCIDR,
+		PodRangeStart:   start,
+		PodRangeEnd:     end,
+		ClusterCIDR:     spec.PodCIDR,
+		ClusterDNS:      spec.dnsServiceIP(),
+		ClusterDomain:   clusterDomain,
+		Kubeconfig:      kubeletKubeconfig,
+		ProxyKubeconfig: proxyKubeconfig,
+		Registry:        l.registry,
+		SandboxImage:    l.imageRef(pauseImage),
+		Dir:             n.Dir,
+		LogDir:          l.path("logs"),
+		BinDir:          l.bin.kube,
+		// semaphore-wireguard's keys (the chart's hostPath) are each node's own.
+		PrivateDirs: []string{keyDir},
+	})
 }
 
 // wireguardKeyDir is where semaphore-wireguard keeps its keys on a node (the chart's keyDir,

@@ -93,53 +93,44 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
 	}
-	defer func() {
-		if unlock != nil {
-			unlock()
-		}
-	}()
 	if pids := nodeProcs(hs, cfg.Name); len(pids) > 0 {
+		unlock()
 		return nil, fmt.Errorf("node %s runs already: processes %v are in its cgroup %s (one that died is cleaned up by node.Cleanup)", cfg.Name, pids, CgroupRoot(cfg.Name))
 	}
 	n := &Node{cfg: cfg, hs: hs}
-	fail := func(err error) (*Node, error) {
-		unlock()
-		unlock = nil
+	containerd, procsFiles, err := n.startContainerd(ctx, netns)
+	unlock()
+	if err == nil {
+		err = n.startKubeletAndProxy(ctx, netns, containerd, procsFiles)
+	}
+	if err != nil {
 		_ = n.Stop()
 		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
 	}
-	// What an earlier node of this name left (its processes are gone, see above).
-	if err := killCgroups(hs, cfg.Name, 10*time.Second); err != nil {
-		return fail(err)
-	}
-	procsFiles, err := createCgroups(hs, cfg.Name)
-	if err != nil {
-		return fail(err)
-	}
-	for _, d := range []string{"root", "config"} {
-		if err := os.RemoveAll(filepath.Join(cfg.Dir, d)); err != nil {
-			return fail(err)
-		}
-	}
-	if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
-		return fail(err)
-	}
-	var nofile unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile); err != nil {
-		return fail(err)
-	}
-	if err := writeConfigs(cfg, nofile.Max); err != nil {
-		return fail(err)
-	}
-	if err := makeMountpoints(machineMountpoints(cfg.mountTargets())); err != nil {
-		return fail(fmt.Errorf("the node's mount points: %w", err))
-	}
+	return n, nil
+}
 
-	p := paths{cfg.Dir}
+// startContainerd prepares the node's cgroups, directories, configurations and mount points,
+// and starts containerd in the network namespace at netns. It returns once containerd answers
+// on its socket, with the cgroups' procs files that the node's other programs join.
+func (n *Node) startContainerd(ctx context.Context, netns string) (*proc, []string, error) {
+	cfg := n.cfg
+	// What an earlier node of this name left (its processes are gone, see Start).
+	if err := killCgroups(n.hs, cfg.Name, 10*time.Second); err != nil {
+		return nil, nil, err
+	}
+	procsFiles, err := createCgroups(n.hs, cfg.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := prepareDirs(cfg); err != nil {
+		return nil, nil, err
+	}
 	// containerd in a mount namespace of its own, where the node's directories are bind-mounted
 	// over the defaults, and in the node's network namespace (where it runs the CNI plugins).
 	// The node has a /run of its own: what the machine's holds is none of its business, and
 	// what the node's programs put there (mount(8)'s /run/mount) stays in it.
+	p := paths{cfg.Dir}
 	script := []string{
 		"set -e",
 		"echo 1 > /proc/sys/net/ipv4/ip_forward",
@@ -157,16 +148,43 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		"nsenter", "--net="+netns, "--",
 		"sh", "-c", strings.Join(script, "\n"))
 	if err != nil {
-		return fail(err)
+		return nil, nil, err
 	}
 	if err := waitContainerd(ctx, containerd, p.containerdSocket()); err != nil {
-		return fail(err)
+		return nil, nil, err
 	}
-	unlock()
-	unlock = nil
+	return containerd, procsFiles, nil
+}
 
-	// kubelet and kube-proxy in containerd's mount namespace: kubelet mounts the pods' volumes
-	// where runc, under containerd, bind-mounts them into the containers.
+// prepareDirs empties the node's root and configuration directories, writes its
+// configurations, and makes the machine's mount points it binds over.
+func prepareDirs(cfg Config) error {
+	for _, d := range []string{"root", "config"} {
+		if err := os.RemoveAll(filepath.Join(cfg.Dir, d)); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
+		return err
+	}
+	var nofile unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile); err != nil {
+		return err
+	}
+	if err := writeConfigs(cfg, nofile.Max); err != nil {
+		return err
+	}
+	if err := makeMountpoints(machineMountpoints(cfg.mountTargets())); err != nil {
+		return fmt.Errorf("the node's mount points: %w", err)
+	}
+	return nil
+}
+
+// startKubeletAndProxy starts kubelet and kube-proxy in containerd's mount namespace (kubelet
+// mounts the pods' volumes where runc, under containerd, bind-mounts them into the
+// containers), and returns once both answer on their health ports.
+func (n *Node) startKubeletAndProxy(ctx context.Context, netns string, containerd *proc, procsFiles []string) error {
+	cfg, p := n.cfg, paths{n.cfg.Dir}
 	enter := []string{"nsenter", "--mount=/proc/" + strconv.Itoa(containerd.cmd.Process.Pid) + "/ns/mnt", "--net=" + netns, "--"}
 	kubelet, err := n.start("kubelet", procsFiles, append(enter,
 		filepath.Join(cfg.BinDir, "kubelet"),
@@ -176,22 +194,19 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		"--hostname-override="+cfg.Name,
 	)...)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	proxy, err := n.start("kube-proxy", procsFiles, append(enter,
 		filepath.Join(cfg.BinDir, "kube-proxy"),
 		"--config="+p.config("kube-proxy.yaml"),
 	)...)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	if err := waitHTTP(ctx, cfg.Netns, kubelet, "http://"+kubeletHealthz+"/healthz", true); err != nil {
-		return fail(err)
+		return err
 	}
-	if err := waitHTTP(ctx, cfg.Netns, proxy, "http://"+proxyHealthz+"/livez", false); err != nil {
-		return fail(err)
-	}
-	return n, nil
+	return waitHTTP(ctx, cfg.Netns, proxy, "http://"+proxyHealthz+"/livez", false)
 }
 
 // checkTools checks that what the node runs is there.
