@@ -30,22 +30,33 @@ func DashboardQueries(dir string) ([]Query, error) {
 		return nil, err
 	}
 	var out []Query
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
+	err = parseEach(files, func(f string, data []byte) error {
 		var dash any
 		if err := json.Unmarshal(data, &dash); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
+			return err
 		}
 		walkDashboard(dash, filepath.Base(f), func(where string, m map[string]any) {
 			if expr, ok := m["expr"].(string); ok && expr != "" {
 				out = append(out, Query{where, expr})
 			}
 		})
+		return nil
+	})
+	return out, err
+}
+
+// parseEach reads each of files and hands it to parse, stopping at the first error.
+func parseEach(files []string, parse func(file string, data []byte) error) error {
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := parse(f, data); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
 	}
-	return out, nil
+	return nil
 }
 
 // walkDashboard calls visit with every object of a dashboard and the titles above it
@@ -95,11 +106,7 @@ func AlertQueries(dir string) ([]Query, error) {
 		return nil, err
 	}
 	var out []Query
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
+	err = parseEach(files, func(f string, data []byte) error {
 		var rules struct {
 			Groups []struct {
 				Rules []struct {
@@ -110,15 +117,16 @@ func AlertQueries(dir string) ([]Query, error) {
 			} `json:"groups"`
 		}
 		if err := yaml.Unmarshal(data, &rules); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
+			return err
 		}
 		for _, g := range rules.Groups {
 			for _, r := range g.Rules {
 				out = append(out, Query{filepath.Base(f) + " > " + r.Alert + r.Record, r.Expr})
 			}
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 var (

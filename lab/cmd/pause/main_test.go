@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/lab/cmd/internal/cmdtest"
 )
 
 // The test binary doubles as the children the tests start, chosen by $PAUSE_TEST_HELPER:
@@ -149,23 +150,14 @@ func buildPause(t *testing.T) string {
 	return testenv.BuildBinary(t, "github.com/kube-semaphore/semaphore/lab/cmd/pause")
 }
 
-// syncBuffer is a bytes.Buffer a process writes while a test reads it.
+// syncBuffer is a bytes.Buffer pause writes while a test reads it.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	sync.Mutex
+	b bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+func (s *syncBuffer) Write(p []byte) (int, error) { s.Lock(); defer s.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.Lock(); defer s.Unlock(); return s.b.String() }
 
 // startPause starts cmd (pause, or a helper that becomes pause) and waits until pause waits
 // for signals; the process is killed at the end of the test if it still runs.
@@ -173,18 +165,7 @@ func startPause(t *testing.T, cmd *exec.Cmd) (stderr *syncBuffer, exited <-chan 
 	t.Helper()
 	stderr = new(syncBuffer)
 	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		done <- cmd.Wait()
-		close(done) // a receive after the test's own returns at once
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-	})
+	done := cmdtest.Start(t, cmd)
 	if !waitFor(10*time.Second, func() bool { return strings.Contains(stderr.String(), "pause: waiting") }) {
 		t.Fatalf("pause did not start waiting; stderr:\n%s", stderr)
 	}

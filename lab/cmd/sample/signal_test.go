@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/lab/cmd/internal/cmdtest"
 )
 
 // buildSample builds the program as the lab's image has it (static).
@@ -50,18 +51,7 @@ func startBinary(t *testing.T, ready string, args ...string) (*exec.Cmd, *syncBu
 	cmd := exec.Command(buildSample(t), args...)
 	stdout, stderr := new(syncBuffer), new(syncBuffer)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		done <- cmd.Wait()
-		close(done) // a receive after the test's own returns at once
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-	})
+	done := cmdtest.Start(t, cmd)
 	waitFor(t, "the program to start", func() bool {
 		return strings.Contains(stdout.String(), `"msg":"`+ready+`"`) || strings.Contains(stderr.String(), "sample")
 	})
