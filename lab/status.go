@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -217,6 +218,35 @@ func clientConfig(kubeconfig string) (*rest.Config, error) {
 	}
 	cfg.Timeout = 5 * time.Second
 	return cfg, nil
+}
+
+// status prints the status of the lab running in dir.
+func status(ctx context.Context, dir string) int {
+	pid, st, ok, err := running(dir)
+	switch {
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "lab: %v\n", err)
+		return 1
+	case !ok && pid == 0 && st == nil:
+		fmt.Printf("No lab is running in %s. Start one with `make lab` (bash ci/lab).\n", dir)
+		return 1
+	case !ok:
+		fmt.Printf("The lab (pid %d) in %s is not running any more; `make lab-down` (bash ci/lab down) cleans up after it.\n", pid, dir)
+		return 1
+	case st == nil || st.Phase == phaseStarting:
+		fmt.Printf("The lab (pid %d) in %s is still starting.\n", pid, dir)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	s := collect(ctx, st)
+	printStatus(os.Stdout, st, s)
+	problems := findProblems(st, s)
+	printProblems(os.Stdout, problems)
+	if st.Phase != phaseUp || len(problems) > 0 {
+		return 1
+	}
+	return 0
 }
 
 // waitReady polls the status until it shows no problem, a child exits, or timeout passes.

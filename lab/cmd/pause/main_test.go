@@ -4,7 +4,6 @@ package main
 
 import (
 	"bytes"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -175,36 +174,14 @@ func startPause(t *testing.T, cmd *exec.Cmd) (stderr *syncBuffer, exited <-chan 
 // stopPause sends sig and checks that pause exits 0 within a second.
 func stopPause(t *testing.T, cmd *exec.Cmd, exited <-chan error, sig syscall.Signal, stderr *syncBuffer) {
 	t.Helper()
-	if err := cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("after %v: %v, want exit status 0; stderr:\n%s", sig, err, stderr)
-		}
-	case <-time.After(time.Second):
-		t.Fatalf("pause still running a second after %v; stderr:\n%s", sig, stderr)
-	}
+	cmdtest.SignalExitsZero(t, cmd, exited, sig, time.Second, stderr)
 	if want := fmt.Sprintf("got signal: %v", sig); !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr lacks %q:\n%s", want, stderr)
 	}
 }
 
 func TestBuildsStaticWithoutCgo(t *testing.T) {
-	f, err := elf.Open(buildPause(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			t.Error("the binary has a program interpreter: it is dynamically linked")
-		}
-	}
-	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
-		t.Errorf("the binary needs shared libraries %v", libs)
-	}
+	cmdtest.CheckStatic(t, buildPause(t))
 }
 
 func TestBlocksUntilSignalThenExitsZeroPromptly(t *testing.T) {
