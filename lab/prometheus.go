@@ -263,9 +263,9 @@ type prometheusStatus struct {
 	prom *PromStatus
 }
 
-func (s *prometheusStatus) collect(ctx context.Context, st *State) {
+func (ps *prometheusStatus) collect(ctx context.Context, st *State) {
 	if st.Prometheus != nil {
-		s.prom = collectPrometheus(ctx, st.Prometheus)
+		ps.prom = collectPrometheus(ctx, st.Prometheus)
 	}
 }
 
