@@ -22,7 +22,8 @@ import (
 )
 
 const (
-	listenPort = 51821
+	// listenPort is every device's UDP port, as it goes into an endpoint and the environment.
+	listenPort = "51821"
 	// routeProto is the protocol number that marks the controller's routes (device.RouteProtocol).
 	routeProto = "83"
 	// foreignRoute is a route via a WireGuard device that the controller did not create and

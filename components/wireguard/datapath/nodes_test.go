@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -64,7 +63,7 @@ type proc struct {
 func (n *node) device() string   { return peers.DeviceName(n.remote) }
 func (n *node) keyFile() string  { return filepath.Join(n.keyDir, n.device()+".key") }
 func (n *node) String() string   { return n.name }
-func (n *node) endpoint() string { return net.JoinHostPort(n.underlay, strconv.Itoa(listenPort)) }
+func (n *node) endpoint() string { return net.JoinHostPort(n.underlay, listenPort) }
 
 // newLab builds the topology of a data-path test for nodes (gcp-node-1, gcp-node-2, aws-node-1,
 // aws-node-2, in this order): the underlay and the nodes' network namespaces, an API server per
@@ -265,7 +264,7 @@ func prepare(t *testing.T, n *node, clusters map[string]*testenv.Cluster, bin st
 		"SEMAPHORE_REMOTE_PROBE_INTERVAL=1s",
 		"SEMAPHORE_WG_NODE_NAME=" + n.name,
 		"SEMAPHORE_WG_KEY_DIR=" + n.keyDir,
-		fmt.Sprintf("SEMAPHORE_WG_LISTEN_PORTS=%s:%d", n.remote, listenPort),
+		fmt.Sprintf("SEMAPHORE_WG_LISTEN_PORTS=%s:%s", n.remote, listenPort),
 		"SEMAPHORE_WG_MODE=userspace",
 		"SEMAPHORE_WG_KEEPALIVE=1s",
 	}
