@@ -2,8 +2,6 @@ package main
 
 import (
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/kube-semaphore/semaphore/internal/charts"
@@ -48,22 +46,5 @@ func TestNotesOfSemaphoreRemote(t *testing.T) {
 	}
 	if _, err := parseNotes(rel.Info.Notes, "azure"); err == nil {
 		t.Error("a consumer the NOTES do not name is found")
-	}
-}
-
-// Every dashboard query reads the metrics of at least one component, which tells the lab
-// whether its lack of data is a problem, or Prometheus' own up, which every scrape gives.
-func TestDashboardQueriesBelongToComponents(t *testing.T) {
-	queries, err := dashboardQueries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range queries {
-		if len(componentsOf(q.expr)) == 0 && !strings.Contains(q.expr, "up{") {
-			t.Errorf("%s reads no component's metrics: %s", q.where, q.expr)
-		}
-	}
-	if got := componentsOf(`rate(semaphore_wg_peers[1m]) + semaphore_policy_sets`); !slices.Equal(got, []string{"semaphore-wireguard", "semaphore-policy"}) {
-		t.Errorf("componentsOf = %v", got)
 	}
 }

@@ -3,13 +3,19 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/internal/testenv"
@@ -42,15 +48,52 @@ func (l *lab) createCoreDNS(ctx context.Context) error {
 	return nil
 }
 
+// createClusterDNS creates a cluster's CoreDNS: its ServiceAccount and what it may read, its
+// Corefile, its Deployment and the kube-dns Service.
 func (l *lab) createClusterDNS(ctx context.Context, spec clusterSpec, corefile string) error {
 	client := l.clusters[spec.Name].Client
 	app := map[string]string{"k8s-app": "kube-dns"}
+	if err := createDNSAccess(ctx, client); err != nil {
+		return err
+	}
+	if _, err := client.CoreV1().ConfigMaps(dnsNamespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: dnsName},
+		Data:       map[string]string{"Corefile": corefile},
+	}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if _, err := client.AppsV1().Deployments(dnsNamespace).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: dnsName, Labels: app},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: app},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: app}, Spec: l.dnsPodSpec()},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	_, err := client.CoreV1().Services(dnsNamespace).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: dnsService, Labels: app},
+		Spec: corev1.ServiceSpec{
+			Selector:  app,
+			ClusterIP: spec.dnsServiceIP(),
+			Ports: []corev1.ServicePort{
+				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
+				{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
+				{Name: "metrics", Port: 9153, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(9153)},
+			},
+		},
+	}, metav1.CreateOptions{})
+	return err
+}
+
+// createDNSAccess creates CoreDNS's ServiceAccount, allowed what its kubernetes plugin reads.
+func createDNSAccess(ctx context.Context, client kubernetes.Interface) error {
 	if _, err := client.CoreV1().ServiceAccounts(dnsNamespace).Create(ctx, &corev1.ServiceAccount{
 		ObjectMeta: metav1.ObjectMeta{Name: dnsName},
 	}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	// What the kubernetes plugin reads.
 	if _, err := client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "system:coredns"},
 		Rules: []rbacv1.PolicyRule{
@@ -60,20 +103,17 @@ func (l *lab) createClusterDNS(ctx context.Context, spec clusterSpec, corefile s
 	}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+	_, err := client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "system:coredns"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:coredns"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: dnsName, Namespace: dnsNamespace}},
-	}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	if _, err := client.CoreV1().ConfigMaps(dnsNamespace).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: dnsName},
-		Data:       map[string]string{"Corefile": corefile},
-	}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	pod := corev1.PodSpec{
+	}, metav1.CreateOptions{})
+	return err
+}
+
+// dnsPodSpec is the pod of CoreDNS, its Corefile mounted from the ConfigMap.
+func (l *lab) dnsPodSpec() corev1.PodSpec {
+	return corev1.PodSpec{
 		ServiceAccountName: dnsName,
 		// The Corefile forwards what is not the cluster's to the resolvers of resolv.conf. The
 		// lab's nodes have none (nothing may leave the machine), and CoreDNS refuses to start
@@ -106,29 +146,6 @@ func (l *lab) createClusterDNS(ctx context.Context, spec clusterSpec, corefile s
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: dnsName}},
 		}}},
 	}
-	if _, err := client.AppsV1().Deployments(dnsNamespace).Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: dnsName, Labels: app},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(int32(1)),
-			Selector: &metav1.LabelSelector{MatchLabels: app},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: app}, Spec: pod},
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	_, err := client.CoreV1().Services(dnsNamespace).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: dnsService, Labels: app},
-		Spec: corev1.ServiceSpec{
-			Selector:  app,
-			ClusterIP: spec.dnsServiceIP(),
-			Ports: []corev1.ServicePort{
-				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
-				{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
-				{Name: "metrics", Port: 9153, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(9153)},
-			},
-		},
-	}, metav1.CreateOptions{})
-	return err
 }
 
 // restrictedContainer is the container securityContext of the lab's own pods: the restricted
@@ -151,4 +168,101 @@ func dnsNames(st *State) map[string][]expectedMirror {
 		out[m.Cluster] = append(out[m.Cluster], m)
 	}
 	return out
+}
+
+// DNSAnswer is the answer of one CoreDNS to one name.
+type DNSAnswer struct {
+	Cluster, Server, Name string
+	Addrs                 []string
+	Err                   error
+}
+
+// dnsStatus is what every cluster's CoreDNS answers for the names it must resolve: the
+// mirrors there, read by the mirrors' status.
+type dnsStatus struct {
+	mirrors *mirrorsStatus
+	answers []DNSAnswer // sorted by cluster and name
+}
+
+func (d *dnsStatus) collect(ctx context.Context, st *State) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	names := dnsNames(st)
+	for _, server := range st.DNS {
+		for _, m := range names[server.Cluster] {
+			wg.Go(func() {
+				lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				addrs, err := testenv.LookupHostInNetns(lctx, underlayNetns, server.Addr, m.DNSName())
+				mu.Lock()
+				defer mu.Unlock()
+				d.answers = append(d.answers, DNSAnswer{Cluster: server.Cluster, Server: server.Addr, Name: m.DNSName(), Addrs: addrs, Err: err})
+			})
+		}
+	}
+	wg.Wait()
+	slices.SortFunc(d.answers, func(a, b DNSAnswer) int { return strings.Compare(a.Cluster+a.Name, b.Cluster+b.Name) })
+}
+
+// answer is the answer of cluster's CoreDNS for name.
+func (d *dnsStatus) answer(cluster, name string) DNSAnswer {
+	if i := slices.IndexFunc(d.answers, func(a DNSAnswer) bool { return a.Cluster == cluster && a.Name == name }); i >= 0 {
+		return d.answers[i]
+	}
+	return DNSAnswer{Err: fmt.Errorf("not asked")}
+}
+
+// problems: every name resolves to the ClusterIP of its mirror (a missing mirror is the
+// mirrors' problem).
+func (d *dnsStatus) problems(st *State) []string {
+	if st.nodesSkipped() {
+		return nil
+	}
+	var problems []string
+	for _, server := range st.DNS {
+		for _, want := range dnsNames(st)[server.Cluster] {
+			m, ok := d.mirrors.find(server.Cluster, want.Name())
+			if !ok {
+				continue
+			}
+			a := d.answer(server.Cluster, want.DNSName())
+			switch {
+			case a.Err != nil:
+				problems = append(problems, fmt.Sprintf("%s: CoreDNS: %s: %v", server.Cluster, want.DNSName(), a.Err))
+			case !slices.Equal(a.Addrs, []string{m.ClusterIP}):
+				problems = append(problems, fmt.Sprintf("%s: CoreDNS answers %v for %s, want %s (the ClusterIP of %s)", server.Cluster, a.Addrs, want.DNSName(), m.ClusterIP, want.Name()))
+			}
+		}
+	}
+	return problems
+}
+
+// print prints a section for every cluster whose CoreDNS has names to resolve.
+func (d *dnsStatus) print(w io.Writer, st *State) {
+	for _, server := range st.DNS {
+		names := dnsNames(st)[server.Cluster]
+		if len(names) == 0 {
+			continue
+		}
+		section(w, fmt.Sprintf("DNS (CoreDNS of %s, pod %s at %s, with the Corefile of docs/coredns.md)", server.Cluster, server.Pod, server.Addr))
+		tw := table(w)
+		for _, a := range d.answers {
+			if a.Cluster != server.Cluster {
+				continue
+			}
+			answer := strings.Join(a.Addrs, ", ")
+			if a.Err != nil {
+				answer = "error: " + a.Err.Error()
+			}
+			for _, want := range names {
+				if m, ok := d.mirrors.find(server.Cluster, want.Name()); ok && want.DNSName() == a.Name && slices.Equal(a.Addrs, []string{m.ClusterIP}) {
+					answer += fmt.Sprintf("\t(the ClusterIP of %s/%s)", semaphoreNamespace, m.Name)
+				}
+			}
+			fmt.Fprintf(tw, "  %s\t-> %s\n", a.Name, answer)
+		}
+		tw.Flush()
+		host, _, _ := net.SplitHostPort(server.Addr)
+		fmt.Fprintf(w, "  try: ip netns exec %s dig @%s +short %s\n", underlayNetns, host, names[0].DNSName())
+	}
 }

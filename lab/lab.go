@@ -61,8 +61,7 @@ type part struct {
 // parts are the pieces of the lab, in the order they come up: the registry holds the images
 // and charts before anything installs or pulls them; the nodes run before the charts are
 // installed (and so before their pods are scheduled); Prometheus comes after the pods it
-// scrapes. Each part that exposes something to look at adds it to collect, printStatus and
-// problems.
+// scrapes. Each part that exposes something to look at adds its statusPart to newStatus.
 func (l *lab) parts() []part {
 	return []part{
 		{"binaries", l.buildBinaries},

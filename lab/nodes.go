@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/charts"
+	"github.com/kube-semaphore/semaphore/internal/netnstopo"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/lab/node"
 )
@@ -60,8 +60,6 @@ const (
 	bridgeLink = linkPrefix + "br"
 	// nodeLink is a node's end of its veth to the underlay bridge.
 	nodeLink = linkPrefix + "ul"
-	// netnsDir is where `ip netns add` keeps its named network namespaces.
-	netnsDir = "/run/netns"
 	// silentUpstreamDNS is the upstream resolver of the clusters' CoreDNS: an address on the
 	// underlay that no link has, so that a query for a name outside the clusters goes nowhere
 	// (and never leaves the machine).
@@ -171,7 +169,7 @@ func (l *lab) startNodes(ctx context.Context) error {
 		}
 	}
 	for _, ns := range all {
-		if netnsExists(ns) {
+		if netnstopo.Exists(ns) {
 			return fmt.Errorf("network namespace %s exists already: another lab with nodes runs on this machine, or one that died left it behind (ip netns del %s)", ns, ns)
 		}
 	}
@@ -226,18 +224,26 @@ func (l *lab) startNodes(ctx context.Context) error {
 // address on it, and routes every node's pod CIDR to the node: the way back for pods that
 // talk to an API server.
 func (l *lab) createUnderlay(nodes []NodeState) error {
-	bits := strconv.Itoa(netip.MustParsePrefix(underlayCIDR).Bits())
-	cmds := [][]string{
-		{"-n", underlayNetns, "link", "add", bridgeLink, "type", "bridge"},
-		{"-n", underlayNetns, "link", "set", bridgeLink, "up"},
-	}
+	var apiAddrs []string
 	for _, c := range clusterSpecs {
-		cmds = append(cmds, []string{"-n", underlayNetns, "addr", "add", c.APIAddr + "/" + bits, "dev", bridgeLink})
+		apiAddrs = append(apiAddrs, onUnderlay(c.APIAddr))
 	}
+	if err := underlay.AddBridge(apiAddrs...); err != nil {
+		return err
+	}
+	var routes [][]string
 	for _, n := range nodes {
-		cmds = append(cmds, []string{"-n", underlayNetns, "route", "add", n.PodCIDR, "via", n.Underlay})
+		routes = append(routes, []string{n.PodCIDR, "via", n.Underlay})
 	}
-	return ipCommands(cmds...)
+	return netnstopo.AddRoutes(underlayNetns, routes...)
+}
+
+// underlay is the bridge that joins the nodes.
+var underlay = netnstopo.Underlay{Netns: underlayNetns, Bridge: bridgeLink}
+
+// onUnderlay is addr with the underlay's prefix length, as an address of a link on it.
+func onUnderlay(addr string) string {
+	return addr + "/" + strconv.Itoa(netip.MustParsePrefix(underlayCIDR).Bits())
 }
 
 // createNodeNetns makes node n's network namespace on the underlay, with routes to the pod
@@ -246,25 +252,21 @@ func (l *lab) createNodeNetns(n NodeState, nodes []NodeState) error {
 	if err := l.addNetns(n.Netns); err != nil {
 		return err
 	}
-	bits := strconv.Itoa(netip.MustParsePrefix(underlayCIDR).Bits())
-	cmds := [][]string{
-		{"-n", n.Netns, "link", "add", nodeLink, "type", "veth", "peer", "name", n.veth(), "netns", underlayNetns},
-		{"-n", underlayNetns, "link", "set", n.veth(), "master", bridgeLink, "up"},
-		{"-n", n.Netns, "addr", "add", n.Underlay + "/" + bits, "dev", nodeLink},
-		{"-n", n.Netns, "link", "set", nodeLink, "up"},
+	if err := underlay.Join(netnstopo.Node{Netns: n.Netns, Link: nodeLink, Port: n.veth(), Addr: onUnderlay(n.Underlay)}); err != nil {
+		return err
 	}
+	var routes [][]string
 	for _, o := range nodes {
 		if o.Cluster == n.Cluster && o.Name != n.Name {
-			cmds = append(cmds, []string{"-n", n.Netns, "route", "add", o.PodCIDR, "via", o.Underlay})
+			routes = append(routes, []string{o.PodCIDR, "via", o.Underlay})
 		}
 	}
 	// A process on the node's own network (a host-network pod) needs a route to the Service
 	// CIDR before kube-proxy's rules translate its ClusterIP: a node has a default route for
 	// that, the lab's nodes have none (nothing may leave the machine). Addresses kube-proxy
 	// does not translate die on the underlay.
-	spec := specOf(n.Cluster)
-	cmds = append(cmds, []string{"-n", n.Netns, "route", "add", spec.ServiceCIDR, "dev", nodeLink})
-	return ipCommands(cmds...)
+	routes = append(routes, []string{specOf(n.Cluster).ServiceCIDR, "dev", nodeLink})
+	return netnstopo.AddRoutes(n.Netns, routes...)
 }
 
 // forwardIntoNodes makes every API server reachable on the underlay at its cluster's APIAddr
@@ -336,40 +338,7 @@ func (l *lab) runNodes(ctx context.Context, nodes []NodeState) (stop func(), err
 		return stop, err
 	}
 	for _, n := range nodes {
-		spec := specOf(n.Cluster)
-		c, server := l.clusters[n.Cluster], l.apiServerOnUnderlay(n.Cluster)
-		kubeletKubeconfig := filepath.Join(n.Dir+"-credentials", "kubelet.kubeconfig")
-		proxyKubeconfig := filepath.Join(n.Dir+"-credentials", "kube-proxy.kubeconfig")
-		if err := os.MkdirAll(filepath.Dir(kubeletKubeconfig), 0o700); err != nil {
-			return stop, err
-		}
-		if err := c.AddUser(kubeletKubeconfig, "system:node:"+n.Name, []string{"system:nodes"}, server); err != nil {
-			return stop, err
-		}
-		if err := c.AddUser(proxyKubeconfig, "system:kube-proxy", nil, server); err != nil {
-			return stop, err
-		}
-		start, end, _ := calicoBorrowed(n.Name)
-		started, err := node.Start(ctx, node.Config{
-			Name:            n.Name,
-			Netns:           n.Netns,
-			IP:              n.Underlay,
-			PodCIDR:         n.PodCIDR,
-			PodRangeStart:   start,
-			PodRangeEnd:     end,
-			ClusterCIDR:     spec.PodCIDR,
-			ClusterDNS:      spec.dnsServiceIP(),
-			ClusterDomain:   clusterDomain,
-			Kubeconfig:      kubeletKubeconfig,
-			ProxyKubeconfig: proxyKubeconfig,
-			Registry:        l.registry,
-			SandboxImage:    l.imageRef(pauseImage),
-			Dir:             n.Dir,
-			LogDir:          l.path("logs"),
-			BinDir:          l.bin.kube,
-			// semaphore-wireguard's keys (the chart's hostPath) are each node's own.
-			PrivateDirs: []string{keyDir},
-		})
+		started, err := l.startNode(ctx, n, keyDir)
 		if err != nil {
 			return stop, fmt.Errorf("%s: %w", n.Name, err)
 		}
@@ -380,6 +349,44 @@ func (l *lab) runNodes(ctx context.Context, nodes []NodeState) (stop func(), err
 	}
 	l.logf("started containerd, kubelet and kube-proxy on %d nodes (network namespaces %s*, underlay %s)", len(nodes), netnsPrefix, underlayCIDR)
 	return stop, nil
+}
+
+// startNode starts node n with its credentials, and keyDir private to it.
+func (l *lab) startNode(ctx context.Context, n NodeState, keyDir string) (*node.Node, error) {
+	spec := specOf(n.Cluster)
+	c, server := l.clusters[n.Cluster], l.apiServerOnUnderlay(n.Cluster)
+	kubeletKubeconfig := filepath.Join(n.Dir+"-credentials", "kubelet.kubeconfig")
+	proxyKubeconfig := filepath.Join(n.Dir+"-credentials", "kube-proxy.kubeconfig")
+	if err := os.MkdirAll(filepath.Dir(kubeletKubeconfig), 0o700); err != nil {
+		return nil, err
+	}
+	if err := c.AddUser(kubeletKubeconfig, "system:node:"+n.Name, []string{"system:nodes"}, server); err != nil {
+		return nil, err
+	}
+	if err := c.AddUser(proxyKubeconfig, "system:kube-proxy", nil, server); err != nil {
+		return nil, err
+	}
+	start, end, _ := calicoBorrowed(n.Name)
+	return node.Start(ctx, node.Config{
+		Name:            n.Name,
+		Netns:           n.Netns,
+		IP:              n.Underlay,
+		PodCIDR:         n.PodCIDR,
+		PodRangeStart:   start,
+		PodRangeEnd:     end,
+		ClusterCIDR:     spec.PodCIDR,
+		ClusterDNS:      spec.dnsServiceIP(),
+		ClusterDomain:   clusterDomain,
+		Kubeconfig:      kubeletKubeconfig,
+		ProxyKubeconfig: proxyKubeconfig,
+		Registry:        l.registry,
+		SandboxImage:    l.imageRef(pauseImage),
+		Dir:             n.Dir,
+		LogDir:          l.path("logs"),
+		BinDir:          l.bin.kube,
+		// semaphore-wireguard's keys (the chart's hostPath) are each node's own.
+		PrivateDirs: []string{keyDir},
+	})
 }
 
 // wireguardKeyDir is where semaphore-wireguard keeps its keys on a node (the chart's keyDir,
@@ -485,10 +492,7 @@ func (l *lab) addNetns(name string) error {
 	l.state.Namespaces = append(slices.Clip(l.state.Namespaces), name)
 	l.mu.Unlock()
 	l.saveState()
-	return ipCommands(
-		[]string{"netns", "add", name},
-		[]string{"-n", name, "link", "set", "lo", "up"},
-	)
+	return netnstopo.AddNetns(name)
 }
 
 // deleteNamespaces deletes the network namespaces the lab created, and with them every link
@@ -499,7 +503,7 @@ func (l *lab) deleteNamespaces() {
 	l.mu.Unlock()
 	var existing []string
 	for _, ns := range names {
-		if netnsExists(ns) {
+		if netnstopo.Exists(ns) {
 			existing = append(existing, ns)
 		}
 	}
@@ -520,26 +524,11 @@ func (l *lab) deleteNamespaces() {
 func deleteNetns(names []string, out io.Writer) error {
 	var errs []error
 	for _, ns := range slices.Backward(names) {
-		if !netnsExists(ns) {
+		if !netnstopo.Exists(ns) {
 			continue
 		}
 		fmt.Fprintf(out, "lab: deleting network namespace %s\n", ns)
-		errs = append(errs, ipCommands([]string{"netns", "del", ns}))
+		errs = append(errs, netnstopo.DeleteNetns(ns))
 	}
 	return errors.Join(errs...)
-}
-
-func netnsExists(name string) bool {
-	_, err := os.Stat(filepath.Join(netnsDir, name))
-	return err == nil
-}
-
-// ipCommands runs ip (iproute2) with each of args in turn, stopping at the first that fails.
-func ipCommands(args ...[]string) error {
-	for _, a := range args {
-		if out, err := exec.Command("ip", a...).CombinedOutput(); err != nil {
-			return fmt.Errorf("ip %s: %w: %s", strings.Join(a, " "), err, strings.TrimSpace(string(out)))
-		}
-	}
-	return nil
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -96,4 +98,59 @@ func listNetworkSets(ctx context.Context, kubeconfig string) ([]NetSetStatus, er
 	}
 	slices.SortFunc(out, func(a, b NetSetStatus) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// netSetsStatus is the status of semaphore-policy: its GlobalNetworkSets in every cluster.
+type netSetsStatus struct {
+	perCluster[NetSetStatus]
+}
+
+func (n *netSetsStatus) collect(ctx context.Context, st *State) {
+	n.perCluster = listInEveryCluster(ctx, st, listNetworkSets)
+}
+
+// problems: the forwarders' network set with exactly their nets in every other cluster, and
+// no other set (none holds its own cluster's pods). Without nodes there are no pods, and
+// nothing to check.
+func (n *netSetsStatus) problems(st *State) []string {
+	if st.nodesSkipped() {
+		return nil
+	}
+	problems := n.listProblems(st, "GlobalNetworkSets")
+	want := expectedSets(st)
+	for _, e := range want {
+		if n.errs[e.Cluster] != nil {
+			continue
+		}
+		got, ok := n.findItem(e.Cluster, func(s NetSetStatus) bool { return s.Name == e.Name() })
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("%s: no GlobalNetworkSet %s of %s", e.Cluster, e.Name(), e.Source))
+		case got.Source != e.Source:
+			problems = append(problems, fmt.Sprintf("%s: GlobalNetworkSet %s has source labels %s, want %s", e.Cluster, e.Name(), got.Source, e.Source))
+		case !slices.Equal(got.Nets, e.Nets):
+			problems = append(problems, fmt.Sprintf("%s: GlobalNetworkSet %s has nets %v, want %v", e.Cluster, e.Name(), got.Nets, e.Nets))
+		}
+	}
+	for cluster, sets := range n.items {
+		for _, got := range sets {
+			if !slices.ContainsFunc(want, func(e expectedSet) bool { return e.Cluster == cluster && e.Name() == got.Name }) {
+				problems = append(problems, fmt.Sprintf("%s: unexpected GlobalNetworkSet %s", cluster, got.Name))
+			}
+		}
+	}
+	return problems
+}
+
+func (n *netSetsStatus) print(w io.Writer, st *State) {
+	section(w, fmt.Sprintf("Network sets (semaphore-policy, GlobalNetworkSets %s)", calicoAPI))
+	n.printRows(w, st, func(c string, s NetSetStatus) string {
+		src := "of " + s.Source.String()
+		if !s.SourceOK {
+			src = "(source labels missing)"
+		}
+		return fmt.Sprintf("  %s\t%s\t%s\t%s\n", c, s.Name, strings.Join(s.Nets, ", "), src)
+	})
+	fmt.Fprintf(w, "  a CRD stands in for the Calico API server, and no Calico enforces anything here;\n")
+	fmt.Fprintf(w, "  docs/policy.md shows the Calico NetworkPolicy that selects a set by its labels\n")
 }

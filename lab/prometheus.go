@@ -18,8 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
+	"github.com/kube-semaphore/semaphore/internal/mixin"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -65,39 +64,9 @@ func (l *lab) startPrometheus(ctx context.Context) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "rules"), 0o755); err != nil {
-		return err
-	}
-	rules, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "alerts", "*.yaml"))
+	ruleFiles, rules, err := copyAlertRules(filepath.Join(dir, "rules"))
 	if err != nil {
 		return err
-	}
-	var ruleFiles []string
-	count := 0
-	for _, r := range rules {
-		if strings.HasSuffix(r, "_test.yaml") {
-			continue
-		}
-		data, err := os.ReadFile(r)
-		if err != nil {
-			return err
-		}
-		var file struct {
-			Groups []struct {
-				Rules []any `json:"rules"`
-			} `json:"groups"`
-		}
-		if err := yaml.Unmarshal(data, &file); err != nil {
-			return fmt.Errorf("%s: %w", r, err)
-		}
-		for _, g := range file.Groups {
-			count += len(g.Rules)
-		}
-		dst := filepath.Join(dir, "rules", filepath.Base(r))
-		if err := os.WriteFile(dst, data, 0o644); err != nil {
-			return err
-		}
-		ruleFiles = append(ruleFiles, dst)
 	}
 	conf := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(conf, []byte(prometheusConfig(l.snapshot().Controllers, ruleFiles)), 0o644); err != nil {
@@ -124,9 +93,44 @@ func (l *lab) startPrometheus(ctx context.Context) error {
 	})
 	u := "http://" + addr
 	l.mu.Lock()
-	l.state.Prometheus = &PrometheusState{URL: u, Config: conf, Log: log, PID: c.cmd.Process.Pid, Rules: count}
+	l.state.Prometheus = &PrometheusState{URL: u, Config: conf, Log: log, PID: c.cmd.Process.Pid, Rules: rules}
 	l.mu.Unlock()
-	// Prometheus answers /-/ready once it has loaded its TSDB and configuration.
+	if err := waitPrometheusReady(ctx, u, c, log); err != nil {
+		return err
+	}
+	l.logf("started Prometheus on %s", u)
+	return nil
+}
+
+// copyAlertRules copies the rule files of alerts/ into dir, and returns the copies and how
+// many rules they hold.
+func copyAlertRules(dir string) (files []string, rules int, err error) {
+	alerts := filepath.Join(testenv.RepoRoot(), "alerts")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, 0, err
+	}
+	sources, err := mixin.AlertFiles(alerts)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, src := range sources {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return nil, 0, err
+		}
+		dst := filepath.Join(dir, filepath.Base(src))
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return nil, 0, err
+		}
+		files = append(files, dst)
+	}
+	queries, err := mixin.AlertQueries(alerts)
+	return files, len(queries), err
+}
+
+// waitPrometheusReady waits for the Prometheus at u, run by c with its output in log, to answer
+// /-/ready, which it does once it has loaded its TSDB and configuration.
+func waitPrometheusReady(ctx context.Context, u string, c *child, log string) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -136,7 +140,7 @@ func (l *lab) startPrometheus(ctx context.Context) error {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				break
+				return nil
 			}
 		}
 		select {
@@ -147,11 +151,9 @@ func (l *lab) startPrometheus(ctx context.Context) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("prometheus not ready on %s after a minute; see %s", addr, log)
+			return fmt.Errorf("prometheus not ready on %s after a minute; see %s", strings.TrimPrefix(u, "http://"), log)
 		}
 	}
-	l.logf("started Prometheus on %s", u)
-	return nil
 }
 
 // prometheusConfig scrapes every controller, one job per component, each target labelled
@@ -256,6 +258,17 @@ func promQuery(ctx context.Context, base, query string) ([]promResult, error) {
 	return data.Result, nil
 }
 
+// prometheusStatus is what the lab's Prometheus reports (nil when it does not run).
+type prometheusStatus struct {
+	prom *PromStatus
+}
+
+func (ps *prometheusStatus) collect(ctx context.Context, st *State) {
+	if st.Prometheus != nil {
+		ps.prom = collectPrometheus(ctx, st.Prometheus)
+	}
+}
+
 // collectPrometheus asks the lab's Prometheus for every target's up and its rule groups.
 func collectPrometheus(ctx context.Context, p *PrometheusState) *PromStatus {
 	s := &PromStatus{}
@@ -289,8 +302,9 @@ func collectPrometheus(ctx context.Context, p *PrometheusState) *PromStatus {
 	return s
 }
 
-// prometheusProblems: every controller is a target and up, and the alert rules are loaded.
-func prometheusProblems(st *State, s *PromStatus) []string {
+// problems: every controller is a target and up, and the alert rules are loaded.
+func (ps *prometheusStatus) problems(st *State) []string {
+	s := ps.prom
 	if st.Prometheus == nil || s == nil {
 		return nil
 	}
@@ -313,7 +327,10 @@ func prometheusProblems(st *State, s *PromStatus) []string {
 	return problems
 }
 
-func printPrometheus(w io.Writer, st *State, s *PromStatus) {
+// print prints where Prometheus runs and how many of its targets are up, or why it does not
+// run.
+func (ps *prometheusStatus) print(w io.Writer, st *State) {
+	s := ps.prom
 	switch {
 	case st.Prometheus == nil && st.Nodes != nil && st.Nodes.Skipped != "":
 		section(w, "Prometheus: not running (no nodes, so no controller to scrape)")
@@ -341,59 +358,10 @@ func printPrometheus(w io.Writer, st *State, s *PromStatus) {
 	fmt.Fprintf(w, "  config %s, log %s\n", p.Config, p.Log)
 }
 
-// dashQuery is one dashboard query.
-type dashQuery struct {
-	where, expr string
+// dashboardQueries are the queries of the repository's dashboards.
+func dashboardQueries() ([]mixin.Query, error) {
+	return mixin.DashboardQueries(filepath.Join(testenv.RepoRoot(), "dashboards"))
 }
-
-// dashboardQueries extracts the queries of dashboards/*.json as mixin_test.go does.
-func dashboardQueries() ([]dashQuery, error) {
-	files, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(), "dashboards", "*.json"))
-	var out []dashQuery
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		var dash any
-		if err := json.Unmarshal(data, &dash); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		walkDashboard(dash, func(path string, m map[string]any) {
-			if expr, ok := m["expr"].(string); ok && expr != "" {
-				out = append(out, dashQuery{filepath.Base(f) + path, expr})
-			}
-		}, "")
-	}
-	return out, nil
-}
-
-func walkDashboard(v any, visit func(string, map[string]any), path string) {
-	switch v := v.(type) {
-	case map[string]any:
-		if title, _ := v["title"].(string); title != "" {
-			path += " > " + title
-		}
-		visit(path, v)
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			walkDashboard(v[k], visit, path)
-		}
-	case []any:
-		for _, c := range v {
-			walkDashboard(c, visit, path)
-		}
-	}
-}
-
-var (
-	grafanaVars = strings.NewReplacer("${__rate_interval}", "1m", "$__rate_interval", "1m", "$__interval", "1m", "$__range", "1h")
-	variableRef = regexp.MustCompile(`\$\{?[a-zA-Z_]+\}?`)
-)
 
 // metricPrefixes are the prefixes of each component's metrics.
 var metricPrefixes = map[string]string{
@@ -463,22 +431,22 @@ func (l *lab) checkDashboards(ctx context.Context) []string {
 	var problems, letOff []string
 	withData := 0
 	for _, q := range queries {
-		expr := variableRef.ReplaceAllString(grafanaVars.Replace(q.expr), ".*")
+		expr := mixin.Instantiate(q.Expr)
 		r, err := promQuery(ctx, st.Prometheus.URL, expr)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("dashboard query %s: %q: %v", q.where, expr, err))
+			problems = append(problems, fmt.Sprintf("dashboard query %s: %q: %v", q.Where, expr, err))
 			continue
 		}
 		if len(r) > 0 {
 			withData++
 			continue
 		}
-		components := componentsOf(q.expr)
+		components := componentsOf(q.Expr)
 		if slices.ContainsFunc(components, func(c string) bool { return running[c] }) || len(components) == 0 {
-			problems = append(problems, fmt.Sprintf("dashboard query %s returns no data although %s runs in the lab: %s", q.where, strings.Join(components, " and "), q.expr))
+			problems = append(problems, fmt.Sprintf("dashboard query %s returns no data although %s runs in the lab: %s", q.Where, strings.Join(components, " and "), q.Expr))
 			continue
 		}
-		letOff = append(letOff, q.where+": "+q.expr)
+		letOff = append(letOff, q.Where+": "+q.Expr)
 	}
 	fmt.Fprintf(l.out, "%d of %d dashboard queries return data\n", withData, len(queries))
 	problems = append(problems, activeAlerts(ctx, st.Prometheus.URL)...)

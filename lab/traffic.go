@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -193,11 +194,19 @@ func routeDevice(netns, dst string) string {
 	return ""
 }
 
-// trafficProblems: fluentd logged requests from every forwarder pod, with the pod's own
-// address, none from any other address, and each way goes through the WireGuard device of the
-// other cluster.
-func trafficProblems(s *Status) []string {
-	t := s.Traffic
+// trafficStatus is the traffic between the forwarders and fluentd (nil without nodes).
+type trafficStatus struct {
+	log *TrafficLog
+}
+
+func (s *trafficStatus) collect(_ context.Context, st *State) {
+	s.log = collectTraffic(st)
+}
+
+// problems: fluentd logged requests from every forwarder pod, with the pod's own address, none
+// from any other address, and each way goes through the WireGuard device of the other cluster.
+func (s *trafficStatus) problems(*State) []string {
+	t := s.log
 	if t == nil {
 		return nil
 	}
@@ -232,8 +241,8 @@ func trafficProblems(s *Status) []string {
 	return problems
 }
 
-// printTraffic prints what fluentd logged of the forwarders' requests.
-func printTraffic(w io.Writer, st *State, s *Status) {
+// print prints what fluentd logged of the forwarders' requests.
+func (s *trafficStatus) print(w io.Writer, st *State) {
 	if st.Nodes == nil {
 		return
 	}
@@ -243,28 +252,29 @@ func printTraffic(w io.Writer, st *State, s *Status) {
 		fmt.Fprintf(w, "  skipped: %s\n", st.Nodes.Skipped)
 		return
 	}
-	if s.Traffic == nil {
+	logged := s.log
+	if logged == nil {
 		return
 	}
-	for _, t := range s.Traffic.Traffic {
+	for _, t := range logged.Traffic {
 		fmt.Fprintf(w, "  %s (%s on %s): %d requests logged by %v with client %s, via %s, back via %s\n",
 			t.Forwarder.Name, t.Forwarder.IP, t.Forwarder.Node, t.Requests, t.Fluentd, t.Forwarder.IP, t.Device, t.ReturnDevice)
 	}
-	for _, f := range s.Traffic.Fluentd {
+	for _, f := range logged.Fluentd {
 		how := "its own block"
 		if f.Borrowed() {
 			how = "borrowed"
 		}
 		fmt.Fprintf(w, "  %s %s on %s: in IPAM block %s, affine to %s (%s)\n", f.Pod.Name, f.Pod.IP, f.Pod.Node, f.Block.CIDR, f.Block.Node, how)
 	}
-	for _, r := range s.Traffic.Reach {
+	for _, r := range logged.Reach {
 		result := fmt.Sprintf("ping %s", r.RTT.Round(10*time.Microsecond))
 		if r.Err != nil {
 			result = "error: " + r.Err.Error()
 		}
 		fmt.Fprintf(w, "  %s (%s) -> %s/%s %s on %s (block %s): %s\n", r.From, r.Src, r.To.Pod.Namespace, r.To.Pod.Name, r.To.Pod.IP, r.To.Pod.Node, r.To.Block.CIDR, result)
 	}
-	if s.Traffic.Err != nil {
-		fmt.Fprintf(w, "  error: %v\n", s.Traffic.Err)
+	if logged.Err != nil {
+		fmt.Fprintf(w, "  error: %v\n", logged.Err)
 	}
 }

@@ -198,15 +198,24 @@ func nodeAnnotations(ctx context.Context, kubeconfig string) (map[string]map[str
 	return out, nil
 }
 
-// wireguardProblems: every node runs semaphore-wireguard, whose device for each remote has
-// every node of the remote as a peer, with the allowed IPs of wantAllowedIPs, and has shaken
-// hands with each.
-func wireguardProblems(st *State, s *Status) []string {
+// wireguardStatus is every node's semaphore-wireguard: its devices and their peers.
+type wireguardStatus struct {
+	nodes []NodeWireGuard
+}
+
+func (s *wireguardStatus) collect(ctx context.Context, st *State) {
+	s.nodes = collectWireGuard(ctx, st)
+}
+
+// problems: every node runs semaphore-wireguard, whose device for each remote has every node
+// of the remote as a peer, with the allowed IPs of wantAllowedIPs, and has shaken hands with
+// each.
+func (s *wireguardStatus) problems(st *State) []string {
 	if st.Nodes == nil || st.Nodes.Skipped != "" {
 		return nil
 	}
 	var problems []string
-	for _, n := range s.WireGuard {
+	for _, n := range s.nodes {
 		if n.Err != nil {
 			problems = append(problems, fmt.Sprintf("semaphore-wireguard on %s: %v", n.Node.Name, n.Err))
 			continue
@@ -238,8 +247,8 @@ func wireguardProblems(st *State, s *Status) []string {
 	return problems
 }
 
-// printWireGuard prints every node's devices and peers, or why the lab has no nodes.
-func printWireGuard(w io.Writer, st *State, s *Status) {
+// print prints every node's devices and peers, or why the lab has no nodes.
+func (s *wireguardStatus) print(w io.Writer, st *State) {
 	if st.Nodes == nil {
 		return // a lab that has not got as far as its nodes
 	}
@@ -251,7 +260,7 @@ func printWireGuard(w io.Writer, st *State, s *Status) {
 	section(w, fmt.Sprintf("WireGuard (semaphore-wireguard on every node; the nodes are network namespaces %s<cluster>-<n> on the underlay %s)", netnsPrefix, st.Nodes.Underlay))
 	tw := table(w)
 	fmt.Fprintf(tw, "  node\tunderlay\tpods\tdevice\tpeer\tendpoint\tlast handshake\tallowed IPs\n")
-	for _, n := range s.WireGuard {
+	for _, n := range s.nodes {
 		node := fmt.Sprintf("  %s\t%s\t%s", n.Node.Name, n.Node.Underlay, podsColumn(n.Node))
 		if n.Err != nil {
 			fmt.Fprintf(tw, "%s\terror: %v\n", node, n.Err)

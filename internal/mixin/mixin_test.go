@@ -1,7 +1,6 @@
 package mixin_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	serviceMirror "github.com/kube-semaphore/semaphore/components/service-mirror/app"
 	wireguard "github.com/kube-semaphore/semaphore/components/wireguard/app"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
+	"github.com/kube-semaphore/semaphore/internal/mixin"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -36,82 +36,18 @@ func exported() map[string]bool {
 	return names
 }
 
-// query is one PromQL expression and where it comes from.
-type query struct {
-	where, expr string
-}
-
-func dashboardQueries(t *testing.T) []query {
+// queries are the dashboard queries and the alert expressions of the repository.
+func queries(t *testing.T) []mixin.Query {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(), "dashboards", "*.json"))
-	var out []query
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var dash any
-		if err := json.Unmarshal(data, &dash); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		walk(dash, func(path string, m map[string]any) {
-			if expr, ok := m["expr"].(string); ok && expr != "" {
-				out = append(out, query{filepath.Base(f) + path, expr})
-			}
-		}, "")
+	dashboards, err := mixin.DashboardQueries(filepath.Join(testenv.RepoRoot(), "dashboards"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
-}
-
-func walk(v any, visit func(string, map[string]any), path string) {
-	switch v := v.(type) {
-	case map[string]any:
-		title, _ := v["title"].(string)
-		if title != "" {
-			path += " > " + title
-		}
-		visit(path, v)
-		for _, c := range v {
-			walk(c, visit, path)
-		}
-	case []any:
-		for _, c := range v {
-			walk(c, visit, path)
-		}
+	alerts, err := mixin.AlertQueries(filepath.Join(testenv.RepoRoot(), "alerts"))
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-func alertQueries(t *testing.T) []query {
-	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(), "alerts", "*.yaml"))
-	var out []query
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.yaml") {
-			continue
-		}
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rules struct {
-			Groups []struct {
-				Rules []struct {
-					Alert  string `json:"alert"`
-					Record string `json:"record"`
-					Expr   string `json:"expr"`
-				} `json:"rules"`
-			} `json:"groups"`
-		}
-		if err := yaml.Unmarshal(data, &rules); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		for _, g := range rules.Groups {
-			for _, r := range g.Rules {
-				out = append(out, query{filepath.Base(f) + " > " + r.Alert + r.Record, r.Expr})
-			}
-		}
-	}
-	return out
+	return append(dashboards, alerts...)
 }
 
 var (
@@ -123,25 +59,25 @@ var (
 // Every semaphore_* metric a dashboard panel or an alert uses is exported by a component.
 func TestQueriesUseExportedMetrics(t *testing.T) {
 	names := exported()
-	queries := append(dashboardQueries(t), alertQueries(t)...)
+	queries := queries(t)
 	if len(queries) == 0 {
 		t.Skip("no dashboards or alerts yet")
 	}
 	for _, q := range queries {
 		// A name used as a regex matcher on __name__ must match at least one exported metric.
-		for _, m := range regexp.MustCompile(`__name__\s*=~\s*"([^"]+)"`).FindAllStringSubmatch(q.expr, -1) {
+		for _, m := range regexp.MustCompile(`__name__\s*=~\s*"([^"]+)"`).FindAllStringSubmatch(q.Expr, -1) {
 			re := regexp.MustCompile("^(?:" + m[1] + ")$")
 			found := false
 			for n := range names {
 				found = found || re.MatchString(n)
 			}
 			if !found {
-				t.Errorf("%s: __name__=~%q matches no exported metric", q.where, m[1])
+				t.Errorf("%s: __name__=~%q matches no exported metric", q.Where, m[1])
 			}
 		}
-		for _, id := range identifier.FindAllString(quoted.ReplaceAllString(q.expr, `""`), -1) {
+		for _, id := range identifier.FindAllString(quoted.ReplaceAllString(q.Expr, `""`), -1) {
 			if strings.HasPrefix(id, "semaphore_") && !names[id] {
-				t.Errorf("%s: metric %s is not exported by any component (see docs/metrics.md)", q.where, id)
+				t.Errorf("%s: metric %s is not exported by any component (see docs/metrics.md)", q.Where, id)
 			}
 		}
 	}
@@ -150,7 +86,7 @@ func TestQueriesUseExportedMetrics(t *testing.T) {
 // Every dashboard query and alert expression parses: promtool checks them as recording rules,
 // with Grafana's variables replaced by values of the right kind.
 func TestQueriesParse(t *testing.T) {
-	queries := append(dashboardQueries(t), alertQueries(t)...)
+	queries := queries(t)
 	if len(queries) == 0 {
 		t.Skip("no dashboards or alerts yet")
 	}
@@ -160,23 +96,37 @@ func TestQueriesParse(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	promtool := lines[len(lines)-1]
-	grafana := strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h", "${__rate_interval}", "5m")
-	variable := regexp.MustCompile(`\$\{?[a-zA-Z_]+\}?`)
-	for i, q := range queries {
-		expr := variable.ReplaceAllString(grafana.Replace(q.expr), ".*")
-		rules := map[string]any{"groups": []any{map[string]any{"name": "check", "rules": []any{
-			map[string]any{"record": fmt.Sprintf("check:query_%d", i), "expr": expr},
-		}}}}
-		data, err := yaml.Marshal(rules)
-		if err != nil {
-			t.Fatal(err)
-		}
-		file := filepath.Join(t.TempDir(), "rules.yaml")
-		if err := os.WriteFile(file, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := exec.Command(promtool, "check", "rules", file).CombinedOutput(); err != nil {
-			t.Errorf("%s: %q does not parse:\n%s", q.where, q.expr, out)
+	// One promtool run for all the queries; only when that fails, one for each, to name those
+	// that do not parse.
+	if checkRules(t, promtool, queries...) == nil {
+		return
+	}
+	for _, q := range queries {
+		if out := checkRules(t, promtool, q); out != nil {
+			t.Errorf("%s: %q does not parse:\n%s", q.Where, q.Expr, out)
 		}
 	}
+}
+
+// checkRules has promtool check queries as recording rules, and returns its output when it
+// finds a problem, nil otherwise.
+func checkRules(t *testing.T, promtool string, queries ...mixin.Query) []byte {
+	t.Helper()
+	var rules []any
+	for i, q := range queries {
+		rules = append(rules, map[string]any{"record": fmt.Sprintf("check:query_%d", i), "expr": mixin.Instantiate(q.Expr)})
+	}
+	data, err := yaml.Marshal(map[string]any{"groups": []any{map[string]any{"name": "check", "rules": rules}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(promtool, "check", "rules", file).CombinedOutput()
+	if err != nil {
+		return out
+	}
+	return nil
 }

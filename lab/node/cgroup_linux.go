@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -206,7 +205,7 @@ func killCgroups(hs []hierarchy, name string, timeout time.Duration) error {
 		}
 		pids := nodeProcs(hs, name)
 		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			_ = unix.Kill(pid, unix.SIGKILL)
 		}
 		if freezer != "" {
 			// Killed tasks die once thawed.

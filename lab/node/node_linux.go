@@ -3,29 +3,21 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/netnstopo"
 )
-
-// netnsDir is where `ip netns add` keeps its named network namespaces.
-const netnsDir = "/run/netns"
 
 // startTimeout bounds Start when ctx has no earlier deadline.
 const startTimeout = 2 * time.Minute
@@ -40,33 +32,6 @@ type Node struct {
 	stopErr  error
 }
 
-// proc is one of the node's daemons.
-type proc struct {
-	name string
-	log  string
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error // how it exited, set before done is closed
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// failure is p's exit and the end of its log.
-func (p *proc) failure() error {
-	err := p.err
-	if err == nil {
-		err = errors.New("exit status 0")
-	}
-	return fmt.Errorf("%s exited (%w); the end of %s:\n%s", p.name, err, p.log, logTail(p.log, 15))
-}
-
 // Start starts containerd, kubelet and kube-proxy of the node cfg describes. It returns once
 // containerd answers on its socket and kubelet and kube-proxy answer on their health ports;
 // the caller waits for the Node to be Ready through the API. On error nothing of the node is
@@ -79,7 +44,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := checkTools(cfg); err != nil {
 		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
 	}
-	netns := filepath.Join(netnsDir, cfg.Netns)
+	netns := filepath.Join(netnstopo.Dir, cfg.Netns)
 	if _, err := os.Stat(netns); err != nil {
 		return nil, fmt.Errorf("node %s: network namespace: %w", cfg.Name, err)
 	}
@@ -95,53 +60,44 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
 	}
-	defer func() {
-		if unlock != nil {
-			unlock()
-		}
-	}()
 	if pids := nodeProcs(hs, cfg.Name); len(pids) > 0 {
+		unlock()
 		return nil, fmt.Errorf("node %s runs already: processes %v are in its cgroup %s (one that died is cleaned up by node.Cleanup)", cfg.Name, pids, CgroupRoot(cfg.Name))
 	}
 	n := &Node{cfg: cfg, hs: hs}
-	fail := func(err error) (*Node, error) {
-		unlock()
-		unlock = nil
+	containerd, procsFiles, err := n.startContainerd(ctx, netns)
+	unlock()
+	if err == nil {
+		err = n.startKubeletAndProxy(ctx, netns, containerd, procsFiles)
+	}
+	if err != nil {
 		_ = n.Stop()
 		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
 	}
-	// What an earlier node of this name left (its processes are gone, see above).
-	if err := killCgroups(hs, cfg.Name, 10*time.Second); err != nil {
-		return fail(err)
-	}
-	procsFiles, err := createCgroups(hs, cfg.Name)
-	if err != nil {
-		return fail(err)
-	}
-	for _, d := range []string{"root", "config"} {
-		if err := os.RemoveAll(filepath.Join(cfg.Dir, d)); err != nil {
-			return fail(err)
-		}
-	}
-	if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
-		return fail(err)
-	}
-	var nofile unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile); err != nil {
-		return fail(err)
-	}
-	if err := writeConfigs(cfg, nofile.Max); err != nil {
-		return fail(err)
-	}
-	if err := makeMountpoints(machineMountpoints(cfg.mountTargets())); err != nil {
-		return fail(fmt.Errorf("the node's mount points: %w", err))
-	}
+	return n, nil
+}
 
-	p := paths{cfg.Dir}
+// startContainerd prepares the node's cgroups, directories, configurations and mount points,
+// and starts containerd in the network namespace at netns. It returns once containerd answers
+// on its socket, with the cgroups' procs files that the node's other programs join.
+func (n *Node) startContainerd(ctx context.Context, netns string) (*proc, []string, error) {
+	cfg := n.cfg
+	// What an earlier node of this name left (its processes are gone, see Start).
+	if err := killCgroups(n.hs, cfg.Name, 10*time.Second); err != nil {
+		return nil, nil, err
+	}
+	procsFiles, err := createCgroups(n.hs, cfg.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := prepareDirs(cfg); err != nil {
+		return nil, nil, err
+	}
 	// containerd in a mount namespace of its own, where the node's directories are bind-mounted
 	// over the defaults, and in the node's network namespace (where it runs the CNI plugins).
 	// The node has a /run of its own: what the machine's holds is none of its business, and
 	// what the node's programs put there (mount(8)'s /run/mount) stays in it.
+	p := paths{cfg.Dir}
 	script := []string{
 		"set -e",
 		"echo 1 > /proc/sys/net/ipv4/ip_forward",
@@ -159,16 +115,43 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		"nsenter", "--net="+netns, "--",
 		"sh", "-c", strings.Join(script, "\n"))
 	if err != nil {
-		return fail(err)
+		return nil, nil, err
 	}
 	if err := waitContainerd(ctx, containerd, p.containerdSocket()); err != nil {
-		return fail(err)
+		return nil, nil, err
 	}
-	unlock()
-	unlock = nil
+	return containerd, procsFiles, nil
+}
 
-	// kubelet and kube-proxy in containerd's mount namespace: kubelet mounts the pods' volumes
-	// where runc, under containerd, bind-mounts them into the containers.
+// prepareDirs empties the node's root and configuration directories, writes its
+// configurations, and makes the machine's mount points it binds over.
+func prepareDirs(cfg Config) error {
+	for _, d := range []string{"root", "config"} {
+		if err := os.RemoveAll(filepath.Join(cfg.Dir, d)); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
+		return err
+	}
+	var nofile unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile); err != nil {
+		return err
+	}
+	if err := writeConfigs(cfg, nofile.Max); err != nil {
+		return err
+	}
+	if err := makeMountpoints(machineMountpoints(cfg.mountTargets())); err != nil {
+		return fmt.Errorf("the node's mount points: %w", err)
+	}
+	return nil
+}
+
+// startKubeletAndProxy starts kubelet and kube-proxy in containerd's mount namespace (kubelet
+// mounts the pods' volumes where runc, under containerd, bind-mounts them into the
+// containers), and returns once both answer on their health ports.
+func (n *Node) startKubeletAndProxy(ctx context.Context, netns string, containerd *proc, procsFiles []string) error {
+	cfg, p := n.cfg, paths{n.cfg.Dir}
 	enter := []string{"nsenter", "--mount=/proc/" + strconv.Itoa(containerd.cmd.Process.Pid) + "/ns/mnt", "--net=" + netns, "--"}
 	kubelet, err := n.start("kubelet", procsFiles, append(enter,
 		filepath.Join(cfg.BinDir, "kubelet"),
@@ -178,22 +161,19 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		"--hostname-override="+cfg.Name,
 	)...)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	proxy, err := n.start("kube-proxy", procsFiles, append(enter,
 		filepath.Join(cfg.BinDir, "kube-proxy"),
 		"--config="+p.config("kube-proxy.yaml"),
 	)...)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	if err := waitHTTP(ctx, cfg.Netns, kubelet, "http://"+kubeletHealthz+"/healthz", true); err != nil {
-		return fail(err)
+		return err
 	}
-	if err := waitHTTP(ctx, cfg.Netns, proxy, "http://"+proxyHealthz+"/livez", false); err != nil {
-		return fail(err)
-	}
-	return n, nil
+	return waitHTTP(ctx, cfg.Netns, proxy, "http://"+proxyHealthz+"/livez", false)
 }
 
 // checkTools checks that what the node runs is there.
@@ -220,97 +200,6 @@ func checkTools(cfg Config) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// start runs args as daemon name of the node, in its daemons cgroup (joined by the shell that
-// execs args, so that nothing it starts escapes), logging to LogDir/<name>-<Name>.log. It
-// leads its own process group (a Ctrl-C in the lab's terminal reaches the lab, which stops the
-// node) and is killed when the caller dies.
-func (n *Node) start(name string, procsFiles []string, args ...string) (*proc, error) {
-	logPath := filepath.Join(n.cfg.LogDir, name+"-"+n.cfg.Name+".log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close() // the process has its own descriptor
-	var join []string
-	for _, f := range procsFiles {
-		join = append(join, "echo $$ > "+shellQuote(f))
-	}
-	script := "set -e\n" + strings.Join(join, "\n") + "\nexec \"$@\""
-	cmd := exec.Command("sh", append([]string{"-c", script, "sh"}, args...)...)
-	cmd.Dir = "/"
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH") + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME=/root",
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	p := &proc{name: name, log: logPath, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	n.procs = append(n.procs, p)
-	return p, nil
-}
-
-// waitContainerd waits until containerd answers on socket with its CRI plugin loaded.
-func waitContainerd(ctx context.Context, p *proc, socket string) error {
-	for {
-		if p.exited() {
-			return p.failure()
-		}
-		if c, err := net.DialTimeout("unix", socket, time.Second); err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("containerd does not answer on %s: %w; the end of %s:\n%s", socket, ctx.Err(), p.log, logTail(p.log, 15))
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	// containerd serves without a plugin that failed to load; kubelet would only say that
-	// the CRI service is unknown.
-	if log, err := os.ReadFile(p.log); err == nil {
-		for _, line := range strings.Split(string(log), "\n") {
-			if strings.Contains(line, "failed to load plugin") && strings.Contains(line, "io.containerd.grpc.v1.cri") {
-				return fmt.Errorf("containerd has no CRI plugin: %s", line)
-			}
-		}
-	}
-	return nil
-}
-
-// waitHTTP waits until url, inside network namespace netns, answers (with 200 when ok is
-// set), while p runs.
-func waitHTTP(ctx context.Context, netns string, p *proc, url string, ok bool) error {
-	client := testenv.HTTPClientInNetns(netns)
-	var last string
-	for {
-		if p.exited() {
-			return p.failure()
-		}
-		resp, err := client.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if !ok || resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s does not answer on %s (%s): %w; the end of %s:\n%s", p.name, url, last, ctx.Err(), p.log, logTail(p.log, 15))
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // PIDs are the node's daemons (containerd, kubelet, kube-proxy), to record for a reaper. What
@@ -388,20 +277,4 @@ func Cleanup(name string, privateDirs ...string) error {
 // shellQuote quotes s for sh.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// logTail is the last n lines of the file at path.
-func logTail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "(no log)"
-		}
-		return err.Error()
-	}
-	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
 }

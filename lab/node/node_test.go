@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/internal/images"
+	"github.com/kube-semaphore/semaphore/internal/netnstopo"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -285,7 +286,7 @@ func TestNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 30*time.Second, "kube-proxy programs the Service's ClusterIP", func() error {
-		out, err := exec.Command("nsenter", "--net="+filepath.Join(netnsDir, nodeNS), "iptables", "-w", "5", "-t", "nat", "-S", "KUBE-SERVICES").CombinedOutput()
+		out, err := exec.Command("nsenter", "--net="+filepath.Join(netnstopo.Dir, nodeNS), "iptables", "-w", "5", "-t", "nat", "-S", "KUBE-SERVICES").CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("iptables: %w: %s", err, out)
 		}
@@ -382,24 +383,20 @@ func requireNodeSupport(t *testing.T) {
 func makeNetwork(t *testing.T) {
 	t.Cleanup(func() {
 		for _, ns := range []string{nodeNS, underlayNS} {
-			_ = exec.Command("ip", "netns", "del", ns).Run()
+			_ = netnstopo.DeleteNetns(ns)
 		}
 	})
-	for _, args := range [][]string{
-		{"netns", "add", underlayNS},
-		{"-n", underlayNS, "link", "set", "lo", "up"},
-		{"-n", underlayNS, "link", "add", "br0", "type", "bridge"},
-		{"-n", underlayNS, "addr", "add", underlayIP + "/24", "dev", "br0"},
-		{"-n", underlayNS, "link", "set", "br0", "up"},
-		{"netns", "add", nodeNS},
-		{"-n", nodeNS, "link", "set", "lo", "up"},
-		{"-n", nodeNS, "link", "add", "ul0", "type", "veth", "peer", "name", "node-test", "netns", underlayNS},
-		{"-n", underlayNS, "link", "set", "node-test", "master", "br0", "up"},
-		{"-n", nodeNS, "addr", "add", nodeIP + "/24", "dev", "ul0"},
-		{"-n", nodeNS, "link", "set", "ul0", "up"},
+	underlay := netnstopo.Underlay{Netns: underlayNS, Bridge: "br0"}
+	for _, step := range []func() error{
+		func() error { return netnstopo.AddNetns(underlayNS) },
+		func() error { return underlay.AddBridge(underlayIP + "/24") },
+		func() error { return netnstopo.AddNetns(nodeNS) },
+		func() error {
+			return underlay.Join(netnstopo.Node{Netns: nodeNS, Link: "ul0", Port: "node-test", Addr: nodeIP + "/24"})
+		},
 	} {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		if err := step(); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if _, err := testenv.Ping(nodeNS, nodeIP, underlayIP, 2*time.Second); err != nil {

@@ -4,7 +4,6 @@ package main
 
 import (
 	"bytes"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/lab/cmd/internal/cmdtest"
 )
 
 // The test binary doubles as the children the tests start, chosen by $PAUSE_TEST_HELPER:
@@ -149,23 +149,14 @@ func buildPause(t *testing.T) string {
 	return testenv.BuildBinary(t, "github.com/kube-semaphore/semaphore/lab/cmd/pause")
 }
 
-// syncBuffer is a bytes.Buffer a process writes while a test reads it.
+// syncBuffer is a bytes.Buffer pause writes while a test reads it.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	sync.Mutex
+	b bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+func (s *syncBuffer) Write(p []byte) (int, error) { s.Lock(); defer s.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.Lock(); defer s.Unlock(); return s.b.String() }
 
 // startPause starts cmd (pause, or a helper that becomes pause) and waits until pause waits
 // for signals; the process is killed at the end of the test if it still runs.
@@ -173,18 +164,7 @@ func startPause(t *testing.T, cmd *exec.Cmd) (stderr *syncBuffer, exited <-chan 
 	t.Helper()
 	stderr = new(syncBuffer)
 	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		done <- cmd.Wait()
-		close(done) // a receive after the test's own returns at once
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-	})
+	done := cmdtest.Start(t, cmd)
 	if !waitFor(10*time.Second, func() bool { return strings.Contains(stderr.String(), "pause: waiting") }) {
 		t.Fatalf("pause did not start waiting; stderr:\n%s", stderr)
 	}
@@ -194,36 +174,14 @@ func startPause(t *testing.T, cmd *exec.Cmd) (stderr *syncBuffer, exited <-chan 
 // stopPause sends sig and checks that pause exits 0 within a second.
 func stopPause(t *testing.T, cmd *exec.Cmd, exited <-chan error, sig syscall.Signal, stderr *syncBuffer) {
 	t.Helper()
-	if err := cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("after %v: %v, want exit status 0; stderr:\n%s", sig, err, stderr)
-		}
-	case <-time.After(time.Second):
-		t.Fatalf("pause still running a second after %v; stderr:\n%s", sig, stderr)
-	}
+	cmdtest.SignalExitsZero(t, cmd, exited, sig, time.Second, stderr)
 	if want := fmt.Sprintf("got signal: %v", sig); !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr lacks %q:\n%s", want, stderr)
 	}
 }
 
 func TestBuildsStaticWithoutCgo(t *testing.T) {
-	f, err := elf.Open(buildPause(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			t.Error("the binary has a program interpreter: it is dynamically linked")
-		}
-	}
-	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
-		t.Errorf("the binary needs shared libraries %v", libs)
-	}
+	cmdtest.CheckStatic(t, buildPause(t))
 }
 
 func TestBlocksUntilSignalThenExitsZeroPromptly(t *testing.T) {

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"debug/elf"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/lab/cmd/internal/cmdtest"
 )
 
 // buildSample builds the program as the lab's image has it (static).
@@ -28,19 +28,7 @@ func TestBuildsStaticWithoutCgo(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("checks an ELF binary")
 	}
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			t.Error("the binary has a program interpreter: it is dynamically linked")
-		}
-	}
-	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
-		t.Errorf("the binary needs shared libraries %v", libs)
-	}
+	cmdtest.CheckStatic(t, bin)
 }
 
 // startBinary starts the built program with args and waits until its stdout has a line
@@ -50,18 +38,7 @@ func startBinary(t *testing.T, ready string, args ...string) (*exec.Cmd, *syncBu
 	cmd := exec.Command(buildSample(t), args...)
 	stdout, stderr := new(syncBuffer), new(syncBuffer)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		done <- cmd.Wait()
-		close(done) // a receive after the test's own returns at once
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-	})
+	done := cmdtest.Start(t, cmd)
 	waitFor(t, "the program to start", func() bool {
 		return strings.Contains(stdout.String(), `"msg":"`+ready+`"`) || strings.Contains(stderr.String(), "sample")
 	})
@@ -71,19 +48,7 @@ func startBinary(t *testing.T, ready string, args ...string) (*exec.Cmd, *syncBu
 // signalAndWait sends sig and checks that the program exits 0 within 2 s.
 func signalAndWait(t *testing.T, cmd *exec.Cmd, done <-chan error, sig syscall.Signal, stdout *syncBuffer) {
 	t.Helper()
-	start := time.Now()
-	if err := cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("after %v: %v, want exit status 0; stdout:\n%s", sig, err, stdout)
-		}
-		t.Logf("exited 0 %v after %v", time.Since(start).Round(time.Millisecond), sig)
-	case <-time.After(2 * time.Second):
-		t.Fatalf("still running 2 s after %v", sig)
-	}
+	cmdtest.SignalExitsZero(t, cmd, done, sig, 2*time.Second, stdout)
 	if len(stdout.records(t, "stopping")) != 1 {
 		t.Errorf("no stopping line:\n%s", stdout)
 	}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-semaphore/semaphore/internal/labels"
+)
+
+// ControllerStatus is one controller's readiness.
+type ControllerStatus struct {
+	ControllerState
+	Ready  bool
+	Detail string // the failing checks of /readyz, or the error reaching it
+	// Leader tells whether the pod holds its Lease (with Lease set).
+	Leader bool
+}
+
+// controllersStatus is the readiness of every controller the lab runs, and which holds its
+// Lease.
+type controllersStatus struct {
+	controllers []ControllerStatus // as st.Controllers
+}
+
+func (c *controllersStatus) collect(ctx context.Context, st *State) {
+	c.controllers = make([]ControllerStatus, len(st.Controllers))
+	var wg sync.WaitGroup
+	for i, ctl := range st.Controllers {
+		wg.Go(func() { c.controllers[i] = readiness(ctx, ctl) })
+	}
+	// Each Lease once, however many replicas compete for it.
+	var leases [][2]string // cluster, lease
+	for _, ctl := range st.Controllers {
+		if key := [2]string{ctl.Cluster, ctl.Lease}; ctl.Lease != "" && !slices.Contains(leases, key) {
+			leases = append(leases, key)
+		}
+	}
+	var mu sync.Mutex
+	holders := map[[2]string]string{}
+	for _, key := range leases {
+		wg.Go(func() {
+			h := leaseHolder(ctx, st, key[0], key[1])
+			mu.Lock()
+			defer mu.Unlock()
+			holders[key] = h
+		})
+	}
+	wg.Wait()
+	for i, ctl := range st.Controllers {
+		c.controllers[i].Leader = ctl.Lease != "" && holders[[2]string{ctl.Cluster, ctl.Lease}] == ctl.PodName
+	}
+}
+
+// problems: every controller runs in every cluster, is ready, and exactly one replica of each
+// that elects a leader leads. Without nodes no controller runs, and that is no problem.
+func (c *controllersStatus) problems(st *State) []string {
+	if st.nodesSkipped() {
+		return nil
+	}
+	var problems []string
+	for _, component := range []string{labels.ServiceMirror, labels.Policy} {
+		for _, cluster := range clusterNames() {
+			if !slices.ContainsFunc(st.Controllers, func(ctl ControllerState) bool {
+				return ctl.Component == component && ctl.Cluster == cluster
+			}) {
+				problems = append(problems, fmt.Sprintf("%s does not run in %s", component, cluster))
+			}
+		}
+	}
+	leaders := map[string]int{}
+	for _, ctl := range c.controllers {
+		if !ctl.Ready {
+			problems = append(problems, fmt.Sprintf("%s %s is not ready: %s", ctl.Component, ctl.where(), ctl.Detail))
+		}
+		if ctl.Lease != "" && ctl.Leader {
+			leaders[ctl.Component+" in "+ctl.Cluster]++
+		}
+	}
+	for _, ctl := range c.controllers {
+		if ctl.Lease != "" && leaders[ctl.Component+" in "+ctl.Cluster] != 1 {
+			problems = append(problems, fmt.Sprintf("%s in %s has %d leaders, want 1", ctl.Component, ctl.Cluster, leaders[ctl.Component+" in "+ctl.Cluster]))
+			leaders[ctl.Component+" in "+ctl.Cluster] = 1 // once
+		}
+	}
+	return problems
+}
+
+func (c *controllersStatus) print(w io.Writer, _ *State) {
+	section(w, "Controllers")
+	tw := table(w)
+	for _, ctl := range c.controllers {
+		ready := "ready"
+		if !ctl.Ready {
+			ready = "NOT READY (" + ctl.Detail + ")"
+		}
+		// A DaemonSet's controller is one per node: the node's name says its cluster too.
+		where := ctl.Cluster
+		if ctl.Node != "" {
+			where = ctl.Node
+		}
+		if ctl.Lease != "" {
+			if ctl.Leader {
+				ready += ", leader"
+			} else {
+				ready += ", standby"
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\thttp://%s/metrics\tlog %s\n", ctl.Component, where, ctl.PodName, ready, ctl.Admin, ctl.Log)
+	}
+	tw.Flush()
+}
+
+// where is where a controller runs: in a cluster, or on a node of one.
+func (c ControllerState) where() string {
+	if c.Node != "" {
+		return "on " + c.Node
+	}
+	if c.PodName != "" {
+		return "in " + c.Cluster + " (" + c.PodName + ")"
+	}
+	return "in " + c.Cluster
+}
+
+// readiness asks a controller's /readyz.
+func readiness(ctx context.Context, c ControllerState) ControllerStatus {
+	s := ControllerStatus{ControllerState: c}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.Admin+"/readyz", nil)
+	if err != nil {
+		s.Detail = err.Error()
+		return s
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.Detail = err.Error()
+		return s
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	s.Ready = resp.StatusCode == http.StatusOK
+	if !s.Ready {
+		var failed []string
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, "[-]") {
+				failed = append(failed, strings.TrimPrefix(line, "[-]"))
+			}
+		}
+		s.Detail = fmt.Sprintf("/readyz %d: %s", resp.StatusCode, strings.Join(failed, "; "))
+	}
+	return s
+}
+
+// leaseHolder is the holder of Lease lease in cluster's semaphore namespace ("" when it cannot
+// be read).
+func leaseHolder(ctx context.Context, st *State, cluster, lease string) string {
+	i := slices.IndexFunc(st.Clusters, func(cl ClusterState) bool { return cl.Name == cluster })
+	if i < 0 {
+		return ""
+	}
+	client, err := clientsetOf(st.Clusters[i].DirectKubeconfig)
+	if err != nil {
+		return ""
+	}
+	l, err := client.CoordinationV1().Leases(semaphoreNamespace).Get(ctx, lease, metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
