@@ -92,3 +92,16 @@ func (c *Controller[K]) Owns(src K, m metav1.Object) bool {
 	}
 	return false
 }
+
+// Indexed returns the objects of indexer under key in index, as T (the indexer's type).
+func Indexed[T any](indexer cache.Indexer, index, key string) ([]T, error) {
+	objs, err := indexer.ByIndex(index, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(T))
+	}
+	return out, nil
+}

@@ -29,13 +29,9 @@ func (c *Controller) sync(ctx context.Context, src netset.Source) (string, error
 		// Until the remote's caches have synced we do not know its pods; leave its sets alone.
 		return reconcile.Skipped, nil
 	default:
-		objs, err := rc.pods.ByIndex(bySet, src.Namespace+"/"+src.Name)
+		pods, err := multiremote.Indexed[*corev1.Pod](rc.pods, bySet, src.Namespace+"/"+src.Name)
 		if err != nil {
 			return reconcile.Error, err
-		}
-		pods := make([]*corev1.Pod, 0, len(objs))
-		for _, o := range objs {
-			pods = append(pods, o.(*corev1.Pod))
 		}
 		var bad []string
 		nets, bad = netset.Nets(pods)

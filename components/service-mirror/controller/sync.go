@@ -54,13 +54,9 @@ func (c *Controller) sync(ctx context.Context, src mirror.Source) (string, error
 		return c.resultOrClash(clashed, err)
 	}
 
-	remoteSlices, err := rc.slices.ByIndex(byServiceName, src.Namespace+"/"+src.Name)
+	slices, err := multiremote.Indexed[*discoveryv1.EndpointSlice](rc.slices, byServiceName, src.Namespace+"/"+src.Name)
 	if err != nil {
 		return reconcile.Error, err
-	}
-	slices := make([]*discoveryv1.EndpointSlice, 0, len(remoteSlices))
-	for _, o := range remoteSlices {
-		slices = append(slices, o.(*discoveryv1.EndpointSlice))
 	}
 	clashed, err = c.applySlices(ctx, src, mirror.EndpointSlices(src, c.opts.Namespace, slices))
 	if errors.Is(err, errStale) {
@@ -205,12 +201,11 @@ func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired
 		}
 	}
 	// Our slices of this source that no longer have a remote counterpart.
-	existing, err := c.localSlices.ByIndex(multiremote.BySource, src.String())
+	existing, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.localSlices, multiremote.BySource, src.String())
 	if err != nil {
 		return clashed, errors.Join(append(errs, err)...)
 	}
-	for _, o := range existing {
-		s := o.(*discoveryv1.EndpointSlice)
+	for _, s := range existing {
 		if !want[s.Name] {
 			if !c.base.Expect.Satisfied(kindEndpointSlice+"/"+s.Name, s) {
 				errs = append(errs, errStale)
@@ -230,10 +225,10 @@ func (c *Controller) deleteSlice(ctx context.Context, s *discoveryv1.EndpointSli
 // deleteMirror removes the mirror Service and slices of src, only those that are ours.
 func (c *Controller) deleteMirror(ctx context.Context, src mirror.Source) error {
 	var errs []error
-	existing, err := c.localSlices.ByIndex(multiremote.BySource, src.String())
+	existing, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.localSlices, multiremote.BySource, src.String())
 	errs = append(errs, err)
-	for _, o := range existing {
-		errs = append(errs, c.deleteSlice(ctx, o.(*discoveryv1.EndpointSlice)))
+	for _, s := range existing {
+		errs = append(errs, c.deleteSlice(ctx, s))
 	}
 	name := mirror.ServiceName(src)
 	c.base.Clashes.Forget(name)
