@@ -3,7 +3,6 @@ package multiremote_test
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"slices"
 	"sync"
@@ -57,7 +56,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func newController(t *testing.T, s *synced, cfg multiremote.Config[string]) (*multiremote.Controller[string], *remote.Health) {
 	t.Helper()
 	f := metrics.NewFactory(prometheus.NewRegistry(), "test")
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.DiscardHandler)
 	health := remote.NewHealth(f, time.Hour, log)
 	cfg.Queue, cfg.Sync, cfg.Log, cfg.Health = "test", s.sync, log, health
 	cfg.Metrics = reconcile.NewMetrics(f, "one key")
