@@ -4,6 +4,8 @@ import (
 	"iter"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kube-semaphore/semaphore/internal/metrics"
 )
 
 // Gauge is a per-remote inventory gauge (labelled "remote") and how to read its value from the
@@ -11,6 +13,12 @@ import (
 type Gauge[I any] struct {
 	Vec   *prometheus.GaugeVec
 	Value func(I) int
+}
+
+// NewGauge creates on f the per-remote gauge <prefix>_<name> whose value is value of the
+// inventory.
+func NewGauge[I any](f *metrics.Factory, name, help string, value func(I) int) Gauge[I] {
+	return Gauge[I]{Vec: f.GaugeVec(name, help, "remote"), Value: value}
 }
 
 // SetGauges sets every gauge of each remote to its value in inv (a remote missing from inv

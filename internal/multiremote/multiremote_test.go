@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,23 +80,12 @@ func cut(k string) (remoteName, name string, ok bool) {
 // informers stands for a factory of informers whose caches sync when the test says so.
 type informers struct {
 	started chan struct{}
-	synced  chan struct{}
-}
-
-func newInformers() *informers {
-	return &informers{started: make(chan struct{}), synced: make(chan struct{})}
+	synced  atomic.Bool
 }
 
 func (i *informers) Start(<-chan struct{}) { close(i.started) }
 func (i *informers) Shutdown()             {}
-func (i *informers) hasSynced() bool {
-	select {
-	case <-i.synced:
-		return true
-	default:
-		return false
-	}
-}
+func (i *informers) hasSynced() bool       { return i.synced.Load() }
 
 func TestRemoteIsEnqueuedOnceItsCachesSynced(t *testing.T) {
 	s := &synced{}
@@ -105,7 +95,7 @@ func TestRemoteIsEnqueuedOnceItsCachesSynced(t *testing.T) {
 	})
 	health.Add("aws", func(context.Context) error { return nil })
 	r := c.AddRemote("aws")
-	inf := newInformers()
+	inf := &informers{started: make(chan struct{})}
 	r.Watch(inf, inf.hasSynced)
 	var handled []string
 	h := r.Handler(func(obj any) { handled = append(handled, obj.(string)) })
@@ -120,7 +110,7 @@ func TestRemoteIsEnqueuedOnceItsCachesSynced(t *testing.T) {
 	if r.Ready() || s.has("aws/a") {
 		t.Fatal("a remote is ready, or its keys synced, before its caches synced")
 	}
-	close(inf.synced)
+	inf.synced.Store(true)
 	eventually(t, "the remote's keys to be synced", func() bool { return s.has("aws/a") })
 	if !r.Ready() {
 		t.Error("the remote is not ready after its caches synced")

@@ -25,15 +25,9 @@ func NewMetrics(f *metrics.Factory) *Metrics {
 		clashes: f.CounterVec("clashes_total",
 			"Times a GlobalNetworkSet had a set's name but was not created by semaphore-policy; it is left alone.", "remote"),
 		inventory: []multiremote.Gauge[Inventory]{
-			{Vec: f.GaugeVec("sets",
-				"GlobalNetworkSets present in the local cluster for pods of a remote, by remote.", "remote"),
-				Value: func(i Inventory) int { return i.Sets }},
-			{Vec: f.GaugeVec("addresses",
-				"Addresses (nets) in the GlobalNetworkSets of a remote, by remote.", "remote"),
-				Value: func(i Inventory) int { return i.Addresses }},
-			{Vec: f.GaugeVec("remote_pods",
-				"Remote pods carrying the policy label, as last seen, by remote.", "remote"),
-				Value: func(i Inventory) int { return i.RemotePods }},
+			multiremote.NewGauge(f, "sets", "GlobalNetworkSets present in the local cluster for pods of a remote, by remote.", func(i Inventory) int { return i.Sets }),
+			multiremote.NewGauge(f, "addresses", "Addresses (nets) in the GlobalNetworkSets of a remote, by remote.", func(i Inventory) int { return i.Addresses }),
+			multiremote.NewGauge(f, "remote_pods", "Remote pods carrying the policy label, as last seen, by remote.", func(i Inventory) int { return i.RemotePods }),
 		},
 	}
 }

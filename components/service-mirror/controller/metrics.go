@@ -25,18 +25,10 @@ func NewMetrics(f *metrics.Factory) *Metrics {
 		clashes: f.CounterVec("clashes_total",
 			"Times a local object had a mirror's name but was not created by the service mirror; it is left alone.", "remote", "kind"),
 		inventory: []multiremote.Gauge[Inventory]{
-			{Vec: f.GaugeVec("remote_services",
-				"Remote Services selected for mirroring, as last seen, by remote.", "remote"),
-				Value: func(i Inventory) int { return i.RemoteServices }},
-			{Vec: f.GaugeVec("mirrors",
-				"Mirror Services present in the local cluster, by remote.", "remote"),
-				Value: func(i Inventory) int { return i.Mirrors }},
-			{Vec: f.GaugeVec("mirrored_endpoints",
-				"Endpoints in the local mirror EndpointSlices, by remote.", "remote"),
-				Value: func(i Inventory) int { return i.Endpoints }},
-			{Vec: f.GaugeVec("mirror_drift",
-				"Selected remote Services without a local mirror plus local mirrors without a selected remote Service, by remote. Non-zero for long means the mirror is not converging.", "remote"),
-				Value: func(i Inventory) int { return i.Drift }},
+			multiremote.NewGauge(f, "remote_services", "Remote Services selected for mirroring, as last seen, by remote.", func(i Inventory) int { return i.RemoteServices }),
+			multiremote.NewGauge(f, "mirrors", "Mirror Services present in the local cluster, by remote.", func(i Inventory) int { return i.Mirrors }),
+			multiremote.NewGauge(f, "mirrored_endpoints", "Endpoints in the local mirror EndpointSlices, by remote.", func(i Inventory) int { return i.Endpoints }),
+			multiremote.NewGauge(f, "mirror_drift", "Selected remote Services without a local mirror plus local mirrors without a selected remote Service, by remote. Non-zero for long means the mirror is not converging.", func(i Inventory) int { return i.Drift }),
 		},
 	}
 }
