@@ -194,7 +194,7 @@ func TestLocalHandlerEnqueuesSourcesOfOursAndWaitingClashes(t *testing.T) {
 	}
 }
 
-func TestDeleteIsPreconditionedCountedAndExpected(t *testing.T) {
+func TestWritesAreCountedAndExpected(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	writes := metrics.NewFactory(reg, "test").CounterVec("writes_total", "Writes.", "verb")
 	s := &synced{}
@@ -220,6 +220,16 @@ func TestDeleteIsPreconditionedCountedAndExpected(t *testing.T) {
 	// The not-found answer reached the API server; the refused connection did not.
 	if v := value(t, writes.WithLabelValues("delete")); v != 1 {
 		t.Errorf("writes_total = %v, want 1", v)
+	}
+	written := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "b", ResourceVersion: "9"}}
+	if err := c.Wrote("b", written, nil, "create"); err != nil {
+		t.Error(err)
+	}
+	if v := value(t, writes.WithLabelValues("create")); v != 1 {
+		t.Errorf("writes_total{verb=create} = %v, want 1", v)
+	}
+	if c.Expect.Satisfied("b", nil) || !c.Expect.Satisfied("b", written) {
+		t.Error("a write is not expected until the cache shows the object written")
 	}
 	if r, err := multiremote.Result(nil); r != reconcile.Success || err != nil {
 		t.Errorf("Result(nil) = %q, %v", r, err)

@@ -35,6 +35,16 @@ func (c *Controller[K]) CountWrite(err error, labelValues ...string) {
 	}
 }
 
+// Wrote counts a create or update request by writeLabels and, when it succeeded, expects the
+// local caches to show out, the object written, under key. It returns err.
+func (c *Controller[K]) Wrote(key string, out metav1.Object, err error, writeLabels ...string) error {
+	c.CountWrite(err, writeLabels...)
+	if err == nil {
+		c.Expect.Wrote(key, out.GetResourceVersion())
+	}
+	return err
+}
+
 // Delete deletes obj, a local object of ours, on the condition that it is still the object we
 // looked at: a preconditioned delete never removes an object that replaced it meanwhile. The
 // request is counted by writeLabels, the deletion expected under key; an object already gone

@@ -103,11 +103,7 @@ func (c *Controller) create(ctx context.Context, src netset.Source, name string,
 		return err
 	}
 	out, err := c.sets.Create(ctx, u, metav1.CreateOptions{FieldManager: fieldManager})
-	c.base.CountWrite(err, "create")
-	if err == nil {
-		c.base.Expect.Wrote(name, out.GetResourceVersion())
-	}
-	return err
+	return c.base.Wrote(name, out, err, "create")
 }
 
 // update sets our labels and the nets on the actual set, keeping whatever else it holds, and
@@ -140,11 +136,7 @@ func (c *Controller) update(ctx context.Context, src netset.Source, actual *unst
 		return err
 	}
 	out, err := c.sets.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
-	c.base.CountWrite(err, "update")
-	if err == nil {
-		c.base.Expect.Wrote(next.GetName(), out.GetResourceVersion())
-	}
-	return err
+	return c.base.Wrote(next.GetName(), out, err, "update")
 }
 
 // delete deletes a set of ours, on the condition that it is still the object we looked at.

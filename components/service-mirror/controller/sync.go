@@ -115,11 +115,7 @@ func (c *Controller) applyService(ctx context.Context, src mirror.Source, desire
 	switch change {
 	case mirror.Update:
 		out, err := services.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
-		c.base.CountWrite(err, kindService, "update")
-		if err == nil {
-			c.base.Expect.Wrote(key, out.ResourceVersion)
-		}
-		return false, err
+		return false, c.base.Wrote(key, out, err, kindService, "update")
 	case mirror.Recreate:
 		if err := c.deleteService(ctx, actual); err != nil {
 			return false, err
@@ -133,11 +129,7 @@ const fieldManager = labels.ServiceMirror
 
 func (c *Controller) createService(ctx context.Context, svc *corev1.Service) error {
 	out, err := c.local.CoreV1().Services(c.opts.Namespace).Create(ctx, svc, metav1.CreateOptions{FieldManager: fieldManager})
-	c.base.CountWrite(err, kindService, "create")
-	if err == nil {
-		c.base.Expect.Wrote(kindService+"/"+svc.Name, out.ResourceVersion)
-	}
-	return err
+	return c.base.Wrote(kindService+"/"+svc.Name, out, err, kindService, "create")
 }
 
 // deleteService deletes a mirror Service, on the condition that it is still the object we
@@ -152,11 +144,7 @@ func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired
 	var errs []error
 	create := func(d *discoveryv1.EndpointSlice) error {
 		out, err := slices.Create(ctx, d, metav1.CreateOptions{FieldManager: fieldManager})
-		c.base.CountWrite(err, kindEndpointSlice, "create")
-		if err == nil {
-			c.base.Expect.Wrote(kindEndpointSlice+"/"+d.Name, out.ResourceVersion)
-		}
-		return err
+		return c.base.Wrote(kindEndpointSlice+"/"+d.Name, out, err, kindEndpointSlice, "create")
 	}
 	for _, d := range desired {
 		want[d.Name] = true
@@ -187,11 +175,7 @@ func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired
 		switch change {
 		case mirror.Update:
 			out, err := slices.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
-			c.base.CountWrite(err, kindEndpointSlice, "update")
-			if err == nil {
-				c.base.Expect.Wrote(key, out.ResourceVersion)
-			}
-			errs = append(errs, err)
+			errs = append(errs, c.base.Wrote(key, out, err, kindEndpointSlice, "update"))
 		case mirror.Recreate:
 			if err := c.deleteSlice(ctx, actual); err != nil {
 				errs = append(errs, err)
