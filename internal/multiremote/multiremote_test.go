@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,12 +79,24 @@ func cut(k string) (remoteName, name string, ok bool) {
 // informers stands for a factory of informers whose caches sync when the test says so.
 type informers struct {
 	started chan struct{}
-	synced  atomic.Bool
+	mu      sync.Mutex
+	synced  bool
 }
 
 func (i *informers) Start(<-chan struct{}) { close(i.started) }
 func (i *informers) Shutdown()             {}
-func (i *informers) hasSynced() bool       { return i.synced.Load() }
+
+func (i *informers) hasSynced() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.synced
+}
+
+func (i *informers) sync() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.synced = true
+}
 
 func TestRemoteIsEnqueuedOnceItsCachesSynced(t *testing.T) {
 	s := &synced{}
@@ -110,7 +121,7 @@ func TestRemoteIsEnqueuedOnceItsCachesSynced(t *testing.T) {
 	if r.Ready() || s.has("aws/a") {
 		t.Fatal("a remote is ready, or its keys synced, before its caches synced")
 	}
-	inf.synced.Store(true)
+	inf.sync()
 	eventually(t, "the remote's keys to be synced", func() bool { return s.has("aws/a") })
 	if !r.Ready() {
 		t.Error("the remote is not ready after its caches synced")
