@@ -110,6 +110,28 @@ func New(name, metricsPrefix string, shared config.Shared, election config.Leade
 // AdminAddr is the address the admin server listens on.
 func (b *Base) AdminAddr() string { return b.listener.Addr().String() }
 
+// MetricSpecs describes the metrics of a component whose own metrics create creates (besides
+// the standard go_* and process_* ones), for the generated metrics reference.
+func MetricSpecs(metricsPrefix string, create func(*metrics.Factory)) []metrics.Spec {
+	in := NewInstruments(prometheus.NewRegistry(), metricsPrefix, time.Second, slog.Default())
+	create(in.Factory)
+	return in.Factory.Specs()
+}
+
+// Controller is what a component runs while it leads.
+type Controller interface {
+	// Run runs workers until ctx is done.
+	Run(ctx context.Context, workers int)
+	// LocalSynced reports whether the local caches have synced.
+	LocalSynced() bool
+}
+
+// RunController is Run with a controller: while this replica leads it runs ctrl with workers,
+// and /readyz asks it whether its local caches synced.
+func (b *Base) RunController(ctx context.Context, ctrl Controller, workers int) error {
+	return b.Run(ctx, func(ctx context.Context) { ctrl.Run(ctx, workers) }, ctrl.LocalSynced)
+}
+
 // Run serves the admin endpoints, probes the remotes and, while this replica leads, calls
 // run, until ctx is done. localSynced tells /readyz whether the leader's local caches synced.
 func (b *Base) Run(ctx context.Context, run func(context.Context), localSynced func() bool) error {
@@ -135,4 +157,26 @@ func (b *Base) Run(ctx context.Context, run func(context.Context), localSynced f
 		err = serr
 	}
 	return err
+}
+
+// Leading is a component whose one controller runs, with its workers, while the replica
+// leads.
+type Leading[K Controller] struct {
+	*Base
+	ctrl    K
+	workers int
+}
+
+// NewLeading returns the component of base that runs ctrl with workers while it leads.
+func NewLeading[K Controller](base *Base, ctrl K, workers int) *Leading[K] {
+	return &Leading[K]{Base: base, ctrl: ctrl, workers: workers}
+}
+
+// Controller is the component's controller, for tests that inspect it.
+func (l *Leading[K]) Controller() K { return l.ctrl }
+
+// Run serves the admin endpoints, probes the remotes and, while this replica leads, runs the
+// controller, until ctx is done.
+func (l *Leading[K]) Run(ctx context.Context) error {
+	return l.RunController(ctx, l.ctrl, l.workers)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/logging"
@@ -19,22 +20,56 @@ type Config interface {
 	Level() slog.Level
 }
 
-// Main is the body of a component binary: it loads cfg from the environment (printing the
-// variables for -h), sets up logging and calls run until SIGINT or SIGTERM. Any error ends the
-// process with one line naming the component and a non-zero status.
-func Main(name string, cfg Config, run func(context.Context, *slog.Logger) error) {
-	err := config.Load(os.Args[1:], os.Stdout, cfg)
+// App is a component built from its configuration.
+type App interface {
+	// Starting are the attributes of the line logged when it starts.
+	Starting() []any
+	// Run runs the component until ctx is done.
+	Run(ctx context.Context) error
+}
+
+// Main is the body of a component binary: it loads a C from the environment (printing the
+// variables for -h), sets up logging, builds the app with newApp, logs its start and runs it
+// until SIGINT or SIGTERM. Any error ends the process with one line naming the component and
+// a non-zero status.
+func Main[C any, PC interface {
+	*C
+	Config
+}, A App](name string, newApp func(C, *slog.Logger) (A, error)) {
+	var cfg C
+	err := config.Load(os.Args[1:], os.Stdout, PC(&cfg))
 	if errors.Is(err, config.ErrHelp) {
 		return
 	}
 	if err == nil {
-		log := logging.Setup(os.Stderr, cfg.Level(), name)
+		log := logging.Setup(os.Stderr, PC(&cfg).Level(), name)
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		err = run(ctx, log)
+		err = run(ctx, log, func() (App, error) { return newApp(cfg, log) })
 		stop()
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(1)
 	}
+}
+
+func run(ctx context.Context, log *slog.Logger, newApp func() (App, error)) error {
+	a, err := newApp()
+	if err != nil {
+		return err
+	}
+	log.Info("starting", a.Starting()...)
+	return a.Run(ctx)
+}
+
+// CheckWorkers checks the settings of a controller's workers (at least one) and of the
+// interval of its inventory (positive); the errors name the variables.
+func CheckWorkers(workersVar string, workers int, intervalVar string, interval time.Duration) error {
+	if workers < 1 {
+		return fmt.Errorf("%s: must be at least 1", workersVar)
+	}
+	if interval <= 0 {
+		return fmt.Errorf("%s: must be positive", intervalVar)
+	}
+	return nil
 }

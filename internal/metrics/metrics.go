@@ -65,37 +65,33 @@ func (f *Factory) External(name, typ, help string, labels ...string) string {
 
 // Counter creates and registers a counter.
 func (f *Factory) Counter(name, help string) prometheus.Counter {
-	c := prometheus.NewCounter(prometheus.CounterOpts{Name: f.record(name, "counter", help, nil), Help: help})
-	f.reg.MustRegister(c)
-	return c
-}
-
-// CounterVec creates and registers a counter with labels.
-func (f *Factory) CounterVec(name, help string, labels ...string) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: f.record(name, "counter", help, labels), Help: help}, labels)
-	f.reg.MustRegister(c)
-	return c
+	return register(f, prometheus.NewCounter(prometheus.CounterOpts{Name: f.record(name, "counter", help, nil), Help: help}))
 }
 
 // Gauge creates and registers a gauge.
 func (f *Factory) Gauge(name, help string) prometheus.Gauge {
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: f.record(name, "gauge", help, nil), Help: help})
-	f.reg.MustRegister(g)
-	return g
+	return register(f, prometheus.NewGauge(prometheus.GaugeOpts{Name: f.record(name, "gauge", help, nil), Help: help}))
+}
+
+// CounterVec creates and registers a counter with labels.
+func (f *Factory) CounterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return register(f, prometheus.NewCounterVec(prometheus.CounterOpts{Name: f.record(name, "counter", help, labels), Help: help}, labels))
 }
 
 // GaugeVec creates and registers a gauge with labels.
 func (f *Factory) GaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: f.record(name, "gauge", help, labels), Help: help}, labels)
-	f.reg.MustRegister(g)
-	return g
+	return register(f, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: f.record(name, "gauge", help, labels), Help: help}, labels))
 }
 
 // HistogramVec creates and registers a histogram with labels.
 func (f *Factory) HistogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
 	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: f.record(name, "histogram", help, labels), Help: help, Buckets: buckets}, labels)
-	f.reg.MustRegister(h)
-	return h
+	return register(f, h)
+}
+
+func register[C prometheus.Collector](f *Factory, c C) C {
+	f.reg.MustRegister(c)
+	return c
 }
 
 // LatencyBuckets suit reconcile and propagation latencies: 1 ms to about 30 s.

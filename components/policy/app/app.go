@@ -3,14 +3,11 @@
 package app
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 
@@ -53,28 +50,19 @@ func (c *Config) Validate() error {
 	if _, err := calico.Resource(c.CalicoAPI); err != nil {
 		return fmt.Errorf("SEMAPHORE_POLICY_CALICO_API: %w", err)
 	}
-	if c.Workers < 1 {
-		return errors.New("SEMAPHORE_POLICY_WORKERS: must be at least 1")
-	}
-	if c.InventoryInterval <= 0 {
-		return errors.New("SEMAPHORE_POLICY_INVENTORY_INTERVAL: must be positive")
-	}
-	return nil
+	return component.CheckWorkers("SEMAPHORE_POLICY_WORKERS", c.Workers, "SEMAPHORE_POLICY_INVENTORY_INTERVAL", c.InventoryInterval)
 }
 
 // MetricSpecs describes every metric the component exports (besides the standard go_* and
 // process_* ones), for the generated metrics reference.
 func MetricSpecs() []metrics.Spec {
-	in := component.NewInstruments(prometheus.NewRegistry(), MetricsPrefix, time.Second, slog.Default())
-	controller.NewMetrics(in.Factory)
-	return in.Factory.Specs()
+	return component.MetricSpecs(MetricsPrefix, func(f *metrics.Factory) { controller.NewMetrics(f) })
 }
 
 // App is a configured semaphore-policy, ready to run.
 type App struct {
-	*component.Base
-	cfg  Config
-	ctrl *controller.Controller
+	*component.Leading[*controller.Controller]
+	cfg Config
 }
 
 // New builds everything that can fail on bad configuration, so the process fails at start.
@@ -96,14 +84,10 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		ResyncPeriod:      cfg.ResyncPeriod,
 		InventoryInterval: cfg.InventoryInterval,
 	}, base.Local, dyn, base.Remotes, base.Health, controller.NewMetrics(base.Factory), base.Queue, log)
-	return &App{Base: base, cfg: cfg, ctrl: ctrl}, nil
+	return &App{Leading: component.NewLeading(base, ctrl, cfg.Workers), cfg: cfg}, nil
 }
 
-// Controller is the app's controller, for tests that inspect its inventory.
-func (a *App) Controller() *controller.Controller { return a.ctrl }
-
-// Run serves the admin endpoints, probes the remotes and, while this replica leads, runs the
-// controller, until ctx is done.
-func (a *App) Run(ctx context.Context) error {
-	return a.Base.Run(ctx, func(ctx context.Context) { a.ctrl.Run(ctx, a.cfg.Workers) }, a.ctrl.LocalSynced)
+// Starting are the attributes of the line logged when the component starts.
+func (a *App) Starting() []any {
+	return []any{"cluster", a.cfg.LocalCluster, "remotes", a.cfg.Remotes, "calico_api", a.cfg.CalicoAPI, "label", a.cfg.PodLabel, "admin", a.AdminAddr()}
 }

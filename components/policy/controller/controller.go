@@ -7,28 +7,22 @@ package controller
 import (
 	"context"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
-	"github.com/kube-semaphore/semaphore/internal/expectations"
 	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 )
@@ -48,107 +42,81 @@ type Options struct {
 
 // Controller turns labelled remote pods into GlobalNetworkSets.
 type Controller struct {
+	base    *multiremote.Controller[netset.Source]
 	opts    Options
 	log     *slog.Logger
-	events  kubernetes.Interface
 	sets    dynamic.ResourceInterface
-	health  *remote.Health
 	metrics *Metrics
 
-	localFactory dynamicinformer.DynamicSharedInformerFactory
-	localSets    cache.Indexer
-	localSynced  cache.InformerSynced
-
-	remotes map[string]*remoteCache
-	queue   workqueue.TypedRateLimitingInterface[netset.Source]
-	loop    *reconcile.Loop[netset.Source]
-
-	broadcaster record.EventBroadcaster
-	recorder    record.EventRecorder
-
-	clashes *reconcile.Clashes[netset.Source]
-
-	expect *expectations.Expectations
+	localSets cache.Indexer
+	remotes   map[string]*remoteCache
 }
 
 type remoteCache struct {
-	name    string
-	factory informers.SharedInformerFactory
-	pods    cache.Indexer
-	synced  cache.InformerSynced
-
-	ready atomic.Bool // the cache has synced
+	*multiremote.Remote
+	pods cache.Indexer
 }
 
-const (
-	bySource = "source"
-	bySet    = "set"
-)
+const bySet = "set"
 
 // New wires informers for the local sets and for each remote's labelled pods.
 func New(opts Options, local kubernetes.Interface, dyn dynamic.Interface, remotes []remote.Cluster, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) *Controller {
-	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[netset.Source](),
-		workqueue.TypedRateLimitingQueueConfig[netset.Source]{Name: "policy", MetricsProvider: queueMetrics},
-	)
-	c := &Controller{
-		opts:    opts,
-		log:     log,
-		events:  local,
-		sets:    dyn.Resource(opts.Resource),
-		health:  health,
-		metrics: m,
-		remotes: map[string]*remoteCache{},
-		clashes: reconcile.NewClashes[netset.Source](),
-		expect:  expectations.New(),
-		queue:   queue,
-	}
-	c.loop = &reconcile.Loop[netset.Source]{
-		Queue:   queue,
-		Sync:    c.sync,
-		Remote:  func(s netset.Source) string { return s.Cluster },
-		Metrics: m.reconcile,
-		Log:     log,
-	}
-	c.localFactory = dynamicinformer.NewDynamicSharedInformerFactory(dyn, opts.ResyncPeriod)
-	setInformer := c.localFactory.ForResource(opts.Resource).Informer()
-	utilruntime.Must(setInformer.AddIndexers(cache.Indexers{bySource: indexBySource}))
-	c.localSets = setInformer.GetIndexer()
-	c.localSynced = setInformer.HasSynced
-	_, _ = setInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.onLocal,
-		UpdateFunc: func(_, obj any) { c.onLocal(obj) },
-		DeleteFunc: c.onLocalDelete,
+	c := &Controller{opts: opts, log: log, sets: dyn.Resource(opts.Resource), metrics: m, remotes: map[string]*remoteCache{}}
+	c.base = multiremote.New(multiremote.Config[netset.Source]{
+		Queue:             "policy",
+		QueueMetrics:      queueMetrics,
+		Sync:              c.sync,
+		Remote:            func(s netset.Source) string { return s.Cluster },
+		Metrics:           m.reconcile,
+		Health:            health,
+		Log:               log,
+		OnRemoteSynced:    c.enqueueRemote,
+		Component:         labels.Policy,
+		SourceOf:          netset.SourceOf,
+		EnqueueLocal:      func(match func(netset.Source) bool) { c.base.EnqueueIndexed(c.localSets, match) },
+		LocalLog:          []any{"resource", opts.Resource.String()},
+		Events:            local,
+		Writes:            m.writes,
+		Inventory:         c.updateInventory,
+		InventoryInterval: opts.InventoryInterval,
 	})
+	localFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, opts.ResyncPeriod)
+	setInformer := localFactory.ForResource(opts.Resource).Informer()
+	utilruntime.Must(setInformer.AddIndexers(cache.Indexers{multiremote.BySource: c.base.IndexBySource}))
+	c.localSets = setInformer.GetIndexer()
+	c.base.WatchLocal(localFactory, setInformer.HasSynced)
+	_, _ = setInformer.AddEventHandler(c.base.LocalHandler(func(name string) string { return name }))
 	for _, r := range remotes {
 		c.remotes[r.Name] = c.newRemoteCache(r)
 		// Zero before the first sync, so that dashboards show 0 rather than no data.
-		m.reconcile.InitRemote(r.Name)
 		m.clashes.WithLabelValues(r.Name)
 	}
-	c.broadcaster = record.NewBroadcaster()
-	c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: labels.Policy})
 	return c
 }
 
 func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
-	rc := &remoteCache{name: r.Name}
-	rc.factory = informers.NewSharedInformerFactoryWithOptions(r.Client, c.opts.ResyncPeriod,
+	rc := &remoteCache{Remote: c.base.AddRemote(r.Name)}
+	factory := informers.NewSharedInformerFactoryWithOptions(r.Client, c.opts.ResyncPeriod,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = c.opts.PodLabel }))
-	podInformer := rc.factory.Core().V1().Pods().Informer()
+	podInformer := factory.Core().V1().Pods().Informer()
 	// Only what the sets need is kept of each pod: a remote with thousands of pods costs little.
 	utilruntime.Must(podInformer.SetTransform(trimPod))
 	utilruntime.Must(podInformer.AddIndexers(cache.Indexers{bySet: c.indexBySet}))
 	rc.pods = podInformer.GetIndexer()
-	rc.synced = podInformer.HasSynced
+	rc.Watch(factory, podInformer.HasSynced)
+	enqueue := func(obj any) {
+		if rc.Ready() {
+			c.onRemotePod(rc, obj)
+		}
+	}
 	_, _ = podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.onRemotePod(rc, obj) },
+		AddFunc: enqueue,
 		UpdateFunc: func(old, obj any) {
 			// A pod whose label changed leaves its old set and joins the new one.
-			c.onRemotePod(rc, old)
-			c.onRemotePod(rc, obj)
+			enqueue(old)
+			enqueue(obj)
 		},
-		DeleteFunc: func(obj any) { c.onRemotePod(rc, obj) },
+		DeleteFunc: enqueue,
 	})
 	return rc
 }
@@ -177,119 +145,32 @@ func (c *Controller) indexBySet(obj any) ([]string, error) {
 	return nil, nil
 }
 
-func indexBySource(obj any) ([]string, error) {
-	m, err := reconcile.MetaOf(obj)
-	if err != nil {
-		return nil, err
-	}
-	if !labels.IsManagedBy(m.GetLabels(), labels.Policy) {
-		return nil, nil
-	}
-	if s, ok := netset.SourceOf(m.GetLabels()); ok {
-		return []string{s.String()}, nil
-	}
-	return nil, nil
-}
-
-// onRemotePod enqueues the set of a changed pod. Until the remote's cache has synced, events
-// are not queued: waitForRemote enqueues every set the cache holds once it has.
+// onRemotePod enqueues the set of a changed pod.
 func (c *Controller) onRemotePod(rc *remoteCache, obj any) {
 	m, err := reconcile.MetaOf(obj)
-	if err != nil || !rc.ready.Load() {
+	if err != nil {
 		return
 	}
 	if v := m.GetLabels()[c.opts.PodLabel]; v != "" {
-		c.queue.Add(netset.Source{Cluster: rc.name, Namespace: m.GetNamespace(), Name: v})
+		c.base.Queue.Add(netset.Source{Cluster: rc.Name, Namespace: m.GetNamespace(), Name: v})
 	}
 }
 
-// onLocal enqueues the source of a changed set of ours (so a set someone edited or deleted is
-// repaired), and the source waiting for a name held by a set we do not own.
-func (c *Controller) onLocal(obj any) {
-	m, err := reconcile.MetaOf(obj)
-	if err != nil {
-		return
-	}
-	if labels.IsManagedBy(m.GetLabels(), labels.Policy) {
-		if s, ok := netset.SourceOf(m.GetLabels()); ok {
-			c.queue.Add(s)
+// enqueueRemote enqueues every set of a remote whose cache has just synced.
+func (c *Controller) enqueueRemote(r *multiremote.Remote) {
+	pods := c.remotes[r.Name].pods
+	for _, key := range pods.ListIndexFuncValues(bySet) {
+		objs, _ := pods.ByIndex(bySet, key)
+		if len(objs) > 0 {
+			p := objs[0].(*corev1.Pod)
+			c.base.Queue.Add(netset.Source{Cluster: r.Name, Namespace: p.Namespace, Name: p.Labels[c.opts.PodLabel]})
 		}
 	}
-	// Also when the holder is a set of another source whose name coincides.
-	if s, ok := c.clashes.Waiting(m.GetName()); ok {
-		c.queue.Add(s)
-	}
-}
-
-// onLocalDelete is onLocal for a deletion, which also settles our expectation of the set: a
-// set deleted before our cache saw our write of it will never show that write.
-func (c *Controller) onLocalDelete(obj any) {
-	if m, err := reconcile.MetaOf(obj); err == nil {
-		c.expect.ObservedDeletion(m.GetName(), m.GetResourceVersion())
-	}
-	c.onLocal(obj)
 }
 
 // Run starts the informers and workers and blocks until ctx is done. Each remote syncs on its
 // own; until it has, its sets are neither updated nor deleted.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.events.CoreV1().Events("")})
-	defer c.broadcaster.Shutdown()
-
-	c.localFactory.Start(ctx.Done())
-	defer c.localFactory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.localSynced) {
-		c.queue.ShutDown()
-		return
-	}
-	c.log.Info("local caches synced", "resource", c.opts.Resource.String())
-
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for _, rc := range c.remotes {
-		rc.factory.Start(ctx.Done())
-		defer rc.factory.Shutdown()
-		wg.Go(func() { c.waitForRemote(ctx, rc) })
-	}
-	// Sets of remotes no longer configured are garbage-collected straight away.
-	c.enqueueSets(func(s netset.Source) bool { return c.remotes[s.Cluster] == nil })
-
-	wg.Go(func() { wait.UntilWithContext(ctx, c.updateInventory, c.opts.InventoryInterval) })
-	c.loop.Run(ctx, workers)
-}
-
-func (c *Controller) waitForRemote(ctx context.Context, rc *remoteCache) {
-	if !cache.WaitForCacheSync(ctx.Done(), rc.synced) {
-		return
-	}
-	rc.ready.Store(true)
-	c.health.MarkSynced(rc.name)
-	c.log.Info("remote caches synced", "remote", rc.name)
-	for _, key := range rc.pods.ListIndexFuncValues(bySet) {
-		objs, _ := rc.pods.ByIndex(bySet, key)
-		if len(objs) > 0 {
-			p := objs[0].(*corev1.Pod)
-			c.queue.Add(netset.Source{Cluster: rc.name, Namespace: p.Namespace, Name: p.Labels[c.opts.PodLabel]})
-		}
-	}
-	c.enqueueSets(func(s netset.Source) bool { return s.Cluster == rc.name })
-}
+func (c *Controller) Run(ctx context.Context, workers int) { c.base.Run(ctx, workers) }
 
 // LocalSynced reports whether the local cache has synced, for /readyz.
-func (c *Controller) LocalSynced() bool { return c.localSynced() }
-
-func (c *Controller) enqueueSets(match func(netset.Source) bool) {
-	for _, key := range c.localSets.ListIndexFuncValues(bySource) {
-		objs, _ := c.localSets.ByIndex(bySource, key)
-		for _, o := range objs {
-			m, err := reconcile.MetaOf(o)
-			if err != nil {
-				continue
-			}
-			if s, ok := netset.SourceOf(m.GetLabels()); ok && match(s) {
-				c.queue.Add(s)
-			}
-		}
-	}
-}
+func (c *Controller) LocalSynced() bool { return c.base.LocalSynced() }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/multiremote"
 )
 
 // Inventory counts, per remote, the labelled pods seen there and the sets and addresses here.
@@ -41,12 +42,6 @@ func (c *Controller) Inventory() map[string]Inventory {
 
 // updateInventory refreshes the inventory gauges of the configured remotes.
 func (c *Controller) updateInventory(context.Context) {
-	c.expect.Expire()
-	inv := c.Inventory()
-	for name := range c.remotes {
-		i := inv[name]
-		c.metrics.sets.WithLabelValues(name).Set(float64(i.Sets))
-		c.metrics.addresses.WithLabelValues(name).Set(float64(i.Addresses))
-		c.metrics.remotePods.WithLabelValues(name).Set(float64(i.RemotePods))
-	}
+	c.base.Expect.Expire()
+	multiremote.SetGauges(c.base.Remotes(), c.Inventory(), c.metrics.inventory)
 }

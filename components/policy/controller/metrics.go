@@ -4,17 +4,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kube-semaphore/semaphore/internal/metrics"
+	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 )
 
 // Metrics are the policy controller's own metrics.
 type Metrics struct {
-	reconcile  *reconcile.Metrics
-	writes     *prometheus.CounterVec
-	clashes    *prometheus.CounterVec
-	sets       *prometheus.GaugeVec
-	addresses  *prometheus.GaugeVec
-	remotePods *prometheus.GaugeVec
+	reconcile *reconcile.Metrics
+	writes    *prometheus.CounterVec
+	clashes   *prometheus.CounterVec
+	inventory []multiremote.Gauge[Inventory]
 }
 
 // NewMetrics creates the policy controller's metrics on f.
@@ -25,11 +24,10 @@ func NewMetrics(f *metrics.Factory) *Metrics {
 			"Write requests for GlobalNetworkSets made to the local cluster, by verb (create, update, delete).", "verb"),
 		clashes: f.CounterVec("clashes_total",
 			"Times a GlobalNetworkSet had a set's name but was not created by semaphore-policy; it is left alone.", "remote"),
-		sets: f.GaugeVec("sets",
-			"GlobalNetworkSets present in the local cluster for pods of a remote, by remote.", "remote"),
-		addresses: f.GaugeVec("addresses",
-			"Addresses (nets) in the GlobalNetworkSets of a remote, by remote.", "remote"),
-		remotePods: f.GaugeVec("remote_pods",
-			"Remote pods carrying the policy label, as last seen, by remote.", "remote"),
+		inventory: []multiremote.Gauge[Inventory]{
+			multiremote.NewGauge(f, "sets", "GlobalNetworkSets present in the local cluster for pods of a remote, by remote.", func(i Inventory) int { return i.Sets }),
+			multiremote.NewGauge(f, "addresses", "Addresses (nets) in the GlobalNetworkSets of a remote, by remote.", func(i Inventory) int { return i.Addresses }),
+			multiremote.NewGauge(f, "remote_pods", "Remote pods carrying the policy label, as last seen, by remote.", func(i Inventory) int { return i.RemotePods }),
+		},
 	}
 }

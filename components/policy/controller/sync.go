@@ -2,27 +2,17 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
-)
-
-// Reconcile results, the result label of reconcile_total.
-const (
-	resultSuccess = reconcile.Success
-	resultError   = reconcile.Error
-	resultClash   = reconcile.Clash
-	resultSkipped = reconcile.Skipped
 )
 
 const fieldManager = labels.Policy
@@ -35,17 +25,13 @@ func (c *Controller) sync(ctx context.Context, src netset.Source) (string, error
 	switch {
 	case rc == nil:
 		// The remote is no longer configured: its sets are orphans (nets stays empty).
-	case !rc.ready.Load():
+	case !rc.Ready():
 		// Until the remote's caches have synced we do not know its pods; leave its sets alone.
-		return resultSkipped, nil
+		return reconcile.Skipped, nil
 	default:
-		objs, err := rc.pods.ByIndex(bySet, src.Namespace+"/"+src.Name)
+		pods, err := multiremote.Indexed[*corev1.Pod](rc.pods, bySet, src.Namespace+"/"+src.Name)
 		if err != nil {
-			return resultError, err
-		}
-		pods := make([]*corev1.Pod, 0, len(objs))
-		for _, o := range objs {
-			pods = append(pods, o.(*corev1.Pod))
+			return reconcile.Error, err
 		}
 		var bad []string
 		nets, bad = netset.Nets(pods)
@@ -57,30 +43,29 @@ func (c *Controller) sync(ctx context.Context, src netset.Source) (string, error
 	name := netset.SetName(src)
 	obj, exists, err := c.localSets.GetByKey(name)
 	if err != nil {
-		return resultError, err
+		return reconcile.Error, err
 	}
 	var actual *unstructured.Unstructured
 	if exists {
 		actual = obj.(*unstructured.Unstructured)
 	}
-	if !c.expect.Satisfied(name, metaOrNil(actual)) {
+	if !c.base.Expect.Satisfied(name, metaOrNil(actual)) {
 		// The cache does not show our last write yet; its watch event enqueues src again.
-		c.queue.AddAfter(src, time.Second)
-		return resultSkipped, nil
+		return c.base.Stale(src)
 	}
 	if actual != nil && !c.owned(src, actual) {
-		return resultClash, nil
+		return reconcile.Clash, nil
 	}
 
 	switch {
 	case len(nets) == 0 && actual == nil:
-		return resultSuccess, nil
+		return reconcile.Success, nil
 	case len(nets) == 0:
-		return c.result(c.delete(ctx, actual))
+		return multiremote.Result(c.delete(ctx, actual))
 	case actual == nil:
-		return c.result(c.create(ctx, src, name, nets))
+		return multiremote.Result(c.create(ctx, src, name, nets))
 	default:
-		return c.result(c.update(ctx, src, actual, nets))
+		return multiremote.Result(c.update(ctx, src, actual, nets))
 	}
 }
 
@@ -91,27 +76,17 @@ func metaOrNil(u *unstructured.Unstructured) metav1.Object {
 	return u
 }
 
-func (c *Controller) result(err error) (string, error) {
-	if err != nil {
-		return resultError, err
-	}
-	return resultSuccess, nil
-}
-
 // owned reports whether the set is ours and stands for src; otherwise the clash is reported
 // once and the set left alone.
 func (c *Controller) owned(src netset.Source, u *unstructured.Unstructured) bool {
-	if labels.IsManagedBy(u.GetLabels(), labels.Policy) {
-		if s, ok := netset.SourceOf(u.GetLabels()); ok && s == src {
-			c.clashes.Resolve(u.GetName(), src)
-			return true
-		}
+	if c.base.Owns(src, u) {
+		return true
 	}
 	c.metrics.clashes.WithLabelValues(src.Cluster).Inc()
-	if c.clashes.Record(u.GetName(), src) {
+	if c.base.Clashes.Record(u.GetName(), src) {
 		c.log.Warn("name clash: a GlobalNetworkSet has the set's name but is not ours; leaving it alone",
 			"remote", src.Cluster, "name", u.GetName(), "source", src.String())
-		c.recorder.Eventf(u, corev1.EventTypeWarning, "NetworkSetNameClash",
+		c.base.Recorder.Eventf(u, corev1.EventTypeWarning, "NetworkSetNameClash",
 			"GlobalNetworkSet %s has the name of the set of %s but was not created by %s; it is left unchanged",
 			u.GetName(), src, labels.Policy)
 	}
@@ -128,11 +103,7 @@ func (c *Controller) create(ctx context.Context, src netset.Source, name string,
 		return err
 	}
 	out, err := c.sets.Create(ctx, u, metav1.CreateOptions{FieldManager: fieldManager})
-	c.countWrite("create", err)
-	if err == nil {
-		c.expect.Wrote(name, out.GetResourceVersion())
-	}
-	return err
+	return c.base.Wrote(name, out, err, "create")
 }
 
 // update sets our labels and the nets on the actual set, keeping whatever else it holds, and
@@ -165,31 +136,13 @@ func (c *Controller) update(ctx context.Context, src netset.Source, actual *unst
 		return err
 	}
 	out, err := c.sets.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
-	c.countWrite("update", err)
-	if err == nil {
-		c.expect.Wrote(next.GetName(), out.GetResourceVersion())
-	}
-	return err
+	return c.base.Wrote(next.GetName(), out, err, "update")
 }
 
 // delete deletes a set of ours, on the condition that it is still the object we looked at.
 func (c *Controller) delete(ctx context.Context, u *unstructured.Unstructured) error {
-	uid, rv := u.GetUID(), u.GetResourceVersion()
-	err := c.sets.Delete(ctx, u.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
-	c.countWrite("delete", err)
-	if err == nil {
-		c.expect.Deleted(u.GetName(), rv)
+	del := func(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+		return c.sets.Delete(ctx, name, opts)
 	}
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-// countWrite counts a write request that reached the API server.
-func (c *Controller) countWrite(verb string, err error) {
-	var status apierrors.APIStatus
-	if err == nil || errors.As(err, &status) {
-		c.metrics.writes.WithLabelValues(verb).Inc()
-	}
+	return c.base.Delete(ctx, u.GetName(), u, del, "delete")
 }

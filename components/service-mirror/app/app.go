@@ -3,14 +3,12 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -59,28 +57,19 @@ func (c *Config) Validate() error {
 		return errors.New("SEMAPHORE_MIRROR_LABEL_SELECTOR: must not be empty; mirroring every Service is never what you want")
 	}
 	c.selector = sel
-	if c.Workers < 1 {
-		return errors.New("SEMAPHORE_MIRROR_WORKERS: must be at least 1")
-	}
-	if c.DriftInterval <= 0 {
-		return errors.New("SEMAPHORE_MIRROR_DRIFT_INTERVAL: must be positive")
-	}
-	return nil
+	return component.CheckWorkers("SEMAPHORE_MIRROR_WORKERS", c.Workers, "SEMAPHORE_MIRROR_DRIFT_INTERVAL", c.DriftInterval)
 }
 
 // MetricSpecs describes every metric the component exports (besides the standard go_* and
 // process_* ones), for the generated metrics reference.
 func MetricSpecs() []metrics.Spec {
-	in := component.NewInstruments(prometheus.NewRegistry(), MetricsPrefix, time.Second, slog.Default())
-	controller.NewMetrics(in.Factory)
-	return in.Factory.Specs()
+	return component.MetricSpecs(MetricsPrefix, func(f *metrics.Factory) { controller.NewMetrics(f) })
 }
 
 // App is a configured service mirror, ready to run.
 type App struct {
-	*component.Base
-	cfg  Config
-	ctrl *controller.Controller
+	*component.Leading[*controller.Controller]
+	cfg Config
 }
 
 // New builds everything that can fail on bad configuration, so the process fails at start:
@@ -96,14 +85,10 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		ResyncPeriod:  cfg.ResyncPeriod,
 		DriftInterval: cfg.DriftInterval,
 	}, base.Local, base.Remotes, base.Health, controller.NewMetrics(base.Factory), base.Queue, log)
-	return &App{Base: base, cfg: cfg, ctrl: ctrl}, nil
+	return &App{Leading: component.NewLeading(base, ctrl, cfg.Workers), cfg: cfg}, nil
 }
 
-// Controller is the app's controller, for tests that inspect its inventory.
-func (a *App) Controller() *controller.Controller { return a.ctrl }
-
-// Run serves the admin endpoints, probes the remotes and, while this replica leads, runs the
-// controller, until ctx is done.
-func (a *App) Run(ctx context.Context) error {
-	return a.Base.Run(ctx, func(ctx context.Context) { a.ctrl.Run(ctx, a.cfg.Workers) }, a.ctrl.LocalSynced)
+// Starting are the attributes of the line logged when the component starts.
+func (a *App) Starting() []any {
+	return []any{"cluster", a.cfg.LocalCluster, "remotes", a.cfg.Remotes, "namespace", a.cfg.Namespace, "admin", a.AdminAddr()}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/multiremote"
 )
 
 // Inventory counts, per remote, what is selected there and what is mirrored here.
@@ -64,13 +65,6 @@ func (c *Controller) Inventory() map[string]Inventory {
 // updateInventory refreshes the inventory gauges. Series exist for configured remotes only:
 // mirrors of remotes no longer configured are garbage-collected at start.
 func (c *Controller) updateInventory(context.Context) {
-	c.expect.Expire()
-	inv := c.Inventory()
-	for name := range c.remotes {
-		i := inv[name]
-		c.metrics.remoteServices.WithLabelValues(name).Set(float64(i.RemoteServices))
-		c.metrics.mirrors.WithLabelValues(name).Set(float64(i.Mirrors))
-		c.metrics.endpoints.WithLabelValues(name).Set(float64(i.Endpoints))
-		c.metrics.drift.WithLabelValues(name).Set(float64(i.Drift))
-	}
+	c.base.Expect.Expire()
+	multiremote.SetGauges(c.base.Remotes(), c.Inventory(), c.metrics.inventory)
 }

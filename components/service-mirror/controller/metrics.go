@@ -4,18 +4,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kube-semaphore/semaphore/internal/metrics"
+	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 )
 
 // Metrics are the service mirror's own metrics.
 type Metrics struct {
-	reconcile      *reconcile.Metrics
-	writes         *prometheus.CounterVec
-	clashes        *prometheus.CounterVec
-	remoteServices *prometheus.GaugeVec
-	mirrors        *prometheus.GaugeVec
-	endpoints      *prometheus.GaugeVec
-	drift          *prometheus.GaugeVec
+	reconcile *reconcile.Metrics
+	writes    *prometheus.CounterVec
+	clashes   *prometheus.CounterVec
+	inventory []multiremote.Gauge[Inventory]
 }
 
 // NewMetrics creates the service mirror's metrics on f.
@@ -26,13 +24,11 @@ func NewMetrics(f *metrics.Factory) *Metrics {
 			"Write requests made to the local cluster, by kind (Service, EndpointSlice) and verb (create, update, delete).", "kind", "verb"),
 		clashes: f.CounterVec("clashes_total",
 			"Times a local object had a mirror's name but was not created by the service mirror; it is left alone.", "remote", "kind"),
-		remoteServices: f.GaugeVec("remote_services",
-			"Remote Services selected for mirroring, as last seen, by remote.", "remote"),
-		mirrors: f.GaugeVec("mirrors",
-			"Mirror Services present in the local cluster, by remote.", "remote"),
-		endpoints: f.GaugeVec("mirrored_endpoints",
-			"Endpoints in the local mirror EndpointSlices, by remote.", "remote"),
-		drift: f.GaugeVec("mirror_drift",
-			"Selected remote Services without a local mirror plus local mirrors without a selected remote Service, by remote. Non-zero for long means the mirror is not converging.", "remote"),
+		inventory: []multiremote.Gauge[Inventory]{
+			multiremote.NewGauge(f, "remote_services", "Remote Services selected for mirroring, as last seen, by remote.", func(i Inventory) int { return i.RemoteServices }),
+			multiremote.NewGauge(f, "mirrors", "Mirror Services present in the local cluster, by remote.", func(i Inventory) int { return i.Mirrors }),
+			multiremote.NewGauge(f, "mirrored_endpoints", "Endpoints in the local mirror EndpointSlices, by remote.", func(i Inventory) int { return i.Endpoints }),
+			multiremote.NewGauge(f, "mirror_drift", "Selected remote Services without a local mirror plus local mirrors without a selected remote Service, by remote. Non-zero for long means the mirror is not converging.", func(i Inventory) int { return i.Drift }),
+		},
 	}
 }

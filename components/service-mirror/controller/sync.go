@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -13,15 +12,8 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
-)
-
-// Reconcile results, the result label of reconcile_total.
-const (
-	resultSuccess = reconcile.Success
-	resultError   = reconcile.Error
-	resultClash   = reconcile.Clash
-	resultSkipped = reconcile.Skipped
 )
 
 // errStale says a cache does not show our last write yet; the sync is retried once it does.
@@ -38,83 +30,62 @@ func (c *Controller) sync(ctx context.Context, src mirror.Source) (string, error
 	rc := c.remotes[src.Cluster]
 	if rc == nil {
 		// The remote is no longer configured: its mirrors are orphans.
-		return c.result(c.deleteMirror(ctx, src))
+		return multiremote.Result(c.deleteMirror(ctx, src))
 	}
-	if !rc.ready.Load() {
+	if !rc.Ready() {
 		// Until the remote's caches have synced we do not know what it holds; leave its
 		// mirrors alone. Everything is enqueued again once it has synced.
-		return resultSkipped, nil
+		return reconcile.Skipped, nil
 	}
 	remoteSvc, err := rc.services.Services(src.Namespace).Get(src.Name)
 	if apierrors.IsNotFound(err) {
-		return c.result(c.deleteMirror(ctx, src))
+		return multiremote.Result(c.deleteMirror(ctx, src))
 	}
 	if err != nil {
-		return resultError, err
+		return reconcile.Error, err
 	}
 
 	desired := mirror.Service(src, c.opts.Namespace, remoteSvc)
 	clashed, err := c.applyService(ctx, src, desired)
 	if errors.Is(err, errStale) {
-		return c.stale(src)
+		return c.base.Stale(src)
 	}
 	if err != nil || clashed {
 		return c.resultOrClash(clashed, err)
 	}
 
-	remoteSlices, err := rc.slices.ByIndex(byServiceName, src.Namespace+"/"+src.Name)
+	slices, err := multiremote.Indexed[*discoveryv1.EndpointSlice](rc.slices, byServiceName, src.Namespace+"/"+src.Name)
 	if err != nil {
-		return resultError, err
-	}
-	slices := make([]*discoveryv1.EndpointSlice, 0, len(remoteSlices))
-	for _, o := range remoteSlices {
-		slices = append(slices, o.(*discoveryv1.EndpointSlice))
+		return reconcile.Error, err
 	}
 	clashed, err = c.applySlices(ctx, src, mirror.EndpointSlices(src, c.opts.Namespace, slices))
 	if errors.Is(err, errStale) {
-		return c.stale(src)
+		return c.base.Stale(src)
 	}
 	return c.resultOrClash(clashed, err)
 }
 
-// stale postpones a sync whose caches lag behind our own writes. The watch event of the write
-// enqueues the source again; the delayed add is a safety net.
-func (c *Controller) stale(src mirror.Source) (string, error) {
-	c.queue.AddAfter(src, time.Second)
-	return resultSkipped, nil
-}
-
-func (c *Controller) result(err error) (string, error) {
-	if err != nil {
-		return resultError, err
-	}
-	return resultSuccess, nil
-}
-
 func (c *Controller) resultOrClash(clashed bool, err error) (string, error) {
 	if err != nil {
-		return resultError, err
+		return reconcile.Error, err
 	}
 	if clashed {
-		return resultClash, nil
+		return reconcile.Clash, nil
 	}
-	return resultSuccess, nil
+	return reconcile.Success, nil
 }
 
 // owned reports whether obj is a mirror of src; when it has the name of one but is not ours,
 // the clash is reported and the object left alone.
 func (c *Controller) owned(src mirror.Source, obj runtime.Object, m metav1.Object, kind string) bool {
-	if labels.IsManagedBy(m.GetLabels(), labels.ServiceMirror) {
-		if s, ok := mirror.SourceOf(m.GetLabels()); ok && s == src {
-			c.clashes.Resolve(m.GetName(), src)
-			return true
-		}
+	if c.base.Owns(src, m) {
+		return true
 	}
 	c.metrics.clashes.WithLabelValues(src.Cluster, kind).Inc()
-	if c.clashes.Record(m.GetName(), src) {
+	if c.base.Clashes.Record(m.GetName(), src) {
 		c.log.Warn("name clash: a local object has the mirror's name but is not ours; leaving it alone",
 			"remote", src.Cluster, "namespace", m.GetNamespace(), "name", m.GetName(), "kind", kind, "source", src.String())
-		c.recorder.Eventf(obj, corev1.EventTypeWarning, "MirrorNameClash",
+		c.base.Recorder.Eventf(obj, corev1.EventTypeWarning, "MirrorNameClash",
 			"%s %s/%s has the name of the mirror of %s but was not created by %s; it is left unchanged",
 			kind, m.GetNamespace(), m.GetName(), src, labels.ServiceMirror)
 	}
@@ -126,7 +97,7 @@ func (c *Controller) applyService(ctx context.Context, src mirror.Source, desire
 	key := kindService + "/" + desired.Name
 	actual, err := c.localServices.Services(c.opts.Namespace).Get(desired.Name)
 	if apierrors.IsNotFound(err) {
-		if !c.expect.Satisfied(key, nil) {
+		if !c.base.Expect.Satisfied(key, nil) {
 			return false, errStale
 		}
 		return false, c.createService(ctx, desired)
@@ -134,7 +105,7 @@ func (c *Controller) applyService(ctx context.Context, src mirror.Source, desire
 	if err != nil {
 		return false, err
 	}
-	if !c.expect.Satisfied(key, actual) {
+	if !c.base.Expect.Satisfied(key, actual) {
 		return false, errStale
 	}
 	if !c.owned(src, actual, actual, kindService) {
@@ -144,11 +115,7 @@ func (c *Controller) applyService(ctx context.Context, src mirror.Source, desire
 	switch change {
 	case mirror.Update:
 		out, err := services.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
-		c.countWrite(kindService, "update", err)
-		if err == nil {
-			c.expect.Wrote(key, out.ResourceVersion)
-		}
-		return false, err
+		return false, c.base.Wrote(key, out, err, kindService, "update")
 	case mirror.Recreate:
 		if err := c.deleteService(ctx, actual); err != nil {
 			return false, err
@@ -162,27 +129,13 @@ const fieldManager = labels.ServiceMirror
 
 func (c *Controller) createService(ctx context.Context, svc *corev1.Service) error {
 	out, err := c.local.CoreV1().Services(c.opts.Namespace).Create(ctx, svc, metav1.CreateOptions{FieldManager: fieldManager})
-	c.countWrite(kindService, "create", err)
-	if err == nil {
-		c.expect.Wrote(kindService+"/"+svc.Name, out.ResourceVersion)
-	}
-	return err
+	return c.base.Wrote(kindService+"/"+svc.Name, out, err, kindService, "create")
 }
 
 // deleteService deletes a mirror Service, on the condition that it is still the object we
 // looked at: a preconditioned delete never removes an object that replaced it meanwhile.
 func (c *Controller) deleteService(ctx context.Context, svc *corev1.Service) error {
-	err := c.local.CoreV1().Services(c.opts.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &svc.UID, ResourceVersion: &svc.ResourceVersion},
-	})
-	c.countWrite(kindService, "delete", err)
-	if err == nil {
-		c.expect.Deleted(kindService+"/"+svc.Name, svc.ResourceVersion)
-	}
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return c.base.Delete(ctx, kindService+"/"+svc.Name, svc, c.local.CoreV1().Services(c.opts.Namespace).Delete, kindService, "delete")
 }
 
 func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired []*discoveryv1.EndpointSlice) (clashed bool, err error) {
@@ -191,11 +144,7 @@ func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired
 	var errs []error
 	create := func(d *discoveryv1.EndpointSlice) error {
 		out, err := slices.Create(ctx, d, metav1.CreateOptions{FieldManager: fieldManager})
-		c.countWrite(kindEndpointSlice, "create", err)
-		if err == nil {
-			c.expect.Wrote(kindEndpointSlice+"/"+d.Name, out.ResourceVersion)
-		}
-		return err
+		return c.base.Wrote(kindEndpointSlice+"/"+d.Name, out, err, kindEndpointSlice, "create")
 	}
 	for _, d := range desired {
 		want[d.Name] = true
@@ -206,7 +155,7 @@ func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired
 			continue
 		}
 		if !exists {
-			if !c.expect.Satisfied(key, nil) {
+			if !c.base.Expect.Satisfied(key, nil) {
 				errs = append(errs, errStale)
 				continue
 			}
@@ -214,7 +163,7 @@ func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired
 			continue
 		}
 		actual := obj.(*discoveryv1.EndpointSlice)
-		if !c.expect.Satisfied(key, actual) {
+		if !c.base.Expect.Satisfied(key, actual) {
 			errs = append(errs, errStale)
 			continue
 		}
@@ -226,11 +175,7 @@ func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired
 		switch change {
 		case mirror.Update:
 			out, err := slices.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
-			c.countWrite(kindEndpointSlice, "update", err)
-			if err == nil {
-				c.expect.Wrote(key, out.ResourceVersion)
-			}
-			errs = append(errs, err)
+			errs = append(errs, c.base.Wrote(key, out, err, kindEndpointSlice, "update"))
 		case mirror.Recreate:
 			if err := c.deleteSlice(ctx, actual); err != nil {
 				errs = append(errs, err)
@@ -240,14 +185,13 @@ func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired
 		}
 	}
 	// Our slices of this source that no longer have a remote counterpart.
-	existing, err := c.localSlices.ByIndex(bySource, src.String())
+	existing, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.localSlices, multiremote.BySource, src.String())
 	if err != nil {
 		return clashed, errors.Join(append(errs, err)...)
 	}
-	for _, o := range existing {
-		s := o.(*discoveryv1.EndpointSlice)
+	for _, s := range existing {
 		if !want[s.Name] {
-			if !c.expect.Satisfied(kindEndpointSlice+"/"+s.Name, s) {
+			if !c.base.Expect.Satisfied(kindEndpointSlice+"/"+s.Name, s) {
 				errs = append(errs, errStale)
 				continue
 			}
@@ -257,30 +201,21 @@ func (c *Controller) applySlices(ctx context.Context, src mirror.Source, desired
 	return clashed, errors.Join(errs...)
 }
 
+// deleteSlice deletes a mirror slice, on the condition that it is still the object we looked at.
 func (c *Controller) deleteSlice(ctx context.Context, s *discoveryv1.EndpointSlice) error {
-	err := c.local.DiscoveryV1().EndpointSlices(c.opts.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &s.UID, ResourceVersion: &s.ResourceVersion},
-	})
-	c.countWrite(kindEndpointSlice, "delete", err)
-	if err == nil {
-		c.expect.Deleted(kindEndpointSlice+"/"+s.Name, s.ResourceVersion)
-	}
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return c.base.Delete(ctx, kindEndpointSlice+"/"+s.Name, s, c.local.DiscoveryV1().EndpointSlices(c.opts.Namespace).Delete, kindEndpointSlice, "delete")
 }
 
 // deleteMirror removes the mirror Service and slices of src, only those that are ours.
 func (c *Controller) deleteMirror(ctx context.Context, src mirror.Source) error {
 	var errs []error
-	existing, err := c.localSlices.ByIndex(bySource, src.String())
+	existing, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.localSlices, multiremote.BySource, src.String())
 	errs = append(errs, err)
-	for _, o := range existing {
-		errs = append(errs, c.deleteSlice(ctx, o.(*discoveryv1.EndpointSlice)))
+	for _, s := range existing {
+		errs = append(errs, c.deleteSlice(ctx, s))
 	}
 	name := mirror.ServiceName(src)
-	c.clashes.Forget(name)
+	c.base.Clashes.Forget(name)
 	svc, err := c.localServices.Services(c.opts.Namespace).Get(name)
 	if err == nil && labels.IsManagedBy(svc.Labels, labels.ServiceMirror) {
 		if s, ok := mirror.SourceOf(svc.Labels); ok && s == src {
@@ -290,12 +225,4 @@ func (c *Controller) deleteMirror(ctx context.Context, src mirror.Source) error 
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// countWrite counts a write request that reached the API server.
-func (c *Controller) countWrite(kind, verb string, err error) {
-	var status apierrors.APIStatus
-	if err == nil || errors.As(err, &status) {
-		c.metrics.writes.WithLabelValues(kind, verb).Inc()
-	}
 }

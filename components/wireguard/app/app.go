@@ -12,8 +12,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
@@ -98,9 +96,7 @@ func (c *Config) Validate() error {
 // MetricSpecs describes every metric the component exports (besides the standard go_* and
 // process_* ones), for the generated metrics reference.
 func MetricSpecs() []metrics.Spec {
-	in := component.NewInstruments(prometheus.NewRegistry(), MetricsPrefix, time.Second, slog.Default())
-	controller.NewMetrics(in.Factory, nil)
-	return in.Factory.Specs()
+	return component.MetricSpecs(MetricsPrefix, func(f *metrics.Factory) { controller.NewMetrics(f, nil) })
 }
 
 // App is a configured semaphore-wireguard, ready to run.
@@ -174,6 +170,11 @@ func (a *App) staleDevices(devs []controller.RemoteDevice) ([]string, error) {
 	return stale, nil
 }
 
+// Starting are the attributes of the line logged when the component starts.
+func (a *App) Starting() []any {
+	return []any{"cluster", a.cfg.LocalCluster, "remotes", a.cfg.Remotes, "node", a.cfg.NodeName, "mode", string(a.cfg.Mode), "admin", a.AdminAddr()}
+}
+
 // Run removes the devices of remotes no longer configured, sets up the devices and node
 // annotations, and runs the controller until ctx is done. Kernel devices stay when it stops, so
 // traffic keeps flowing through a restart.
@@ -189,5 +190,5 @@ func (a *App) Run(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = a.devices.Close() }()
-	return a.Base.Run(ctx, func(ctx context.Context) { a.ctrl.Run(ctx, 1) }, func() bool { return true })
+	return a.RunController(ctx, a.ctrl, 1)
 }

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
@@ -32,6 +31,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/calicoipam"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 )
@@ -72,28 +72,24 @@ type Controller struct {
 	log     *slog.Logger
 	local   kubernetes.Interface
 	devices Devices
-	health  *remote.Health
 	metrics *Metrics
 
+	// base keys the queue by remote name.
+	base    *multiremote.Controller[string]
 	remotes map[string]*remoteCache
 	// localRanges are this cluster's own ranges as this node sees them (its pod CIDRs and
 	// addresses), which no remote's IPAM block may take over. Set by Setup, before Run.
 	localRanges []netip.Prefix
-	queue       workqueue.TypedRateLimitingInterface[string]
-	loop        *reconcile.Loop[string]
 }
 
 type remoteCache struct {
-	dev     RemoteDevice
-	factory informers.SharedInformerFactory
-	nodes   corelisters.NodeLister
-	synced  []cache.InformerSynced
-	ready   atomic.Bool
+	*multiremote.Remote
+	dev   RemoteDevice
+	nodes corelisters.NodeLister
 
 	// blocks holds the remote's IPAM blocks (as *calicoipam.Block) when its pod addresses come
 	// from Calico IPAM; nil otherwise.
-	blocks        cache.Store
-	blocksFactory dynamicinformer.DynamicSharedInformerFactory
+	blocks cache.Store
 
 	// configured is the endpoint last given to the device for each peer (peers.Changes). Only
 	// the remote's sync reads and writes it, and the workqueue runs one sync of a key at a time.
@@ -109,28 +105,28 @@ type remoteCache struct {
 // New wires an informer on the Nodes of each remote, and one on its IPAM blocks when its pod
 // addresses come from Calico IPAM.
 func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, devs []RemoteDevice, devices Devices, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) (*Controller, error) {
-	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "wireguard", MetricsProvider: queueMetrics},
-	)
-	c := &Controller{opts: opts, log: log, local: local, devices: devices, health: health, metrics: m, remotes: map[string]*remoteCache{}, queue: queue}
-	c.loop = &reconcile.Loop[string]{Queue: queue, Sync: c.sync, Remote: func(r string) string { return r }, Metrics: m.reconcile, Log: log}
+	c := &Controller{opts: opts, log: log, local: local, devices: devices, metrics: m, remotes: map[string]*remoteCache{}}
+	c.base = multiremote.New(multiremote.Config[string]{
+		Queue:          "wireguard",
+		QueueMetrics:   queueMetrics,
+		Sync:           c.sync,
+		Remote:         func(r string) string { return r },
+		Metrics:        m.reconcile,
+		Health:         health,
+		Log:            log,
+		OnRemoteSynced: func(r *multiremote.Remote) { c.base.Queue.Add(r.Name) },
+	})
 	byName := map[string]RemoteDevice{}
 	for _, d := range devs {
 		byName[d.Remote] = d
 	}
 	for _, r := range remotes {
-		m.reconcile.InitRemote(r.Name)
-		rc := &remoteCache{dev: byName[r.Name], byKey: map[wgtypes.Key]string{}, skipped: map[string]string{}, skippedBlocks: map[string]string{}}
-		handler := enqueueOnChange(func() {
-			if rc.ready.Load() {
-				queue.Add(r.Name)
-			}
-		})
-		rc.factory = informers.NewSharedInformerFactory(r.Client, opts.ResyncPeriod)
-		inf := rc.factory.Core().V1().Nodes()
+		rc := &remoteCache{Remote: c.base.AddRemote(r.Name), dev: byName[r.Name], byKey: map[wgtypes.Key]string{}, skipped: map[string]string{}, skippedBlocks: map[string]string{}}
+		handler := rc.Handler(func(any) { c.base.Queue.Add(r.Name) })
+		factory := informers.NewSharedInformerFactory(r.Client, opts.ResyncPeriod)
+		inf := factory.Core().V1().Nodes()
 		rc.nodes = inf.Lister()
-		rc.synced = append(rc.synced, inf.Informer().HasSynced)
+		rc.Watch(factory, inf.Informer().HasSynced)
 		_, _ = inf.Informer().AddEventHandler(handler)
 		if opts.PodCIDRsFrom.For(r.Name) == SourceCalicoIPAM {
 			if err := rc.watchBlocks(r, opts.ResyncPeriod, handler); err != nil {
@@ -145,15 +141,6 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, dev
 	return c, nil
 }
 
-// enqueueOnChange calls enqueue on every add, update and delete.
-func enqueueOnChange(enqueue func()) cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { enqueue() },
-		UpdateFunc: func(any, any) { enqueue() },
-		DeleteFunc: func(any) { enqueue() },
-	}
-}
-
 // watchBlocks adds an informer on the remote's IPAM blocks that keeps only what
 // calicoipam.Prefixes reads of each.
 func (rc *remoteCache) watchBlocks(r remote.Cluster, resync time.Duration, handler cache.ResourceEventHandler) error {
@@ -161,14 +148,14 @@ func (rc *remoteCache) watchBlocks(r remote.Cluster, resync time.Duration, handl
 	if err != nil {
 		return err
 	}
-	rc.blocksFactory = dynamicinformer.NewDynamicSharedInformerFactory(dyn, resync)
-	inf := rc.blocksFactory.ForResource(calicoipam.Resource).Informer()
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, resync)
+	inf := factory.ForResource(calicoipam.Resource).Informer()
 	if err := inf.SetTransform(calicoipam.Transform); err != nil {
 		return err
 	}
 	_, _ = inf.AddEventHandler(handler)
 	rc.blocks = inf.GetStore()
-	rc.synced = append(rc.synced, inf.HasSynced)
+	rc.Watch(factory, inf.HasSynced)
 	return nil
 }
 
@@ -275,33 +262,12 @@ func (c *Controller) endpointAddress(node *corev1.Node) (netip.Addr, error) {
 
 // Run starts the informers and workers and blocks until ctx is done. A remote whose API server
 // is unreachable keeps its peers: nothing is removed until its cache has synced and says so.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for name, rc := range c.remotes {
-		rc.factory.Start(ctx.Done())
-		defer rc.factory.Shutdown()
-		if rc.blocksFactory != nil {
-			rc.blocksFactory.Start(ctx.Done())
-			defer rc.blocksFactory.Shutdown()
-		}
-		wg.Go(func() {
-			if !cache.WaitForCacheSync(ctx.Done(), rc.synced...) {
-				return
-			}
-			rc.ready.Store(true)
-			c.health.MarkSynced(name)
-			c.log.Info("remote caches synced", "remote", name)
-			c.queue.Add(name)
-		})
-	}
-	c.loop.Run(ctx, workers)
-}
+func (c *Controller) Run(ctx context.Context, workers int) { c.base.Run(ctx, workers) }
 
 // sync makes the device of one remote hold exactly the desired peers and routes.
 func (c *Controller) sync(_ context.Context, name string) (string, error) {
 	rc := c.remotes[name]
-	if rc == nil || !rc.ready.Load() {
+	if rc == nil || !rc.Ready() {
 		return reconcile.Skipped, nil
 	}
 	nodes, err := c.remoteNodes(rc)
@@ -489,3 +455,7 @@ func (c *Controller) stats() []DeviceStats {
 	}
 	return out
 }
+
+// LocalSynced reports whether the local caches have synced, for /readyz: there are none, the
+// devices and the node's annotations are set up before Run.
+func (c *Controller) LocalSynced() bool { return c.base.LocalSynced() }
