@@ -1,6 +1,7 @@
 package mirror_test
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -122,6 +123,29 @@ func TestSourceOfLabels(t *testing.T) {
 	}
 }
 
+// The ports of the source Service and slice, which mirrors copy as they are.
+func servicePorts() []corev1.ServicePort {
+	return []corev1.ServicePort{
+		{Name: "forward", Protocol: corev1.ProtocolTCP, Port: 24224, TargetPort: intstr.FromInt32(24224)},
+		{Name: "http", Protocol: corev1.ProtocolTCP, AppProtocol: ptr.To("http"), Port: 80, TargetPort: intstr.FromString("web")},
+	}
+}
+
+func slicePorts() []discoveryv1.EndpointPort {
+	return []discoveryv1.EndpointPort{
+		{Name: ptr.To("forward"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](24224)},
+		{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](8080), AppProtocol: ptr.To("http")},
+	}
+}
+
+// modified is obj after mod (if any): the fixtures below are one object and a change of it.
+func modified[T any](obj *T, mod func(*T)) *T {
+	if mod != nil {
+		mod(obj)
+	}
+	return obj
+}
+
 func remoteService(mod func(*corev1.Service)) *corev1.Service {
 	s := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
@@ -138,16 +162,22 @@ func remoteService(mod func(*corev1.Service)) *corev1.Service {
 			ClusterIPs:      []string{"10.0.0.10"},
 			IPFamilies:      []corev1.IPFamily{corev1.IPv4Protocol},
 			SessionAffinity: corev1.ServiceAffinityNone,
-			Ports: []corev1.ServicePort{
-				{Name: "forward", Protocol: corev1.ProtocolTCP, Port: 24224, TargetPort: intstr.FromInt32(24224)},
-				{Name: "http", Protocol: corev1.ProtocolTCP, AppProtocol: ptr.To("http"), Port: 80, TargetPort: intstr.FromString("web")},
-			},
+			Ports:           servicePorts(),
 		},
 	}
-	if mod != nil {
-		mod(s)
+	return modified(s, mod)
+}
+
+// wantLabels are the labels of every mirrored object of aws/sys-log/fluentd, and extra.
+func wantLabels(extra map[string]string) map[string]string {
+	l := map[string]string{
+		labels.ManagedBy:      labels.ServiceMirror,
+		mirror.LabelCluster:   "aws",
+		mirror.LabelNamespace: "sys-log",
+		mirror.LabelName:      "fluentd",
 	}
-	return s
+	maps.Copy(l, extra)
+	return l
 }
 
 func wantService(mod func(*corev1.Service)) *corev1.Service {
@@ -155,27 +185,16 @@ func wantService(mod func(*corev1.Service)) *corev1.Service {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      "aws-sys-log-73736d-fluentd",
 			Namespace: ns,
-			Labels: map[string]string{
-				labels.ManagedBy:      labels.ServiceMirror,
-				mirror.LabelCluster:   "aws",
-				mirror.LabelNamespace: "sys-log",
-				mirror.LabelName:      "fluentd",
-			},
+			Labels:    wantLabels(nil),
 		},
 		Spec: corev1.ServiceSpec{
 			Type:            corev1.ServiceTypeClusterIP,
 			SessionAffinity: corev1.ServiceAffinityNone,
 			IPFamilyPolicy:  ptr.To(corev1.IPFamilyPolicyPreferDualStack),
-			Ports: []corev1.ServicePort{
-				{Name: "forward", Protocol: corev1.ProtocolTCP, Port: 24224, TargetPort: intstr.FromInt32(24224)},
-				{Name: "http", Protocol: corev1.ProtocolTCP, AppProtocol: ptr.To("http"), Port: 80, TargetPort: intstr.FromString("web")},
-			},
+			Ports:           servicePorts(),
 		},
 	}
-	if mod != nil {
-		mod(s)
-	}
-	return s
+	return modified(s, mod)
 }
 
 func TestService(t *testing.T) {
@@ -271,13 +290,7 @@ func TestService(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := tt.remote.DeepCopy()
-			got := mirror.Service(src, ns, tt.remote)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Service() mismatch (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(before, tt.remote); diff != "" {
-				t.Errorf("Service() mutated its input (-before +after):\n%s", diff)
-			}
+			checkResult(t, "Service", mirror.Service(src, ns, tt.remote), tt.want, before, tt.remote)
 		})
 	}
 }
@@ -320,15 +333,9 @@ func remoteSlice(name string, mod func(*discoveryv1.EndpointSlice)) *discoveryv1
 				NodeName:   ptr.To("aws-node-2"),
 			},
 		},
-		Ports: []discoveryv1.EndpointPort{
-			{Name: ptr.To("forward"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](24224)},
-			{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](8080), AppProtocol: ptr.To("http")},
-		},
+		Ports: slicePorts(),
 	}
-	if mod != nil {
-		mod(s)
-	}
-	return s
+	return modified(s, mod)
 }
 
 func wantSlice(remoteName string, mod func(*discoveryv1.EndpointSlice)) *discoveryv1.EndpointSlice {
@@ -337,14 +344,10 @@ func wantSlice(remoteName string, mod func(*discoveryv1.EndpointSlice)) *discove
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      mirror.SliceName(service, remoteName),
 			Namespace: ns,
-			Labels: map[string]string{
-				labels.ManagedBy:             labels.ServiceMirror,
-				mirror.LabelCluster:          "aws",
-				mirror.LabelNamespace:        "sys-log",
-				mirror.LabelName:             "fluentd",
+			Labels: wantLabels(map[string]string{
 				discoveryv1.LabelServiceName: service,
 				discoveryv1.LabelManagedBy:   mirror.SliceManager,
-			},
+			}),
 			Annotations: map[string]string{mirror.AnnotationSourceSlice: remoteName},
 		},
 		AddressType: discoveryv1.AddressTypeIPv4,
@@ -359,15 +362,9 @@ func wantSlice(remoteName string, mod func(*discoveryv1.EndpointSlice)) *discove
 				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true), Terminating: ptr.To(true)},
 			},
 		},
-		Ports: []discoveryv1.EndpointPort{
-			{Name: ptr.To("forward"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](24224)},
-			{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](8080), AppProtocol: ptr.To("http")},
-		},
+		Ports: slicePorts(),
 	}
-	if mod != nil {
-		mod(s)
-	}
-	return s
+	return modified(s, mod)
 }
 
 func TestEndpointSlices(t *testing.T) {
@@ -421,13 +418,7 @@ func TestEndpointSlices(t *testing.T) {
 			for _, r := range tt.remote {
 				before = append(before, r.DeepCopy())
 			}
-			got := mirror.EndpointSlices(src, ns, tt.remote)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("EndpointSlices() mismatch (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(before, tt.remote); diff != "" {
-				t.Errorf("EndpointSlices() mutated its input (-before +after):\n%s", diff)
-			}
+			checkResult(t, "EndpointSlices", mirror.EndpointSlices(src, ns, tt.remote), tt.want, before, tt.remote)
 		})
 	}
 }
@@ -518,45 +509,37 @@ func TestUpdateService(t *testing.T) {
 			name:    "port changed",
 			desired: wantService(func(s *corev1.Service) { s.Spec.Ports[0].Port = 24225 }),
 			actual:  actualService(desired),
-			want: func() *corev1.Service {
-				w := actualService(desired)
+			want: modified(actualService(desired), func(w *corev1.Service) {
 				w.Spec.Ports[0].Port = 24225
-				return w
-			}(),
+			}),
 			wantChange: mirror.Update,
 		},
 		{
 			name:    "port removed",
 			desired: wantService(func(s *corev1.Service) { s.Spec.Ports = s.Spec.Ports[:1] }),
 			actual:  actualService(desired),
-			want: func() *corev1.Service {
-				w := actualService(desired)
+			want: modified(actualService(desired), func(w *corev1.Service) {
 				w.Spec.Ports = w.Spec.Ports[:1]
-				return w
-			}(),
+			}),
 			wantChange: mirror.Update,
 		},
 		{
 			name:    "appProtocol changed",
 			desired: wantService(func(s *corev1.Service) { s.Spec.Ports[1].AppProtocol = ptr.To("kubernetes.io/h2c") }),
 			actual:  actualService(desired),
-			want: func() *corev1.Service {
-				w := actualService(desired)
+			want: modified(actualService(desired), func(w *corev1.Service) {
 				w.Spec.Ports[1].AppProtocol = ptr.To("kubernetes.io/h2c")
-				return w
-			}(),
+			}),
 			wantChange: mirror.Update,
 		},
 		{
 			name:    "type changed by hand to NodePort is set back, node ports dropped",
 			desired: desired,
-			actual: func() *corev1.Service {
-				a := actualService(desired)
+			actual: modified(actualService(desired), func(a *corev1.Service) {
 				a.Spec.Type = corev1.ServiceTypeNodePort
 				a.Spec.Ports[0].NodePort = 30001
 				a.Spec.Ports[1].NodePort = 30002
-				return a
-			}(),
+			}),
 			want:       actualService(desired),
 			wantChange: mirror.Update,
 		},
@@ -569,22 +552,18 @@ func TestUpdateService(t *testing.T) {
 		{
 			name:    "selector added by hand is removed",
 			desired: desired,
-			actual: func() *corev1.Service {
-				a := actualService(desired)
+			actual: modified(actualService(desired), func(a *corev1.Service) {
 				a.Spec.Selector = map[string]string{"app": "fluentd"}
-				return a
-			}(),
+			}),
 			want:       actualService(desired),
 			wantChange: mirror.Update,
 		},
 		{
 			name:    "owned label changed, foreign labels kept",
 			desired: desired,
-			actual: func() *corev1.Service {
-				a := actualService(desired)
+			actual: modified(actualService(desired), func(a *corev1.Service) {
 				a.Labels[mirror.LabelName] = "other"
-				return a
-			}(),
+			}),
 			want:       actualService(desired),
 			wantChange: mirror.Update,
 		},
@@ -592,11 +571,9 @@ func TestUpdateService(t *testing.T) {
 			name:    "publishNotReadyAddresses changed",
 			desired: wantService(func(s *corev1.Service) { s.Spec.PublishNotReadyAddresses = true }),
 			actual:  actualService(desired),
-			want: func() *corev1.Service {
-				w := actualService(desired)
+			want: modified(actualService(desired), func(w *corev1.Service) {
 				w.Spec.PublishNotReadyAddresses = true
-				return w
-			}(),
+			}),
 			wantChange: mirror.Update,
 		},
 		{
@@ -606,22 +583,18 @@ func TestUpdateService(t *testing.T) {
 				s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](60)}}
 			}),
 			actual: actualService(desired),
-			want: func() *corev1.Service {
-				w := actualService(desired)
+			want: modified(actualService(desired), func(w *corev1.Service) {
 				w.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
 				w.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](60)}}
-				return w
-			}(),
+			}),
 			wantChange: mirror.Update,
 		},
 		{
 			name:    "a mirror made single-stack by someone is set back to PreferDualStack",
 			desired: desired,
-			actual: func() *corev1.Service {
-				a := actualService(desired)
+			actual: modified(actualService(desired), func(a *corev1.Service) {
 				a.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicySingleStack)
-				return a
-			}(),
+			}),
 			want:       actualService(desired),
 			wantChange: mirror.Update,
 		},
@@ -766,6 +739,18 @@ func TestUpdateEndpointSlice(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			checkUpdate(t, "UpdateEndpointSlice", mirror.UpdateEndpointSlice, tt.desired, tt.actual, tt.want, tt.wantChange)
 		})
+	}
+}
+
+// checkResult compares what the function fn returned with want, and its input after the call with
+// a copy taken before: the input is a cache object, which fn must not mutate.
+func checkResult[O, I any](t *testing.T, fn string, got, want O, before, after I) {
+	t.Helper()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s() mismatch (-want +got):\n%s", fn, diff)
+	}
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("%s() mutated its input (-before +after):\n%s", fn, diff)
 	}
 }
 
