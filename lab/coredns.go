@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // Every cluster's DNS: CoreDNS as kubeadm deploys it (a Deployment in kube-system behind the
@@ -29,7 +29,7 @@ const (
 
 // createCoreDNS creates CoreDNS in every cluster.
 func (l *lab) createCoreDNS(ctx context.Context) error {
-	corefile, err := testenv.DocsCorefile()
+	corefile, err := testbed.DocsCorefile()
 	if err != nil {
 		return fmt.Errorf("docs/coredns.md: %w", err)
 	}

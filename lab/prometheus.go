@@ -20,7 +20,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // prometheusBinary is where the Debian package (installed by ci/promtool.sh) puts Prometheus.
@@ -68,7 +68,7 @@ func (l *lab) startPrometheus(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Join(dir, "rules"), 0o755); err != nil {
 		return err
 	}
-	rules, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "alerts", "*.yaml"))
+	rules, err := filepath.Glob(filepath.Join(testbed.RepoRoot(), "alerts", "*.yaml"))
 	if err != nil {
 		return err
 	}
@@ -348,7 +348,7 @@ type dashQuery struct {
 
 // dashboardQueries extracts the queries of dashboards/*.json as mixin_test.go does.
 func dashboardQueries() ([]dashQuery, error) {
-	files, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(), "dashboards", "*.json"))
+	files, _ := filepath.Glob(filepath.Join(testbed.RepoRoot(), "dashboards", "*.json"))
 	var out []dashQuery
 	for _, f := range files {
 		data, err := os.ReadFile(f)

@@ -21,7 +21,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/labels"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // Status is what the lab looks like right now, read from the clusters, CoreDNS and the
@@ -92,7 +92,7 @@ func collect(ctx context.Context, st *State) *Status {
 			wg.Go(func() {
 				lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 				defer cancel()
-				addrs, err := testenv.LookupHostInNetns(lctx, underlayNetns, d.Addr, m.DNSName())
+				addrs, err := testbed.LookupHostInNetns(lctx, underlayNetns, d.Addr, m.DNSName())
 				mu.Lock()
 				defer mu.Unlock()
 				s.DNS = append(s.DNS, DNSAnswer{Cluster: d.Cluster, Server: d.Addr, Name: m.DNSName(), Addrs: addrs, Err: err})

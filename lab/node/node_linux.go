@@ -21,7 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // netnsDir is where `ip netns add` keeps its named network namespaces.
@@ -289,7 +289,7 @@ func waitContainerd(ctx context.Context, p *proc, socket string) error {
 // waitHTTP waits until url, inside network namespace netns, answers (with 200 when ok is
 // set), while p runs.
 func waitHTTP(ctx context.Context, netns string, p *proc, url string, ok bool) error {
-	client := testenv.HTTPClientInNetns(netns)
+	client := testbed.HTTPClientInNetns(netns)
 	var last string
 	for {
 		if p.exited() {

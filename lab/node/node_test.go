@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/internal/images"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -129,7 +130,7 @@ func TestNode(t *testing.T) {
 	}
 	apiHost := api.Host
 	for _, addr := range []string{apiHost, reg} {
-		_, stop, err := testenv.ForwardIntoNetns(nodeNS, addr, addr)
+		_, stop, err := testbed.ForwardInto(nodeNS, addr, addr)
 		if err != nil {
 			t.Fatal(err)
 		}
