@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/calicoipam"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // The Calico-way cluster. aws runs the way a cluster whose pod addresses Calico's IPAM assigns
@@ -40,7 +40,7 @@ import (
 const calicoCluster = "aws"
 
 // ipamBlockCRD is Calico's IPAMBlock CRD, which calicoCluster's API server serves.
-var ipamBlockCRD = filepath.Join(testenv.RepoRoot(), "components", "wireguard", "testdata", "crds", "crd.projectcalico.org_ipamblocks.yaml")
+var ipamBlockCRD = filepath.Join(testbed.RepoRoot(), "components", "wireguard", "testdata", "crds", "crd.projectcalico.org_ipamblocks.yaml")
 
 // ipamBlock is a block of calicoCluster and the node it is affine to.
 type ipamBlock struct {

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // clusterSpec is one cluster of the lab.
@@ -95,7 +95,7 @@ func (l *lab) buildBinaries(ctx context.Context) error {
 		// The test harness builds these through ci/kube-binaries.sh and ci/coredns.sh, which
 		// cache them in ~/.cache/semaphore and return at once when they are there.
 		{"Kubernetes (first run only, ~12 min)", kubeBinaries, &l.bin.kube},
-		{"CoreDNS (first run only, ~2.5 min)", testenv.CoreDNSBinary, &l.bin.coredns},
+		{"CoreDNS (first run only, ~2.5 min)", testbed.CoreDNSBinary, &l.bin.coredns},
 		{"helm (first run only, ~2 min)", helmBinary, &l.bin.helm},
 	}
 	errs := make([]error, len(builds))
@@ -147,7 +147,7 @@ func (l *lab) buildBinaries(ctx context.Context) error {
 // kubeBinaries builds (or finds in the cache) etcd and the Kubernetes binaries of a cluster and
 // its nodes with ci/kube-binaries.sh, and points envtest at them.
 func kubeBinaries() (string, error) {
-	out, err := exec.Command("bash", filepath.Join(testenv.RepoRoot(), "ci", "kube-binaries.sh"), "all").Output()
+	out, err := exec.Command("bash", filepath.Join(testbed.RepoRoot(), "ci", "kube-binaries.sh"), "all").Output()
 	if err != nil {
 		return "", fmt.Errorf("ci/kube-binaries.sh all: %w", err)
 	}
@@ -173,7 +173,7 @@ func (l *lab) startClusters(ctx context.Context) error {
 		return err
 	}
 	l.logf("starting clusters %s (etcd, kube-apiserver, kube-controller-manager, kube-scheduler each)…", strings.Join(clusterNames(), ", "))
-	clusters := make([]*testenv.Cluster, len(clusterSpecs))
+	clusters := make([]*testbed.Cluster, len(clusterSpecs))
 	errs := make([]error, len(clusterSpecs))
 	var wg sync.WaitGroup
 	for i, spec := range clusterSpecs {
@@ -181,7 +181,7 @@ func (l *lab) startClusters(ctx context.Context) error {
 	}
 	wg.Wait()
 
-	var started []*testenv.Cluster
+	var started []*testbed.Cluster
 	for i, c := range clusters {
 		if c == nil {
 			continue
@@ -222,7 +222,7 @@ func (l *lab) startClusters(ctx context.Context) error {
 // startAPIServer starts spec's API server with the certificates of clusterPKI, advertised at
 // the cluster's address on the underlay (the kubernetes Service's endpoint), with the Node and
 // RBAC authorizers and the ServiceAccount admission plugin of a real cluster.
-func (l *lab) startAPIServer(spec clusterSpec) (*testenv.Cluster, error) {
+func (l *lab) startAPIServer(spec clusterSpec) (*testbed.Cluster, error) {
 	certs := l.path("clusters", spec.Name, "pki")
 	ca, err := clusterPKI(certs, spec.Name, []net.IP{
 		net.ParseIP("127.0.0.1"), net.ParseIP(spec.apiServiceIP()), net.ParseIP(spec.APIAddr),
@@ -235,7 +235,7 @@ func (l *lab) startAPIServer(spec clusterSpec) (*testenv.Cluster, error) {
 	if spec.Name == calicoCluster {
 		crds = append(crds, ipamBlockCRD) // the Calico-way cluster's IPAM blocks (calico.go)
 	}
-	return testenv.StartCluster(spec.Name, testenv.Options{
+	return testbed.StartCluster(spec.Name, testbed.Options{
 		Dir:          l.path("clusters", spec.Name),
 		ServiceCIDRs: spec.ServiceCIDR,
 		CRDDirs:      crds,

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // Every cluster's DNS: CoreDNS as kubeadm deploys it (a Deployment in kube-system behind the
@@ -35,7 +35,7 @@ const (
 
 // createCoreDNS creates CoreDNS in every cluster.
 func (l *lab) createCoreDNS(ctx context.Context) error {
-	corefile, err := testenv.DocsCorefile()
+	corefile, err := testbed.DocsCorefile()
 	if err != nil {
 		return fmt.Errorf("docs/coredns.md: %w", err)
 	}
@@ -193,7 +193,7 @@ func (d *dnsStatus) collect(ctx context.Context, st *State) {
 			wg.Go(func() {
 				lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 				defer cancel()
-				addrs, err := testenv.LookupHostInNetns(lctx, underlayNetns, server.Addr, m.DNSName())
+				addrs, err := testbed.LookupHostInNetns(lctx, underlayNetns, server.Addr, m.DNSName())
 				mu.Lock()
 				defer mu.Unlock()
 				d.answers = append(d.answers, DNSAnswer{Cluster: server.Cluster, Server: server.Addr, Name: m.DNSName(), Addrs: addrs, Err: err})

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-semaphore/semaphore/internal/charts"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // The lab installs the charts the way the README tells users to: packaged, pushed to an OCI
@@ -25,7 +25,7 @@ const chartsRepo = "charts"
 
 // helmBinary builds helm (or finds it in the cache) with ci/helm.sh.
 func helmBinary() (string, error) {
-	out, err := exec.Command("bash", filepath.Join(testenv.RepoRoot(), "ci", "helm.sh")).Output()
+	out, err := exec.Command("bash", filepath.Join(testbed.RepoRoot(), "ci", "helm.sh")).Output()
 	if err != nil {
 		return "", fmt.Errorf("ci/helm.sh: %w", err)
 	}
@@ -60,7 +60,7 @@ func (l *lab) helm(ctx context.Context, args ...string) (string, error) {
 func (l *lab) pushCharts(ctx context.Context) error {
 	dir := l.path("tmp", "charts")
 	for _, chart := range []string{charts.RemoteDir, charts.UmbrellaDir} {
-		out, err := l.helm(ctx, "package", filepath.Join(testenv.RepoRoot(), chart), "-d", dir)
+		out, err := l.helm(ctx, "package", filepath.Join(testbed.RepoRoot(), chart), "-d", dir)
 		if err != nil {
 			return err
 		}

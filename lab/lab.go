@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // lab is one run of the lab: what it has started and how to stop it.
@@ -25,7 +25,7 @@ type lab struct {
 	mu    sync.Mutex // guards state, which parts update from several goroutines
 	state State
 
-	clusters map[string]*testenv.Cluster
+	clusters map[string]*testbed.Cluster
 	bin      binaries
 	// registry is the host:port of the lab's OCI registry (startRegistry); imageTag is the tag
 	// of every image there.
@@ -177,7 +177,7 @@ func newLab(dir string, out io.Writer) (*lab, error) {
 		dir:      dir,
 		out:      out,
 		start:    time.Now(),
-		clusters: map[string]*testenv.Cluster{},
+		clusters: map[string]*testbed.Cluster{},
 		exited:   make(chan *child, 16),
 	}
 	if err := acquire(dir, out); err != nil {

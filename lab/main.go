@@ -27,7 +27,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 const usage = `Usage: bash ci/lab [flags] [command]
@@ -47,7 +47,7 @@ func main() {
 
 func run(args []string) int {
 	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
-	dir := fs.String("dir", filepath.Join(testenv.RepoRoot(), ".lab"), "lab `directory`: runtime state, kubeconfigs, logs")
+	dir := fs.String("dir", filepath.Join(testbed.RepoRoot(), ".lab"), "lab `directory`: runtime state, kubeconfigs, logs")
 	nodes := fs.Bool("nodes", true, "run the nodes (network namespaces with semaphore-wireguard and the ping), which need root; false runs the control-plane part only")
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long up and check wait for the lab to work once everything has started")
 	fs.Usage = func() {

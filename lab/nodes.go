@@ -26,7 +26,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/charts"
 	"github.com/kube-semaphore/semaphore/internal/netnstopo"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/lab/node"
 )
 
@@ -280,7 +280,7 @@ func (l *lab) forwardIntoNodes(nodes []NodeState) ([]func(), error) {
 		if err != nil {
 			return stops, err
 		}
-		_, stop, err := testenv.ForwardIntoNetns(underlayNetns, net.JoinHostPort(spec.APIAddr, u.Port()), u.Host)
+		_, stop, err := testbed.ForwardInto(underlayNetns, net.JoinHostPort(spec.APIAddr, u.Port()), u.Host)
 		if err != nil {
 			return stops, fmt.Errorf("%s: the API server on the underlay: %w", spec.Name, err)
 		}
@@ -392,7 +392,7 @@ func (l *lab) startNode(ctx context.Context, n NodeState, keyDir string) (*node.
 // wireguardKeyDir is where semaphore-wireguard keeps its keys on a node (the chart's keyDir,
 // a hostPath): each node's own.
 func wireguardKeyDir() (string, error) {
-	path := filepath.Join(testenv.RepoRoot(), charts.UmbrellaDir, "charts", "wireguard", "values.yaml")
+	path := filepath.Join(testbed.RepoRoot(), charts.UmbrellaDir, "charts", "wireguard", "values.yaml")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", err

@@ -8,7 +8,7 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // nodesUnsupported says why this machine cannot have the lab's nodes, or returns "".
@@ -32,7 +32,7 @@ func nodesUnsupported() string {
 // forwardIntoNetns listens inside netns on addr, the address of something listening on this
 // machine's loopback, and forwards every connection to it.
 func forwardIntoNetns(netns, addr string) (stop func(), err error) {
-	_, stop, err = testenv.ForwardIntoNetns(netns, addr, addr)
+	_, stop, err = testbed.ForwardInto(netns, addr, addr)
 	return stop, err
 }
 
@@ -41,10 +41,10 @@ func forwardIntoNetns(netns, addr string) (stop func(), err error) {
 // node's admin server, which listens in the node's namespace. It returns the address it
 // listens on, and stop, which closes the listener and every forwarded connection.
 func forwardFromNetns(netns, target string) (addr string, stop func(), err error) {
-	return testenv.ForwardFromNetns(netns, target)
+	return testbed.ForwardFrom(netns, target)
 }
 
 // pingInNetns pings dst from src inside netns and returns the round-trip time.
 func pingInNetns(netns, src, dst string, timeout time.Duration) (time.Duration, error) {
-	return testenv.Ping(netns, src, dst, timeout)
+	return testbed.Ping(netns, src, dst, timeout)
 }

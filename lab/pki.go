@@ -21,7 +21,7 @@ import (
 // the API server at the ClusterIP of the kubernetes Service and other clusters' pods at its
 // address on the underlay: in-cluster clients verify those names.
 
-// The file names envtest reads from its certificate directory (testenv.Options.CertDir).
+// The file names envtest reads from its certificate directory (testbed.Options.CertDir).
 const (
 	servingCertFile = "apiserver.crt"
 	servingKeyFile  = "apiserver.key"

@@ -15,7 +15,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/labels"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // calicoAPI is the API group semaphore-policy writes its GlobalNetworkSets to in the lab: the
@@ -27,7 +27,7 @@ const calicoAPI = calico.APIv3
 // no Calico, and this CRD, with the same group, version, kind, scope and schema, stands in for
 // it: the controller sees the same REST paths and objects. The crd.projectcalico.org/v1 CRD of the
 // same fixtures is left out, as the controller writes to one group only.
-var calicoCRD = filepath.Join(testenv.RepoRoot(), "components", "policy", "testdata", "crds", "projectcalico.org_globalnetworksets.yaml")
+var calicoCRD = filepath.Join(testbed.RepoRoot(), "components", "policy", "testdata", "crds", "projectcalico.org_globalnetworksets.yaml")
 
 // expectedSet is a GlobalNetworkSet the sample workloads must lead to.
 type expectedSet struct {

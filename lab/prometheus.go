@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/internal/mixin"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // prometheusBinary is where the Debian package (installed by ci/promtool.sh) puts Prometheus.
@@ -105,7 +105,7 @@ func (l *lab) startPrometheus(ctx context.Context) error {
 // copyAlertRules copies the rule files of alerts/ into dir, and returns the copies and how
 // many rules they hold.
 func copyAlertRules(dir string) (files []string, rules int, err error) {
-	alerts := filepath.Join(testenv.RepoRoot(), "alerts")
+	alerts := filepath.Join(testbed.RepoRoot(), "alerts")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, 0, err
 	}
@@ -360,7 +360,7 @@ func (ps *prometheusStatus) print(w io.Writer, st *State) {
 
 // dashboardQueries are the queries of the repository's dashboards.
 func dashboardQueries() ([]mixin.Query, error) {
-	return mixin.DashboardQueries(filepath.Join(testenv.RepoRoot(), "dashboards"))
+	return mixin.DashboardQueries(filepath.Join(testbed.RepoRoot(), "dashboards"))
 }
 
 // metricPrefixes are the prefixes of each component's metrics.

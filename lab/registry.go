@@ -16,7 +16,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/charts"
 	"github.com/kube-semaphore/semaphore/internal/images"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // The lab's OCI registry: go-containerregistry's, in the lab's own process, on loopback. It
@@ -81,7 +81,7 @@ const (
 // every platform, and pushes them to the registry: the components' tagged as the charts expect
 // them (the charts' appVersion), and the lab's own.
 func (l *lab) pushImages(ctx context.Context) error {
-	root := testenv.RepoRoot()
+	root := testbed.RepoRoot()
 	opts, err := images.DefaultOptions(ctx, root)
 	if err != nil {
 		return err

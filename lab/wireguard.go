@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // wireguardComponent is semaphore-wireguard's ControllerState.Component.
@@ -140,7 +140,7 @@ func cachedContainerRoot(uid string) (string, error) {
 // from its UAPI socket in the container whose root is root: the embedded (userspace)
 // WireGuard's, which the chart keeps in the container's /var/run/wireguard.
 func deviceAllowedIPs(root, name string) (map[string][]string, error) {
-	return testenv.WireGuardAllowedIPs(filepath.Join(root, "/var/run/wireguard", name+".sock"))
+	return testbed.WireGuardAllowedIPs(filepath.Join(root, "/var/run/wireguard", name+".sock"))
 }
 
 // wantAllowedIPs are the allowed IPs a device for remote must give the peer for node: the
@@ -159,7 +159,7 @@ func wantAllowedIPs(st *State, remote, node string) []string {
 }
 
 // wgDevices are node n's devices, one per remote, from its controller's samples.
-func wgDevices(n NodeState, ss []testenv.Sample) []WGDevice {
+func wgDevices(n NodeState, ss []testbed.Sample) []WGDevice {
 	var out []WGDevice
 	for _, r := range remotesOf(n.Cluster) {
 		d := WGDevice{Name: peers.DeviceName(r), Remote: r}
@@ -298,8 +298,8 @@ func handshakeAge(t time.Time) string {
 }
 
 // scrapeMetrics reads the samples of the semaphore_wg_ metrics from the admin server at addr.
-func scrapeMetrics(ctx context.Context, addr string) ([]testenv.Sample, error) {
+func scrapeMetrics(ctx context.Context, addr string) ([]testbed.Sample, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	return testenv.Scrape(ctx, http.DefaultClient, "http://"+addr+"/metrics", "semaphore_wg_")
+	return testbed.Scrape(ctx, http.DefaultClient, "http://"+addr+"/metrics", "semaphore_wg_")
 }

@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // The sample workloads of the Semaphore blog post: fluentd in aws collects logs, and the
@@ -112,7 +112,7 @@ func (l *lab) sampleContainer(name string, args ...string) corev1.Container {
 
 // createSampleDeployment creates a Deployment of replicas pods of ctr in the sample namespace,
 // spread over the nodes nodeSelector selects (all when nil).
-func (l *lab) createSampleDeployment(ctx context.Context, c *testenv.Cluster, name string, replicas int32, extraLabels, nodeSelector map[string]string, ctr corev1.Container) error {
+func (l *lab) createSampleDeployment(ctx context.Context, c *testbed.Cluster, name string, replicas int32, extraLabels, nodeSelector map[string]string, ctr corev1.Container) error {
 	if err := c.EnsureNamespace(ctx, sampleNamespace); err != nil {
 		return err
 	}

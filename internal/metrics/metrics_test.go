@@ -7,10 +7,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kube-semaphore/semaphore/internal/metrics"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 func TestFactorySpecs(t *testing.T) {
@@ -136,29 +136,8 @@ func TestWorkqueueProvider(t *testing.T) {
 	q.Done(item)
 
 	value := func(name string) (float64, bool) {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() != name {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				if !hasLabel(m, "name", "services") {
-					continue
-				}
-				switch {
-				case m.Counter != nil:
-					return m.GetCounter().GetValue(), true
-				case m.Gauge != nil:
-					return m.GetGauge().GetValue(), true
-				case m.Histogram != nil:
-					return float64(m.GetHistogram().GetSampleCount()), true
-				}
-			}
-		}
-		return 0, false
+		v, n := testenv.MetricSeries(t, reg, name, map[string]string{"name": "services"})
+		return v, n > 0
 	}
 	want := map[string]float64{
 		"semaphore_test_workqueue_adds_total":                        2,
@@ -214,15 +193,6 @@ func TestWorkqueueRetries(t *testing.T) {
 	if diff := cmp.Diff(map[string]float64{"name=slices": 2}, series(t, reg, "semaphore_test_workqueue_retries_total")); diff != "" {
 		t.Errorf("retries mismatch (-want +got):\n%s", diff)
 	}
-}
-
-func hasLabel(m *dto.Metric, name, value string) bool {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name && l.GetValue() == value {
-			return true
-		}
-	}
-	return false
 }
 
 // series returns the values of the series of metric family name on reg, keyed by their labels

@@ -13,40 +13,18 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kube-semaphore/semaphore/internal/metrics"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 // gauge returns the value of the series name{remote=remote} on reg, and whether it exists.
 func gauge(t *testing.T, reg *prometheus.Registry, name, remote string) (float64, bool) {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if labelValue(m, "remote") == remote {
-				return m.GetGauge().GetValue(), true
-			}
-		}
-	}
-	return 0, false
-}
-
-func labelValue(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
+	v, n := testenv.MetricSeries(t, reg, name, map[string]string{"remote": remote})
+	return v, n > 0
 }
 
 const (

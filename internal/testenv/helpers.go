@@ -26,8 +26,20 @@ func Eventually(t testing.TB, timeout time.Duration, what string, check func() e
 	}
 }
 
+// Hold fails the test unless check keeps returning nil for d.
+func Hold(t testing.TB, d time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if err := check(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // MetricSeries returns the sum and the number of the series of name in reg whose labels
-// include labels.
+// include labels: counters and gauges give their value, histograms their observation count.
 func MetricSeries(t testing.TB, reg prometheus.Gatherer, name string, labels map[string]string) (sum float64, n int) {
 	t.Helper()
 	families, err := reg.Gather()
@@ -48,6 +60,8 @@ func MetricSeries(t testing.TB, reg prometheus.Gatherer, name string, labels map
 				sum += m.Counter.GetValue()
 			case m.Gauge != nil:
 				sum += m.Gauge.GetValue()
+			case m.Histogram != nil:
+				sum += float64(m.Histogram.GetSampleCount())
 			}
 		}
 	}

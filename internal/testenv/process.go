@@ -8,27 +8,22 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // BuildBinary builds the command pkg (an import path) into a temporary directory, statically
-// (CGO_ENABLED=0), as the images have it.
+// (CGO_ENABLED=0), as the images have it. It skips the test under -short.
 func BuildBinary(t testing.TB, pkg string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
-	cmd.Dir = RepoRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	skipIfShort(t, "to build "+pkg)
+	bin, err := testbed.BuildBinary(pkg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -64,81 +59,6 @@ func RunBinary(t testing.TB, bin string, env []string, args ...string) Run {
 	return r
 }
 
-// Hold fails the test unless check keeps returning nil for d.
-func Hold(t testing.TB, d time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if err := check(); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// Cut makes c unreachable through its proxy (the kubeconfig controllers use) and restores it
-// when the test ends, whatever happens to the test: clusters are shared between tests.
-func (c *Cluster) Cut(t testing.TB) {
-	t.Helper()
-	t.Cleanup(func() {
-		if err := c.SetReachable(true); err != nil {
-			t.Errorf("restoring %s: %v", c.Name, err)
-		}
-	})
-	if err := c.SetReachable(false); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// Restore makes c reachable again after Cut.
-func (c *Cluster) Restore(t testing.TB) {
-	t.Helper()
-	if err := c.SetReachable(true); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// LeaseHolder is the holder of the Lease namespace/name in c ("" when released or absent).
-func (c *Cluster) LeaseHolder(namespace, name string) (string, error) {
-	l, err := c.Client.CoordinationV1().Leases(namespace).Get(context.Background(), name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	return ptr.Deref(l.Spec.HolderIdentity, ""), nil
-}
-
-// WritesBut returns the write requests in the audit log whose user agent starts with
-// userAgent, leaving out those to Leases: renewing a lease is leader election's heartbeat,
-// made every retry period whether or not anything changes.
-func (c *Cluster) WritesBut(t testing.TB, userAgent string) AuditEvents {
-	t.Helper()
-	events, err := c.Writes(userAgent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out AuditEvents
-	for _, e := range events {
-		if e.ObjectRef.Resource != "leases" {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// AuditEvents are audit log entries, printable one per line.
-type AuditEvents []AuditEvent
-
-func (events AuditEvents) String() string {
-	var b strings.Builder
-	for _, e := range events {
-		fmt.Fprintf(&b, "\n  %s %s %s/%s %d", e.Verb, e.ObjectRef.Resource, e.ObjectRef.Namespace, e.ObjectRef.Name, e.ResponseStatus.Code)
-	}
-	return b.String()
-}
-
 // PeakRSS reads the high-water mark of a running process's resident memory (VmHWM), in bytes.
 func PeakRSS(t testing.TB, pid int) float64 {
 	t.Helper()
@@ -157,23 +77,6 @@ func PeakRSS(t testing.TB, pid int) float64 {
 	}
 	t.Fatal("no VmHWM in /proc status")
 	return 0
-}
-
-// WriteRemoteKubeconfig copies c's (proxied) kubeconfig to where a controller reads the remote
-// named c.Name: dir/<name>/kubeconfig.
-func WriteRemoteKubeconfig(t testing.TB, dir string, c *Cluster) {
-	t.Helper()
-	data, err := os.ReadFile(c.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, c.Name, "kubeconfig")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // ExpectConfigError fails the test unless r is how a component refuses bad configuration: a

@@ -2,87 +2,26 @@ package testenv
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net/http"
-	"strings"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
-// Sample is one sample of a scraped metric: a counter's, gauge's or untyped metric's value.
-type Sample struct {
-	Name   string
-	Labels map[string]string
-	Value  float64
-}
+// Sample is one sample of a scraped metric (testbed.Sample).
+type Sample = testbed.Sample
 
-// Scrape reads the Prometheus text exposition at url with client and returns the samples of
-// the counters, gauges and untyped metrics whose names start with prefix ("" for all).
+// Scrape is testbed.Scrape: the samples at url whose names start with prefix.
 func Scrape(ctx context.Context, client *http.Client, url, prefix string) ([]Sample, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("%s: %s: %s", url, resp.Status, b)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", url, err)
-	}
-	var out []Sample
-	for name, f := range families {
-		if !strings.HasPrefix(name, prefix) {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			s := Sample{Name: name, Labels: map[string]string{}}
-			for _, l := range m.GetLabel() {
-				s.Labels[l.GetName()] = l.GetValue()
-			}
-			switch {
-			case m.Gauge != nil:
-				s.Value = m.GetGauge().GetValue()
-			case m.Counter != nil:
-				s.Value = m.GetCounter().GetValue()
-			case m.Untyped != nil:
-				s.Value = m.GetUntyped().GetValue()
-			default:
-				continue
-			}
-			out = append(out, s)
-		}
-	}
-	return out, nil
+	return testbed.Scrape(ctx, client, url, prefix)
 }
 
-// SampleSum is the sum of the samples of name whose labels include labels, and how many there
-// are.
+// SampleSum is testbed.SampleSum: the sum and number of the samples of name with labels.
 func SampleSum(ss []Sample, name string, labels map[string]string) (sum float64, n int) {
-	for _, s := range ss {
-		if s.Name != name {
-			continue
-		}
-		match := true
-		for k, v := range labels {
-			if s.Labels[k] != v {
-				match = false
-				break
-			}
-		}
-		if match {
-			sum += s.Value
-			n++
-		}
-	}
-	return sum, n
+	return testbed.SampleSum(ss, name, labels)
+}
+
+// WireGuardAllowedIPs is testbed.WireGuardAllowedIPs: the allowed IPs of each peer of the
+// userspace WireGuard device behind the UAPI socket.
+func WireGuardAllowedIPs(socket string) (map[string][]string, error) {
+	return testbed.WireGuardAllowedIPs(socket)
 }

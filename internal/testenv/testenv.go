@@ -1,264 +1,43 @@
-// Package testenv starts real Kubernetes API servers (kube-apiserver + etcd, through envtest)
-// for integration tests, benchmarks and the local lab. Each API server is one "cluster".
+// Package testenv is what Semaphore's tests run on: thin testing.TB wrappers over package
+// testbed (API-server clusters, CoreDNS, network namespaces, binaries), which fail the test
+// instead of returning an error, clean up when it ends and skip under -short; and helpers only
+// tests need (Eventually, Hold, MetricSeries, LogWriter, RunBinary, ...).
 //
-// The binaries are built from the Go module proxy by ci/kube-binaries.sh and cached on disk;
-// KUBEBUILDER_ASSETS overrides where they are looked for.
-//
-// Every cluster is reachable two ways: Config talks to the API server directly (for the test
-// itself), while the kubeconfig file at Kubeconfig goes through a TCP proxy that the test can
-// cut (SetReachable), which is how a remote "goes away" without losing its state.
+// Everything that needs kube-apiserver and etcd, CoreDNS, root and namespaces of its own, or
+// builds a binary skips the test under -short, before it looks for or builds anything, so that
+// `go test -short ./...` runs the pure tests alone.
 package testenv
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // Options tune the API servers.
-type Options struct {
-	// Audit logs every write request at Metadata level, so tests can count writes.
-	Audit bool
-	// CRDDirs hold CustomResourceDefinitions (YAML) to install.
-	CRDDirs []string
-	// ServiceCIDRs is the --service-cluster-ip-range (default 10.0.0.0/16: room for thousands
-	// of Services, which benchmarks need).
-	ServiceCIDRs string
-	// Dir is where kubeconfigs and logs go (default: a new temporary directory).
-	Dir string
-	// CertDir, when set, holds the API server's serving certificate and key (apiserver.crt,
-	// apiserver.key, signed by ServingCA) and its service-account signing pair
-	// (sa-signer.crt, sa-signer.key), for a cluster whose pods reach the API server at
-	// addresses envtest's own certificate does not name (its Service's ClusterIP). envtest then
-	// uses them instead of making its own.
-	CertDir   string
-	ServingCA []byte
-	// APIServerFlags are kube-apiserver flags set on top of envtest's (name without dashes).
-	APIServerFlags map[string]string
-}
+type Options = testbed.Options
 
-// Cluster is one running API server.
-type Cluster struct {
-	Name string
-	// Config is an admin client configuration that talks to the API server directly.
-	Config *rest.Config
-	// Client is a clientset for Config.
-	Client kubernetes.Interface
-	// Kubeconfig is the path of an admin kubeconfig that goes through the cuttable proxy.
-	Kubeconfig string
-	// DirectKubeconfig is the path of an admin kubeconfig that talks to the API server directly.
-	DirectKubeconfig string
-	// AuditLog is the path of the audit log when Options.Audit is set.
-	AuditLog string
+// AuditEvent is the part of an audit log entry tests look at.
+type AuditEvent = testbed.AuditEvent
 
-	env   *envtest.Environment
-	proxy *proxy
-	// tempDir is the directory StartCluster made for the kubeconfigs and logs, removed by Stop.
-	tempDir string
-}
-
-// AssetsDir returns the directory holding kube-apiserver and etcd, building them with
-// ci/kube-binaries.sh when KUBEBUILDER_ASSETS is not set.
-func AssetsDir() (string, error) {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		return dir, nil
-	}
-	assetsOnce.Do(func() {
-		cmd := exec.Command("bash", filepath.Join(RepoRoot(), "ci", "kube-binaries.sh"))
-		cmd.Stderr = os.Stderr
-		out, err := cmd.Output()
-		if err != nil {
-			assetsErr = fmt.Errorf("ci/kube-binaries.sh: %w", err)
-			return
-		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		assetsDir = lines[len(lines)-1]
-	})
-	return assetsDir, assetsErr
-}
-
-var (
-	assetsOnce sync.Once
-	assetsDir  string
-	assetsErr  error
-)
+// AuditEvents are audit log entries, printable one per line.
+type AuditEvents = testbed.AuditEvents
 
 // RepoRoot is the root of this repository.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
+func RepoRoot() string { return testbed.RepoRoot() }
 
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: Metadata
-  verbs: ["create", "update", "patch", "delete", "deletecollection"]
-- level: None
-`
+// Cluster is one running API server, with the methods tests use on top of testbed's.
+type Cluster struct{ *testbed.Cluster }
 
-// StartCluster starts one API server. Stop it with Stop.
-func StartCluster(name string, opts Options) (*Cluster, error) {
-	assets, err := AssetsDir()
-	if err != nil {
-		return nil, err
-	}
-	dir, tempDir := opts.Dir, ""
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "semaphore-"+name+"-"); err != nil {
-			return nil, err
-		}
-		tempDir = dir
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        opts.CRDDirs,
-		ErrorIfCRDPathMissing:    len(opts.CRDDirs) > 0,
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		ControlPlaneStopTimeout:  time.Minute,
-	}
-	c := &Cluster{Name: name, env: env, tempDir: tempDir}
-	apiServer := env.ControlPlane.GetAPIServer()
-	if opts.CertDir != "" {
-		apiServer.CertDir = opts.CertDir
-		apiServer.SecureServing.CA = opts.ServingCA
-	}
-	args := apiServer.Configure()
-	if opts.ServiceCIDRs == "" {
-		opts.ServiceCIDRs = "10.0.0.0/16"
-	}
-	args.Set("service-cluster-ip-range", opts.ServiceCIDRs)
-	// Otherwise kube-apiserver derives the address from the default route, and fails to start
-	// where there is none (inside a network namespace a test created).
-	args.Set("advertise-address", "127.0.0.1")
-	for flag, value := range opts.APIServerFlags {
-		args.Set(flag, value)
-	}
-	if opts.Audit {
-		policy := filepath.Join(dir, "audit-policy.yaml")
-		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
-			return nil, err
-		}
-		c.AuditLog = filepath.Join(dir, "audit.log")
-		args.Set("audit-policy-file", policy)
-		args.Set("audit-log-path", c.AuditLog)
-		args.Set("audit-log-mode", "blocking")
-	}
-	_, err = env.Start()
-	guardChildren() // even after an error: a half-started control plane has processes too
-	if err != nil {
-		_ = os.RemoveAll(tempDir)
-		return nil, fmt.Errorf("cluster %s: %w", name, err)
-	}
-	// envtest's own config is a cluster admin; a separate user keeps the kubeconfig we hand
-	// out independent of it.
-	admin, err := env.AddUser(envtest.User{Name: "semaphore-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		c.Stop()
-		return nil, err
-	}
-	c.Config = admin.Config()
-	c.Client = kubernetes.NewForConfigOrDie(c.Config)
-	if c.proxy, err = newProxy(c.Config.Host); err != nil {
-		c.Stop()
-		return nil, err
-	}
-	c.DirectKubeconfig = filepath.Join(dir, "kubeconfig-direct")
-	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
-	kubeconfig, err := admin.KubeConfig()
-	if err != nil {
-		c.Stop()
-		return nil, err
-	}
-	if err := writeKubeconfig(c.DirectKubeconfig, kubeconfig, name, ""); err != nil {
-		c.Stop()
-		return nil, err
-	}
-	if err := writeKubeconfig(c.Kubeconfig, kubeconfig, name, "https://"+c.proxy.Addr()); err != nil {
-		c.Stop()
-		return nil, err
-	}
-	return c, nil
-}
-
-func writeKubeconfig(path string, data []byte, name, server string) error {
-	kc, err := clientcmd.Load(data)
-	if err != nil {
-		return err
-	}
-	for _, cl := range kc.Clusters {
-		if server != "" {
-			cl.Server = server
-		}
-	}
-	// Name the context after the cluster so several kubeconfigs can be merged.
-	for k, ctx := range kc.Contexts {
-		delete(kc.Contexts, k)
-		kc.Contexts[name] = ctx
-	}
-	kc.CurrentContext = name
-	return clientcmd.WriteToFile(*kc, path)
-}
-
-// AddUser writes to path a kubeconfig for a user of the API server, authenticated by a client
-// certificate, named user and member of groups: how the lab gives kubelets, kube-proxy and the
-// control plane their own identities. server replaces the API server's URL in it when set
-// (for clients that reach the API server at another address).
-func (c *Cluster) AddUser(path, user string, groups []string, server string) error {
-	u, err := c.env.AddUser(envtest.User{Name: user, Groups: groups}, nil)
-	if err != nil {
-		return err
-	}
-	kubeconfig, err := u.KubeConfig()
-	if err != nil {
-		return err
-	}
-	return writeKubeconfig(path, kubeconfig, c.Name, server)
-}
-
-// Stop stops the API server and its proxy.
-func (c *Cluster) Stop() {
-	if c.proxy != nil {
-		c.proxy.Close()
-	}
-	_ = c.env.Stop()
-	guardChildren() // forgets the stopped processes
-	if c.tempDir != "" {
-		_ = os.RemoveAll(c.tempDir)
-	}
-}
-
-// SetReachable cuts (false) or restores (true) the proxy that Kubeconfig goes through: while
-// cut, connections are refused and open ones are closed, as if the API server had gone away.
-func (c *Cluster) SetReachable(up bool) error {
-	return c.proxy.SetUp(up)
-}
-
-// Start starts one cluster per name, in parallel, and stops them when the test ends.
+// Start starts one cluster per name, in parallel, and stops them when the test ends. It skips
+// the test under -short.
 func Start(t testing.TB, opts Options, names ...string) []*Cluster {
 	t.Helper()
+	skipIfShort(t, "kube-apiserver and etcd")
 	clusters := make([]*Cluster, len(names))
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
@@ -283,63 +62,77 @@ func Start(t testing.TB, opts Options, names ...string) []*Cluster {
 	return clusters
 }
 
-// AuditEvent is the part of an audit log entry tests look at.
-type AuditEvent struct {
-	Verb      string `json:"verb"`
-	UserAgent string `json:"userAgent"`
-	User      struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef struct {
-		Resource    string `json:"resource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	ResponseStatus struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-}
-
-// Writes returns the write requests recorded in the audit log whose user agent starts with
-// userAgent (all when empty). Options.Audit must have been set.
-func (c *Cluster) Writes(userAgent string) ([]AuditEvent, error) {
-	if c.AuditLog == "" {
-		return nil, errors.New("audit log not enabled")
-	}
-	f, err := os.Open(c.AuditLog)
+// StartCluster is testbed.StartCluster for a TestMain, which has no testing.TB to fail, clean up
+// or skip: tests use Start. Stop the cluster with Stop.
+func StartCluster(name string, opts Options) (*Cluster, error) {
+	c, err := testbed.StartCluster(name, opts)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
 		return nil, err
 	}
-	defer f.Close()
-	var events []AuditEvent
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var e AuditEvent
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("audit log %s: %w", c.AuditLog, err)
-		}
-		if userAgent == "" || strings.HasPrefix(e.UserAgent, userAgent) {
-			events = append(events, e)
-		}
-	}
-	return events, sc.Err()
+	return &Cluster{c}, nil
 }
 
-// EnsureNamespace creates namespace ns (with its default ServiceAccount, which no controller
-// manager creates here) unless it exists.
-func (c *Cluster) EnsureNamespace(ctx context.Context, ns string) error {
-	_, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
+// Cut makes c unreachable through its proxy (the kubeconfig controllers use) and restores it
+// when the test ends, whatever happens to the test: clusters are shared between tests.
+func (c *Cluster) Cut(t testing.TB) {
+	t.Helper()
+	t.Cleanup(func() {
+		if err := c.SetReachable(true); err != nil {
+			t.Errorf("restoring %s: %v", c.Name, err)
+		}
+	})
+	if err := c.SetReachable(false); err != nil {
+		t.Fatal(err)
 	}
-	_, err = c.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
+}
+
+// Restore makes c reachable again after Cut.
+func (c *Cluster) Restore(t testing.TB) {
+	t.Helper()
+	if err := c.SetReachable(true); err != nil {
+		t.Fatal(err)
 	}
-	return nil
+}
+
+// WritesBut returns the write requests in the audit log whose user agent starts with
+// userAgent, leaving out those to Leases: renewing a lease is leader election's heartbeat,
+// made every retry period whether or not anything changes.
+func (c *Cluster) WritesBut(t testing.TB, userAgent string) AuditEvents {
+	t.Helper()
+	events, err := c.Writes(userAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out AuditEvents
+	for _, e := range events {
+		if e.ObjectRef.Resource != "leases" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// WriteRemoteKubeconfig copies c's (proxied) kubeconfig to where a controller reads the remote
+// named c.Name: dir/<name>/kubeconfig.
+func WriteRemoteKubeconfig(t testing.TB, dir string, c *Cluster) {
+	t.Helper()
+	data, err := os.ReadFile(c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, c.Name, "kubeconfig")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// skipIfShort skips the test under -short, saying what it needs that a pure test does not.
+func skipIfShort(t testing.TB, needs string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: needs " + needs)
+	}
 }

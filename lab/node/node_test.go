@@ -32,6 +32,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/images"
 	"github.com/kube-semaphore/semaphore/internal/netnstopo"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -130,7 +131,7 @@ func TestNode(t *testing.T) {
 	}
 	apiHost := api.Host
 	for _, addr := range []string{apiHost, reg} {
-		_, stop, err := testenv.ForwardIntoNetns(nodeNS, addr, addr)
+		_, stop, err := testbed.ForwardInto(nodeNS, addr, addr)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // proc is one of the node's daemons.
@@ -114,7 +114,7 @@ func waitContainerd(ctx context.Context, p *proc, socket string) error {
 // waitHTTP waits until url, inside network namespace netns, answers (with 200 when ok is
 // set), while p runs.
 func waitHTTP(ctx context.Context, netns string, p *proc, url string, ok bool) error {
-	client := testenv.HTTPClientInNetns(netns)
+	client := testbed.HTTPClientInNetns(netns)
 	var last string
 	for {
 		if p.exited() {

@@ -1,13 +1,11 @@
 //go:build linux
 
-package testenv
+package testbed
 
 import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,8 +25,8 @@ var guard struct {
 	err  error
 }
 
-// guardedPrograms are the children guardChildren guards.
-var guardedPrograms = []string{"kube-apiserver", "etcd"}
+// guardedPrograms are the programs whose children guardChildren guards.
+var guardedPrograms = map[string]bool{"kube-apiserver": true, "etcd": true}
 
 // watcherScript is the watcher: sh -c watcherScript sh <pid> <file>.
 const watcherScript = `while kill -0 "$1" 2>/dev/null; do sleep 1; done
@@ -53,7 +51,7 @@ func guardChildren() {
 	if guard.file == "" {
 		if err := startWatcher(); err != nil {
 			guard.err = err
-			fmt.Fprintf(os.Stderr, "testenv: no guard for the API servers if this process dies: %v\n", err)
+			fmt.Fprintf(os.Stderr, "testbed: no guard for the API servers if this process dies: %v\n", err)
 			return
 		}
 	}
@@ -63,7 +61,7 @@ func guardChildren() {
 		}
 	}
 	for _, pid := range children() {
-		if name := comm(pid); slices.Contains(guardedPrograms, name) {
+		if name := comm(pid); guardedPrograms[name] {
 			guard.pids[pid] = name
 		}
 	}
@@ -78,7 +76,7 @@ func guardChildren() {
 }
 
 func startWatcher() error {
-	f, err := os.CreateTemp("", "semaphore-testenv-guard-")
+	f, err := os.CreateTemp("", "semaphore-testbed-guard-")
 	if err != nil {
 		return err
 	}
@@ -99,28 +97,4 @@ func watch(parent int, file string) (*exec.Cmd, error) {
 	// A session of its own: a Ctrl-C to the test's process group must not take the watcher too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	return cmd, cmd.Start()
-}
-
-// children are this process's child processes, from every thread's children list.
-func children() []int {
-	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", os.Getpid()))
-	var out []int
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for _, s := range strings.Fields(string(data)) {
-			if pid, err := strconv.Atoi(s); err == nil {
-				out = append(out, pid)
-			}
-		}
-	}
-	return out
-}
-
-// comm is the program name of process pid ("" when it is gone).
-func comm(pid int) string {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	return strings.TrimSpace(string(data))
 }

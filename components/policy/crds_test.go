@@ -1,4 +1,4 @@
-package testenv
+package main
 
 import (
 	"context"
@@ -13,14 +13,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 // TestCalicoCRDs checks that the GlobalNetworkSet CRDs semaphore-policy's tests serve Calico's API
 // from install through Options.CRDDirs, and behave as Calico's schemas say: cluster-scoped,
 // spec.nets a list of strings, IPv4 and IPv6 networks alike.
 func TestCalicoCRDs(t *testing.T) {
-	dir := filepath.Join(RepoRoot(), "components", "policy", "testdata", "crds")
-	c := Start(t, Options{CRDDirs: []string{dir}}, "local")[0]
+	dir := filepath.Join(testenv.RepoRoot(), "components", "policy", "testdata", "crds")
+	c := testenv.Start(t, testenv.Options{CRDDirs: []string{dir}}, "local")[0]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	client, err := dynamic.NewForConfig(c.Config)

@@ -1,4 +1,4 @@
-package testenv_test
+package testbed_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -125,7 +126,7 @@ func TestCoreDNSDocs(t *testing.T) {
 		var got []string
 		var err error
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-			if got, err = testenv.LookupHost(ctx, addr, tc.name); err == nil && slices.Equal(got, tc.want) {
+			if got, err = testbed.LookupHost(ctx, addr, tc.name); err == nil && slices.Equal(got, tc.want) {
 				break
 			}
 		}
@@ -134,7 +135,7 @@ func TestCoreDNSDocs(t *testing.T) {
 		}
 	}
 
-	resolver := testenv.Resolver(addr)
+	resolver := testbed.Resolver(addr)
 	// answer auto: the answer is for the name asked, not for the mirror's (Go's resolver reports
 	// the owner name of the A record as the canonical name).
 	if cname, err := resolver.LookupCNAME(ctx, "fluentd.sys-log.svc.cluster.aws."); err != nil || cname != "fluentd.sys-log.svc.cluster.aws." {
@@ -149,7 +150,7 @@ func TestCoreDNSDocs(t *testing.T) {
 
 	// Names without a mirror do not exist.
 	for _, name := range []string{"nothere.sys-log.svc.cluster.aws", "fluentd.sys-log.svc.cluster.gcp", "pg-2.pg.db.svc.cluster.gcp"} {
-		got, err := testenv.LookupHost(ctx, addr, name)
+		got, err := testbed.LookupHost(ctx, addr, name)
 		if dnsErr := (*net.DNSError)(nil); !errors.As(err, &dnsErr) || !dnsErr.IsNotFound {
 			t.Errorf("LookupHost(%s) = %v, %v; want NXDOMAIN", name, got, err)
 		}
@@ -157,7 +158,7 @@ func TestCoreDNSDocs(t *testing.T) {
 	// A shortened mirror name cannot be derived: the rewritten name is not a valid DNS name
 	// and CoreDNS answers SERVFAIL, as docs/coredns.md says.
 	longQuery := long.Name + "." + long.Namespace + ".svc.cluster." + long.Cluster
-	got, err := testenv.LookupHost(ctx, addr, longQuery)
+	got, err := testbed.LookupHost(ctx, addr, longQuery)
 	if dnsErr := (*net.DNSError)(nil); !errors.As(err, &dnsErr) || dnsErr.IsNotFound || dnsErr.Err != "server misbehaving" {
 		t.Errorf("LookupHost(%s) = %v, %v; want SERVFAIL (server misbehaving)", longQuery, got, err)
 	}

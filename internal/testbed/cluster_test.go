@@ -1,4 +1,4 @@
-package testenv
+package testbed_test
 
 import (
 	"context"
@@ -9,13 +9,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 // TestClustersAreIndependentAndCuttable starts two API servers, checks that the proxied
 // kubeconfig reaches the right one, that the audit log records writes, and that cutting the
 // proxy makes the cluster unreachable until it is restored.
 func TestClustersAreIndependentAndCuttable(t *testing.T) {
-	cs := Start(t, Options{Audit: true}, "one", "two")
+	cs := testenv.Start(t, testenv.Options{Audit: true}, "one", "two")
 	ctx := context.Background()
 	if err := cs[0].EnsureNamespace(ctx, "only-in-one"); err != nil {
 		t.Fatal(err)

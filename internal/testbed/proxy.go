@@ -1,4 +1,4 @@
-package testenv
+package testbed
 
 import (
 	"io"
@@ -11,7 +11,7 @@ import (
 type proxy struct {
 	addr    string
 	backend string
-	// dial, when set, connects to backend instead of a plain dial from this network namespace.
+	// dial connects to backend: a plain net.Dial, or a dial from another network namespace.
 	dial func(network, addr string) (net.Conn, error)
 
 	mu    sync.Mutex
@@ -28,9 +28,14 @@ func newProxy(backendURL string) (*proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{addr: ln.Addr().String(), backend: u.Host, conns: map[net.Conn]struct{}{}}
+	return forward(ln, u.Host, net.Dial), nil
+}
+
+// forward serves ln, forwarding every connection to backend (host:port) through dial.
+func forward(ln net.Listener, backend string, dial func(network, addr string) (net.Conn, error)) *proxy {
+	p := &proxy{addr: ln.Addr().String(), backend: backend, dial: dial, conns: map[net.Conn]struct{}{}}
 	p.serve(ln)
-	return p, nil
+	return p
 }
 
 // Addr is the proxy's host:port.
@@ -50,11 +55,7 @@ func (p *proxy) serve(ln net.Listener) {
 }
 
 func (p *proxy) forward(client net.Conn) {
-	dial := p.dial
-	if dial == nil {
-		dial = net.Dial
-	}
-	backend, err := dial("tcp", p.backend)
+	backend, err := p.dial("tcp", p.backend)
 	if err != nil {
 		client.Close()
 		return

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package testenv
+package testbed
 
 // guardChildren is Linux-only: elsewhere a test binary that dies without stopping its clusters
 // leaves their processes running.
