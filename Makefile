@@ -137,7 +137,7 @@ lint: ## gofmt, go vet and golangci-lint (.golangci.yml); reports all three befo
 
 # Every chart that has ci/*-values.yaml scenarios: `helm lint --strict` on each, and a render,
 # because helm lint reports a template's fail() only as [INFO]. helm is built from the module
-# proxy by ci/helm.sh. The Go tests in internal/charts go much further.
+# proxy by ci/helm.sh. The Go tests in test/charts go much further.
 .PHONY: lint-charts
 lint-charts: ## helm lint --strict and helm template for every chart scenario (charts/**/ci/*-values.yaml)
 	@helm=$$(bash ci/helm.sh | tail -n 1); failed=""; \
@@ -211,7 +211,7 @@ test-alerts: ## Check the alert rules (alerts/*.yaml) and run their promtool uni
 # Benchmarks run one package at a time so that they do not compete for the two cores.
 .PHONY: bench
 bench: ## Run every benchmark (BENCHTIME=1x by default) against real API servers
-	@pkgs=$$({ grep -rlE --include='*_test.go' --exclude-dir=testdata '^func Benchmark' components internal lab ci || true; } \
+	@pkgs=$$({ grep -rlE --include='*_test.go' --exclude-dir=testdata '^func Benchmark' components internal lab test || true; } \
 		| xargs -r -n 1 dirname | sort -u | sed 's|^|./|'); \
 	if [ -z "$$pkgs" ]; then echo "bench: no benchmarks yet"; exit 0; fi; \
 	assets="$(KUBE_ASSETS)"; \

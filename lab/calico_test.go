@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-semaphore/semaphore/internal/charts"
+	"github.com/kube-semaphore/semaphore/test/charts"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 

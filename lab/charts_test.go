@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kube-semaphore/semaphore/internal/charts"
+	"github.com/kube-semaphore/semaphore/test/charts"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 

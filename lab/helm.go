@@ -12,7 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kube-semaphore/semaphore/internal/charts"
+	"github.com/kube-semaphore/semaphore/test/charts"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 
-	"github.com/kube-semaphore/semaphore/internal/charts"
+	"github.com/kube-semaphore/semaphore/test/charts"
 	"github.com/kube-semaphore/semaphore/internal/images"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 )

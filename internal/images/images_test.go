@@ -31,7 +31,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kube-semaphore/semaphore/internal/charts"
+	"github.com/kube-semaphore/semaphore/test/charts"
 	"github.com/kube-semaphore/semaphore/internal/images"
 )
 

@@ -38,7 +38,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
-	"github.com/kube-semaphore/semaphore/internal/charts"
+	"github.com/kube-semaphore/semaphore/test/charts"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/remote"
