@@ -189,6 +189,13 @@ test-go: ## Only run the Go tests (unit and integration)
 	set -x; \
 	$(GO) test -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./...
 
+# The pure tests alone, in well under two minutes: every test that needs kube-apiserver and etcd,
+# CoreDNS, root and network namespaces, promtool or a build of the components skips under -short
+# (testenv.SkipIfShort) before it looks for or builds anything.
+.PHONY: test-short
+test-short: ## Only the pure Go tests (go test -short ./...): no API servers, no root, nothing to build
+	$(GO) test -short -count=1 ./...
+
 # Alert rules: `promtool check rules` on every rule file under alerts/ and `promtool test rules`
 # on their unit tests (alerts/*_test.yaml: every alert fires in one case and stays quiet in
 # another). promtool comes from Debian's prometheus package, installed by ci/promtool.sh when

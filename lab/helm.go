@@ -12,8 +12,8 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kube-semaphore/semaphore/test/charts"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // The lab installs the charts the way the README tells users to: packaged, pushed to an OCI

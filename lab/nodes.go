@@ -24,10 +24,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
-	"github.com/kube-semaphore/semaphore/test/charts"
 	"github.com/kube-semaphore/semaphore/internal/netnstopo"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/lab/node"
+	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // The lab's nodes. Every node of every cluster is a network namespace running containerd,

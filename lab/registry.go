@@ -14,9 +14,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 
-	"github.com/kube-semaphore/semaphore/test/charts"
 	"github.com/kube-semaphore/semaphore/internal/images"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // The lab's OCI registry: go-containerregistry's, in the lab's own process, on loopback. It

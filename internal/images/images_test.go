@@ -31,8 +31,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kube-semaphore/semaphore/test/charts"
 	"github.com/kube-semaphore/semaphore/internal/images"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // root is the module root, seen from this package's directory.
@@ -49,6 +50,7 @@ var (
 
 func components(t *testing.T) (map[string]v1.ImageIndex, images.Options) {
 	t.Helper()
+	testenv.SkipIfShort(t, "building every component for two platforms")
 	buildOnce.Do(func() {
 		ctx := context.Background()
 		buildOpts, buildErr = images.DefaultOptions(ctx, root)

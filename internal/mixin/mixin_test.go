@@ -86,6 +86,7 @@ func TestQueriesUseExportedMetrics(t *testing.T) {
 // Every dashboard query and alert expression parses: promtool checks them as recording rules,
 // with Grafana's variables replaced by values of the right kind.
 func TestQueriesParse(t *testing.T) {
+	testenv.SkipIfShort(t, "promtool (ci/promtool.sh may install it)")
 	queries := queries(t)
 	if len(queries) == 0 {
 		t.Skip("no dashboards or alerts yet")

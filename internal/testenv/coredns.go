@@ -14,7 +14,7 @@ import (
 // CoreDNS is logged when the test fails. It skips the test under -short.
 func StartCoreDNS(t testing.TB, corefile string) (addr string) {
 	t.Helper()
-	skipIfShort(t, "CoreDNS")
+	SkipIfShort(t, "CoreDNS")
 	dir := t.TempDir()
 	addr, stop, err := testbed.StartCoreDNS(dir, corefile)
 	if err != nil {

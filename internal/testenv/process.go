@@ -20,7 +20,7 @@ import (
 // (CGO_ENABLED=0), as the images have it. It skips the test under -short.
 func BuildBinary(t testing.TB, pkg string) string {
 	t.Helper()
-	skipIfShort(t, "to build "+pkg)
+	SkipIfShort(t, "to build "+pkg)
 	bin, err := testbed.BuildBinary(pkg, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

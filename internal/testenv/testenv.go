@@ -10,6 +10,7 @@ package testenv
 
 import (
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"sync"
@@ -37,7 +38,7 @@ type Cluster struct{ *testbed.Cluster }
 // the test under -short.
 func Start(t testing.TB, opts Options, names ...string) []*Cluster {
 	t.Helper()
-	skipIfShort(t, "kube-apiserver and etcd")
+	SkipIfShort(t, "kube-apiserver and etcd")
 	clusters := make([]*Cluster, len(names))
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
@@ -129,10 +130,20 @@ func WriteRemoteKubeconfig(t testing.TB, dir string, c *Cluster) {
 	}
 }
 
-// skipIfShort skips the test under -short, saying what it needs that a pure test does not.
-func skipIfShort(t testing.TB, needs string) {
+// SkipIfShort skips the test under -short, saying what it needs that a pure test does not:
+// `go test -short ./...` runs every pure test with no API-server binaries, root or network.
+func SkipIfShort(t testing.TB, needs string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: needs " + needs)
 	}
+}
+
+// Short is testing.Short for a TestMain, before m.Run has parsed the flags: a TestMain that
+// starts what pure tests do not need asks it first.
+func Short() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	return testing.Short()
 }

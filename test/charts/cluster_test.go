@@ -26,8 +26,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kube-semaphore/semaphore/test/charts"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // Two real API servers, started by the first test that needs them and shared by the tests of
@@ -61,13 +61,14 @@ func TestMain(m *testing.M) {
 // clusters starts (once) and returns the aws and gcp API servers.
 func clusters(t testing.TB) (aws, gcp *testenv.Cluster) {
 	t.Helper()
+	testenv.SkipIfShort(t, "kube-apiserver and etcd")
 	clustersOnce.Do(func() {
 		clustersDir, clustersErr = os.MkdirTemp("", "semaphore-charts-test-")
 		if clustersErr != nil {
 			return
 		}
 		crds := []string{
-			filepath.Join(testenv.RepoRoot(), "internal", "charts", "testdata", "crds"),
+			filepath.Join(testenv.RepoRoot(), "test", "charts", "testdata", "crds"),
 			filepath.Join(testenv.RepoRoot(), "components", "policy", "testdata", "crds"),
 		}
 		var wg sync.WaitGroup

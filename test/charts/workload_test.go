@@ -20,9 +20,9 @@ import (
 	policyapp "github.com/kube-semaphore/semaphore/components/policy/app"
 	mirrorapp "github.com/kube-semaphore/semaphore/components/service-mirror/app"
 	wgapp "github.com/kube-semaphore/semaphore/components/wireguard/app"
-	"github.com/kube-semaphore/semaphore/test/charts"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // remotesDir is where the controllers look for the remotes' credentials, SEMAPHORE_REMOTES_DIR.

@@ -77,6 +77,7 @@ func deleteBlock(t *testing.T, cidr string) {
 // concerned, one operation per peer; bad blocks are skipped and counted and change nothing;
 // nothing happens at rest or on restart.
 func TestPeersFollowRemoteIPAMBlocks(t *testing.T) {
+	needClusters(t)
 	peerstest.CreateNode(t, local.Client, "gcp-node-1", "192.0.2.21", nil, "198.18.21.0/24")
 	devKey, k1, k2 := devicetest.Key(t), devicetest.Key(t), devicetest.Key(t)
 	remoteNode(t, "aws-c1", k1.PublicKey(), "192.0.2.31:51822") // the Calico way: no podCIDR

@@ -26,7 +26,12 @@ import (
 
 var local, aws *testenv.Cluster
 
+// TestMain starts the clusters every test but the pure ones (Sources) needs; those run alone under
+// -short, where the others skip (needClusters).
 func TestMain(m *testing.M) {
+	if testenv.Short() {
+		os.Exit(m.Run())
+	}
 	os.Exit(func() int {
 		var errs [2]error
 		var wg sync.WaitGroup
@@ -47,6 +52,12 @@ func TestMain(m *testing.M) {
 		}
 		return m.Run()
 	}())
+}
+
+// needClusters skips a test that uses the clusters under -short, where TestMain starts none.
+func needClusters(t *testing.T) {
+	t.Helper()
+	testenv.SkipIfShort(t, "kube-apiserver and etcd")
 }
 
 // annotate sets annotation key of node name in c to value.
@@ -143,6 +154,7 @@ func (r *running) stop() {
 // deleted node each change exactly that peer; bad annotations are skipped and counted while
 // the other peers stay; a restart against an in-sync device changes nothing.
 func TestPeersFollowRemoteNodes(t *testing.T) {
+	needClusters(t)
 	ctx := context.Background()
 	// Left over from a remote no longer configured, next to someone else's annotation.
 	peerstest.CreateNode(t, local.Client, "gcp-node-1", "192.0.2.21", map[string]string{
