@@ -1,8 +1,9 @@
-// Package charts holds the tests of the Helm charts under charts/: every charts/*/ci scenario
-// rendered through the Helm SDK as `helm install` would (dependencies with their conditions and
-// aliases, values.schema.json), both charts installed into real API servers, and the
-// controllers run with exactly the identities the charts create, to show they need no more.
+// Package charts drives the Helm charts under charts/ through the Helm SDK, as `helm install`
+// would (dependencies with their conditions and aliases, values.schema.json): Load, Render,
+// Install, and a parsed Manifest with the workloads, pods' environments and projected files the
+// charts make. The lab installs and inspects the charts with it.
 //
-// It lives under components/ to use internal/testenv and the components' own
-// configuration and controllers; it has no code of its own besides the tests.
+// Its tests render every charts/*/ci scenario, refuse bad values (testdata/bad-values.yaml),
+// install both charts into real API servers, and run the controllers with exactly the
+// identities the charts create, to show they need no more.
 package charts
