@@ -1,7 +1,9 @@
 package testenv
 
 import (
+	"bytes"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,30 +44,48 @@ func Hold(t testing.TB, d time.Duration, what string, check func() error) {
 // include labels: counters and gauges give their value, histograms their observation count.
 func MetricSeries(t testing.TB, reg prometheus.Gatherer, name string, labels map[string]string) (sum float64, n int) {
 	t.Helper()
+	eachSeries(t, reg, name, labels, func(m *dto.Metric) {
+		n++
+		switch {
+		case m.Counter != nil:
+			sum += m.Counter.GetValue()
+		case m.Gauge != nil:
+			sum += m.Gauge.GetValue()
+		case m.Histogram != nil:
+			sum += float64(m.Histogram.GetSampleCount())
+		}
+	})
+	return sum, n
+}
+
+// HistogramSeries returns the sum and the count of the observations of the histogram name in
+// reg, over its series whose labels include labels.
+func HistogramSeries(t testing.TB, reg prometheus.Gatherer, name string, labels map[string]string) (sum float64, count uint64) {
+	t.Helper()
+	eachSeries(t, reg, name, labels, func(m *dto.Metric) {
+		sum += m.GetHistogram().GetSampleSum()
+		count += m.GetHistogram().GetSampleCount()
+	})
+	return sum, count
+}
+
+// eachSeries calls f with every series of name in reg whose labels include labels.
+func eachSeries(t testing.TB, reg prometheus.Gatherer, name string, labels map[string]string, f func(*dto.Metric)) {
+	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range families {
-		if f.GetName() != name {
+	for _, fam := range families {
+		if fam.GetName() != name {
 			continue
 		}
-		for _, m := range f.GetMetric() {
-			if !hasLabels(m, labels) {
-				continue
-			}
-			n++
-			switch {
-			case m.Counter != nil:
-				sum += m.Counter.GetValue()
-			case m.Gauge != nil:
-				sum += m.Gauge.GetValue()
-			case m.Histogram != nil:
-				sum += float64(m.Histogram.GetSampleCount())
+		for _, m := range fam.GetMetric() {
+			if hasLabels(m, labels) {
+				f(m)
 			}
 		}
 	}
-	return sum, n
 }
 
 func hasLabels(m *dto.Metric, labels map[string]string) bool {
@@ -93,4 +113,22 @@ func (w *TestLog) Write(p []byte) (int, error) {
 	defer func() { _ = recover() }() // a log line after the test ended
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// Buffer is a bytes.Buffer that a process or goroutine writes while the test reads it.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

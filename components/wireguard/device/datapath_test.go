@@ -2,7 +2,6 @@ package device
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -186,25 +184,8 @@ type helperNode struct {
 	t      *testing.T
 	stdin  io.WriteCloser
 	stdout *bufio.Scanner
-	stderr *syncBuffer
+	stderr *testenv.Buffer
 	pid    int
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func startHelperNode(t *testing.T) *helperNode {
@@ -213,7 +194,7 @@ func startHelperNode(t *testing.T) *helperNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &helperNode{t: t, stderr: &syncBuffer{}}
+	h := &helperNode{t: t, stderr: &testenv.Buffer{}}
 	cmd.Stderr = h.stderr
 	if h.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)

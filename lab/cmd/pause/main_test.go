@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -149,20 +148,11 @@ func buildPause(t *testing.T) string {
 	return testenv.BuildBinary(t, "github.com/kube-semaphore/semaphore/lab/cmd/pause")
 }
 
-// syncBuffer is a bytes.Buffer pause writes while a test reads it.
-type syncBuffer struct {
-	sync.Mutex
-	b bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) { s.Lock(); defer s.Unlock(); return s.b.Write(p) }
-func (s *syncBuffer) String() string              { s.Lock(); defer s.Unlock(); return s.b.String() }
-
 // startPause starts cmd (pause, or a helper that becomes pause) and waits until pause waits
 // for signals; the process is killed at the end of the test if it still runs.
-func startPause(t *testing.T, cmd *exec.Cmd) (stderr *syncBuffer, exited <-chan error) {
+func startPause(t *testing.T, cmd *exec.Cmd) (stderr *testenv.Buffer, exited <-chan error) {
 	t.Helper()
-	stderr = new(syncBuffer)
+	stderr = new(testenv.Buffer)
 	cmd.Stderr = stderr
 	done := cmdtest.Start(t, cmd)
 	if !waitFor(10*time.Second, func() bool { return strings.Contains(stderr.String(), "pause: waiting") }) {
@@ -172,7 +162,7 @@ func startPause(t *testing.T, cmd *exec.Cmd) (stderr *syncBuffer, exited <-chan 
 }
 
 // stopPause sends sig and checks that pause exits 0 within a second.
-func stopPause(t *testing.T, cmd *exec.Cmd, exited <-chan error, sig syscall.Signal, stderr *syncBuffer) {
+func stopPause(t *testing.T, cmd *exec.Cmd, exited <-chan error, sig syscall.Signal, stderr *testenv.Buffer) {
 	t.Helper()
 	cmdtest.SignalExitsZero(t, cmd, exited, sig, time.Second, stderr)
 	if want := fmt.Sprintf("got signal: %v", sig); !strings.Contains(stderr.String(), want) {
@@ -277,7 +267,7 @@ func TestReapsInheritedChildren(t *testing.T) {
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), helperEnv+"=exec", "PAUSE_BINARY="+bin)
-	stdout := new(syncBuffer)
+	stdout := new(testenv.Buffer)
 	cmd.Stdout = stdout
 	stderr, exited := startPause(t, cmd)
 

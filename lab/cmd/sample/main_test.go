@@ -6,23 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
-// syncBuffer is a bytes.Buffer that a program writes while its test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+// syncBuffer is what the program writes, read as JSON lines by records.
+type syncBuffer struct{ testenv.Buffer }
 
 // records are the JSON lines written so far, with message msg; every line must be JSON.
 func (s *syncBuffer) records(t *testing.T, msg string) []map[string]any {

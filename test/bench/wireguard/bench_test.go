@@ -119,7 +119,7 @@ func BenchmarkWireGuard(b *testing.B) {
 
 	// Phase 3: one node at a time gets a new endpoint; each must reach the device as exactly
 	// one peer operation, leaving the other 499 peers and all routes as they are.
-	sync0, syncN0 := histogram(b, run.reg, "semaphore_wg_reconcile_duration_seconds")
+	sync0, syncN0 := testenv.HistogramSeries(b, run.reg, "semaphore_wg_reconcile_duration_seconds", nil)
 	var latencies []time.Duration
 	var peerOps, deviceWrites, routeWrites, others float64
 	var firstOps, firstWrites float64
@@ -165,7 +165,7 @@ func BenchmarkWireGuard(b *testing.B) {
 			b.Errorf("change %d (node %d): the device differs from the desired peers: %v", k, i, diff)
 		}
 	}
-	sync1, syncN1 := histogram(b, run.reg, "semaphore_wg_reconcile_duration_seconds")
+	sync1, syncN1 := testenv.HistogramSeries(b, run.reg, "semaphore_wg_reconcile_duration_seconds", nil)
 	syncMean := time.Duration((sync1 - sync0) / float64(syncN1-syncN0) * float64(time.Second))
 	readStart := time.Now()
 	for range 10 {
@@ -388,24 +388,6 @@ func (r *running) counts(b *testing.B) counts {
 	}
 	c.reconciles, _ = testenv.MetricSeries(b, r.reg, "semaphore_wg_reconcile_total", map[string]string{"remote": remoteName, "result": "success"})
 	return c
-}
-
-// histogram returns the sum and count of the histogram name in reg (all series).
-func histogram(b *testing.B, reg prometheus.Gatherer, name string) (sum float64, count uint64) {
-	families, err := reg.Gather()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			sum += m.GetHistogram().GetSampleSum()
-			count += m.GetHistogram().GetSampleCount()
-		}
-	}
-	return sum, count
 }
 
 // countDevice returns how many peers and marked routes the device has (0, 0 while it does
