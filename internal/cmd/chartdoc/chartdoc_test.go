@@ -9,79 +9,33 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"sigs.k8s.io/yaml"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/chart/README.md from the current output")
 
+// TestParseValues lists the rows of each values.yaml of testdata/parse-values.yaml.
 func TestParseValues(t *testing.T) {
-	tests := []struct {
-		name string
-		src  string
-		want []value
-	}{{
-		name: "empty file",
-		src:  "",
-	}, {
-		name: "description over several lines, file comment above the first key",
-		src:  "# values of x\n# -- first line\n# second line\nfoo: 1\n",
-		want: []value{{Key: "foo", Type: "int", Default: "`1`", Description: "first line second line"}},
-	}, {
-		name: "undocumented keys are listed without a description",
-		src:  "foo: bar\n",
-		want: []value{{Key: "foo", Type: "string", Default: "`\"bar\"`"}},
-	}, {
-		name: "the last -- block wins",
-		src:  "# -- stale\n#\n# -- fresh\nfoo: true\n",
-		want: []value{{Key: "foo", Type: "bool", Default: "`true`", Description: "fresh"}},
-	}, {
-		name: "type and default overrides",
-		src:  "# -- (string) the tag\n# @default -- the app version\ntag:\n",
-		want: []value{{Key: "tag", Type: "string", Default: "the app version", Description: "the tag"}},
-	}, {
-		name: "a parenthesised word that is no type stays in the description",
-		src:  "# -- (required) the name\nname: \"\"\n",
-		want: []value{{Key: "name", Type: "string", Default: "`\"\"`", Description: "(required) the name"}},
-	}, {
-		name: "null without override",
-		src:  "# -- nothing\nx: null\n",
-		want: []value{{Key: "x", Type: "null", Default: "`null`", Description: "nothing"}},
-	}, {
-		name: "a map without described keys is one row",
-		src:  "# -- resources\nres:\n  limits: {memory: 64Mi}\n  requests: {cpu: 1}\n",
-		want: []value{{Key: "res", Type: "object", Default: "`{\"limits\":{\"memory\":\"64Mi\"},\"requests\":{\"cpu\":1}}`", Description: "resources"}},
-	}, {
-		name: "a map with described keys is recursed, a dedented comment belongs to the next key",
-		src:  "a:\n  b:\n    # -- deep\n    c: [1, 2]\n# -- next\nd: x\n",
-		want: []value{
-			{Key: "a.b.c", Type: "list", Default: "`[1,2]`", Description: "deep"},
-			{Key: "d", Type: "string", Default: "`\"x\"`", Description: "next"},
-		},
-	}, {
-		name: "a described section gets its own row",
-		src:  "# -- the section\ns:\n  # -- on or off\n  on: false\n",
-		want: []value{
-			{Key: "s", Type: "object", Description: "the section"},
-			{Key: "s.on", Type: "bool", Default: "`false`", Description: "on or off"},
-		},
-	}, {
-		name: "keys with dots are quoted in the path",
-		src:  "ann:\n  # -- scrape\n  prometheus.io/scrape: \"true\"\n",
-		want: []value{{Key: `ann."prometheus.io/scrape"`, Type: "string", Default: "`\"true\"`", Description: "scrape"}},
-	}, {
-		name: "aliases are resolved",
-		src:  "base: &b {x: 1}\n# -- copy\ncopy: *b\n",
-		want: []value{
-			{Key: "base", Type: "object", Default: "`{\"x\":1}`"},
-			{Key: "copy", Type: "object", Default: "`{\"x\":1}`", Description: "copy"},
-		},
-	}}
+	data, err := os.ReadFile(filepath.Join("testdata", "parse-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tests []struct {
+		Name   string  `json:"name"`
+		Values string  `json:"values"`
+		Rows   []value `json:"rows"`
+	}
+	if err := yaml.UnmarshalStrict(data, &tests); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseValues([]byte(tt.src))
+		t.Run(tt.Name, func(t *testing.T) {
+			got, err := parseValues([]byte(tt.Values))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.Rows, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("parseValues (-want +got):\n%s", diff)
 			}
 		})

@@ -123,10 +123,10 @@ type dependency struct {
 
 // value is one row of the values table.
 type value struct {
-	Key         string // dotted path
-	Type        string
-	Default     string // rendered as Markdown
-	Description string
+	Key         string `json:"key"` // dotted path
+	Type        string `json:"type"`
+	Default     string `json:"default"` // rendered as Markdown
+	Description string `json:"description"`
 }
 
 // parseValues lists the documented keys of a values.yaml in file order.
