@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/cli/values"
 	"helm.sh/helm/v3/pkg/getter"
@@ -173,11 +172,7 @@ func lookup(v map[string]any, path ...string) any {
 // them (before subchart defaults).
 func effectiveValues(t testing.TB, dir string, vals map[string]any) map[string]any {
 	t.Helper()
-	ch, err := loader.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := chartutil.CoalesceValues(ch, vals)
+	out, err := chartutil.CoalesceValues(loadChart(t, dir), vals)
 	if err != nil {
 		t.Fatal(err)
 	}

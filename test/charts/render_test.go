@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -340,10 +339,7 @@ func checkMonitoring(t *testing.T, m *manifest, w workload, sub map[string]any) 
 // hasChartFiles reports whether the component's subchart holds files under prefix.
 func hasChartFiles(t *testing.T, component, prefix string) bool {
 	t.Helper()
-	ch, err := loader.Load(filepath.Join(umbrellaChart, "charts", component))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := loadChart(t, filepath.Join(umbrellaChart, "charts", component))
 	return slices.ContainsFunc(ch.Files, func(f *chart.File) bool { return strings.HasPrefix(f.Name, prefix) })
 }
 
