@@ -142,12 +142,6 @@ func reapUntil(want []int) []int {
 	return got
 }
 
-// buildPause builds the program as the lab's image has it (static).
-func buildPause(t *testing.T) string {
-	t.Helper()
-	return testenv.BuildBinary(t, "github.com/kube-semaphore/semaphore/lab/cmd/pause")
-}
-
 // startPause starts cmd (pause, or a helper that becomes pause) and waits until pause waits
 // for signals; the process is killed at the end of the test if it still runs.
 func startPause(t *testing.T, cmd *exec.Cmd) (stderr *testenv.Buffer, exited <-chan error) {
@@ -171,11 +165,11 @@ func stopPause(t *testing.T, cmd *exec.Cmd, exited <-chan error, sig syscall.Sig
 }
 
 func TestBuildsStaticWithoutCgo(t *testing.T) {
-	cmdtest.CheckStatic(t, buildPause(t))
+	cmdtest.CheckStatic(t, cmdtest.Build(t, "pause"))
 }
 
 func TestBlocksUntilSignalThenExitsZeroPromptly(t *testing.T) {
-	bin := buildPause(t)
+	bin := cmdtest.Build(t, "pause")
 	for name, sig := range map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT} {
 		t.Run(name, func(t *testing.T) {
 			cmd := exec.Command(bin)
@@ -260,7 +254,7 @@ func TestReapLeavesRunningChildrenAndDoesNotBlock(t *testing.T) {
 // pause, which must reap the one that had already exited when it started, and the other when
 // it exits later (SIGCHLD); an unreaped child would stay a zombie as long as pause runs.
 func TestReapsInheritedChildren(t *testing.T) {
-	bin := buildPause(t)
+	bin := cmdtest.Build(t, "pause")
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -13,18 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/lab/cmd/internal/cmdtest"
 )
 
-// buildSample builds the program as the lab's image has it (static).
-func buildSample(t *testing.T) string {
-	t.Helper()
-	return testenv.BuildBinary(t, "github.com/kube-semaphore/semaphore/lab/cmd/sample")
-}
-
 func TestBuildsStaticWithoutCgo(t *testing.T) {
-	bin := buildSample(t)
+	bin := cmdtest.Build(t, "sample")
 	if runtime.GOOS != "linux" {
 		t.Skip("checks an ELF binary")
 	}
@@ -35,7 +28,7 @@ func TestBuildsStaticWithoutCgo(t *testing.T) {
 // with message ready.
 func startBinary(t *testing.T, ready string, args ...string) (*exec.Cmd, *syncBuffer, <-chan error) {
 	t.Helper()
-	cmd := exec.Command(buildSample(t), args...)
+	cmd := exec.Command(cmdtest.Build(t, "sample"), args...)
 	stdout, stderr := new(syncBuffer), new(syncBuffer)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	done := cmdtest.Start(t, cmd)

@@ -8,7 +8,15 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
+
+// Build builds the lab's program name (lab/cmd/<name>) as the lab's image has it: static.
+func Build(t testing.TB, name string) string {
+	t.Helper()
+	return testenv.BuildBinary(t, "github.com/kube-semaphore/semaphore/lab/cmd/"+name)
+}
 
 // Start starts cmd and returns a channel that receives how it exited, then is closed, so that
 // a receive after the test's own returns at once. The process is killed and reaped when the
