@@ -94,8 +94,8 @@ func New(name, metricsPrefix string, shared config.Shared, election config.Leade
 		admin:       admin.New(reg),
 		listener:    listener,
 	}
+	b.Health.AddClusters(remotes)
 	for _, r := range remotes {
-		b.Health.Add(r.Name, remote.ProbeReadyz(r))
 		b.admin.AddReadyCheck("remote:"+r.Name, func() error {
 			// Only the leader syncs caches; a standby is ready while the remote answers.
 			if b.leading.Load() {

@@ -55,6 +55,13 @@ func ProbeReadyz(c Cluster) func(context.Context) error {
 	}
 }
 
+// AddClusters starts tracking each of clusters through its API server's /readyz (ProbeReadyz).
+func (h *Health) AddClusters(clusters []Cluster) {
+	for _, c := range clusters {
+		h.Add(c.Name, ProbeReadyz(c))
+	}
+}
+
 // Add starts tracking a remote. It counts as down until its first probe succeeds.
 func (h *Health) Add(name string, probe func(context.Context) error) {
 	h.mu.Lock()

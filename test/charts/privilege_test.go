@@ -551,9 +551,7 @@ func wireguardScenario(t *testing.T, aws, gcp *testenv.Cluster, p *simulatedPod)
 	}
 	reg := prometheus.NewRegistry()
 	in := component.NewInstruments(reg, wgapp.MetricsPrefix, time.Second, log)
-	for _, r := range remotes {
-		in.Health.Add(r.Name, remote.ProbeReadyz(r))
-	}
+	in.Health.AddClusters(remotes)
 	key := devicetest.Key(t)
 	devs := devicetest.New()
 	device := peers.DeviceName("aws")

@@ -104,9 +104,7 @@ func startReading(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key, so
 	}
 	reg := prometheus.NewRegistry()
 	in := component.NewInstruments(reg, "semaphore_wg", 200*time.Millisecond, log)
-	for _, r := range remotes {
-		in.Health.Add(r.Name, remote.ProbeReadyz(r))
-	}
+	in.Health.AddClusters(remotes)
 	ctrl, err := controller.New(controller.Options{LocalCluster: "gcp", NodeName: "gcp-node-1", MTU: 1420, Keepalive: 25 * time.Second, PodCIDRsFrom: sources},
 		local.Client, remotes, []controller.RemoteDevice{{Remote: "aws", Device: "wg-aws", Key: devKey, ListenPort: 51821}},
 		devs, in.Health, controller.NewMetrics(in.Factory, reg), in.Queue, log)

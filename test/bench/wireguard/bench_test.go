@@ -341,9 +341,7 @@ func startController(b *testing.B, local, aws *testenv.Cluster, src controller.S
 	// as Prometheus would every 15 s or so; the benchmark gathers reg after every change and
 	// while it waits, so they get a registry of their own, lest each count read the device.
 	statsReg := prometheus.NewRegistry()
-	for _, r := range remotes {
-		in.Health.Add(r.Name, remote.ProbeReadyz(r))
-	}
+	in.Health.AddClusters(remotes)
 	ctrl, err := controller.New(controller.Options{LocalCluster: localName, NodeName: nodeName, MTU: 1420, Keepalive: keepalive, ResyncPeriod: 10 * time.Minute,
 		PodCIDRsFrom: controller.Sources{All: src}},
 		kubernetes.NewForConfigOrDie(localCfg), remotes,
