@@ -16,3 +16,33 @@ const (
 func IsManagedBy(labels map[string]string, component string) bool {
 	return labels[ManagedBy] == component
 }
+
+// Source identifies what a component made a local object from: an object, or a group of
+// objects, in one namespace of one remote cluster.
+type Source struct {
+	Cluster, Namespace, Name string
+}
+
+func (s Source) String() string { return s.Cluster + "/" + s.Namespace + "/" + s.Name }
+
+// SourceKeys are the label keys under which a component records the Source of the objects it
+// makes, and its own ManagedBy value.
+type SourceKeys struct {
+	Component, Cluster, Namespace, Name string
+}
+
+// Labels are the labels of an object that k's component made from s.
+func (k SourceKeys) Labels(s Source) map[string]string {
+	return map[string]string{
+		ManagedBy:   k.Component,
+		k.Cluster:   s.Cluster,
+		k.Namespace: s.Namespace,
+		k.Name:      s.Name,
+	}
+}
+
+// SourceOf reads the Source recorded in an object's labels; false when any part is missing.
+func (k SourceKeys) SourceOf(l map[string]string) (Source, bool) {
+	s := Source{Cluster: l[k.Cluster], Namespace: l[k.Namespace], Name: l[k.Name]}
+	return s, s.Cluster != "" && s.Namespace != "" && s.Name != ""
+}

@@ -229,7 +229,7 @@ func rsVaried(t *testing.T, cfg *app.Config) resilience.Varied {
 func rsForeignSet(t *testing.T, cfg app.Config, src resilience.Source) func() error {
 	t.Helper()
 	foreign := netset.Source(src)
-	l := foreign.Labels()
+	l := netset.Labels(foreign)
 	delete(l, labels.ManagedBy)
 	u, err := calico.ToUnstructured(&calico.GlobalNetworkSet{
 		ObjectMeta: metav1.ObjectMeta{Name: netset.SetName(foreign), Labels: l},

@@ -95,7 +95,7 @@ func (c *Controller) owned(src netset.Source, u *unstructured.Unstructured) bool
 
 func (c *Controller) create(ctx context.Context, src netset.Source, name string, nets []string) error {
 	set := &calico.GlobalNetworkSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: src.Labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: netset.Labels(src)},
 		Spec:       calico.GlobalNetworkSetSpec{Nets: nets},
 	}
 	u, err := calico.ToUnstructured(set, c.opts.API)
@@ -113,7 +113,7 @@ func (c *Controller) update(ctx context.Context, src netset.Source, actual *unst
 	if err != nil {
 		return err
 	}
-	want := src.Labels()
+	want := netset.Labels(src)
 	same := slices.Equal(current.Spec.Nets, nets)
 	for k, v := range want {
 		if current.Labels[k] != v {

@@ -24,27 +24,16 @@ const (
 
 // Source identifies a set: the pods of one remote cluster and namespace whose policy label has
 // one value.
-type Source struct {
-	Cluster, Namespace, Name string
-}
+type Source = labels.Source
 
-func (s Source) String() string { return s.Cluster + "/" + s.Namespace + "/" + s.Name }
+// sourceKeys are the labels under which a set records its source.
+var sourceKeys = labels.SourceKeys{Component: labels.Policy, Cluster: LabelCluster, Namespace: LabelNamespace, Name: LabelName}
 
 // Labels are the labels of the set of s.
-func (s Source) Labels() map[string]string {
-	return map[string]string{
-		labels.ManagedBy: labels.Policy,
-		LabelCluster:     s.Cluster,
-		LabelNamespace:   s.Namespace,
-		LabelName:        s.Name,
-	}
-}
+func Labels(s Source) map[string]string { return sourceKeys.Labels(s) }
 
 // SourceOf reads the source labels of a set.
-func SourceOf(l map[string]string) (Source, bool) {
-	s := Source{Cluster: l[LabelCluster], Namespace: l[LabelNamespace], Name: l[LabelName]}
-	return s, s.Cluster != "" && s.Namespace != "" && s.Name != ""
-}
+func SourceOf(l map[string]string) (Source, bool) { return sourceKeys.SourceOf(l) }
 
 var (
 	notInName = regexp.MustCompile(`[^a-z0-9.-]`)

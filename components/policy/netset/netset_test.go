@@ -110,7 +110,7 @@ func TestLabelsAndSourceOf(t *testing.T) {
 		netset.LabelNamespace: "sys-log",
 		netset.LabelName:      "Fwd_A",
 	}
-	got := src.Labels()
+	got := netset.Labels(src)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Labels() mismatch (-want +got):\n%s", diff)
 	}
@@ -132,7 +132,7 @@ func TestLabelsAndSourceOf(t *testing.T) {
 }
 
 func TestSourceOfIncomplete(t *testing.T) {
-	full := netset.Source{Cluster: "gcp", Namespace: "ns", Name: "set"}.Labels()
+	full := netset.Labels(netset.Source{Cluster: "gcp", Namespace: "ns", Name: "set"})
 	for _, missing := range []string{netset.LabelCluster, netset.LabelNamespace, netset.LabelName} {
 		t.Run(missing, func(t *testing.T) {
 			l := map[string]string{}

@@ -37,27 +37,16 @@ const AnnotationSourceSlice = "mirror.semaphore.uw.io/source-slice"
 const SliceManager = "semaphore-service-mirror.semaphore.uw.io"
 
 // Source identifies a remote Service: the key of everything the controller does.
-type Source struct {
-	Cluster, Namespace, Name string
-}
+type Source = labels.Source
 
-func (s Source) String() string { return s.Cluster + "/" + s.Namespace + "/" + s.Name }
+// sourceKeys are the labels under which a mirror object records its source.
+var sourceKeys = labels.SourceKeys{Component: labels.ServiceMirror, Cluster: LabelCluster, Namespace: LabelNamespace, Name: LabelName}
 
 // SourceOf reads the source labels of a mirror object.
-func SourceOf(l map[string]string) (Source, bool) {
-	s := Source{Cluster: l[LabelCluster], Namespace: l[LabelNamespace], Name: l[LabelName]}
-	return s, s.Cluster != "" && s.Namespace != "" && s.Name != ""
-}
+func SourceOf(l map[string]string) (Source, bool) { return sourceKeys.SourceOf(l) }
 
 // Labels are the labels of every object mirroring s.
-func (s Source) Labels() map[string]string {
-	return map[string]string{
-		labels.ManagedBy: labels.ServiceMirror,
-		LabelCluster:     s.Cluster,
-		LabelNamespace:   s.Namespace,
-		LabelName:        s.Name,
-	}
-}
+func Labels(s Source) map[string]string { return sourceKeys.Labels(s) }
 
 // ServiceName is the name of the mirror of s: <cluster>-<namespace>-73736d-<name>, shortened
 // deterministically when it would exceed the 63 characters a Service name may have.
@@ -79,7 +68,7 @@ func SliceName(service, remoteSlice string) string {
 // node ports.
 func Service(s Source, namespace string, svc *corev1.Service) *corev1.Service {
 	m := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: ServiceName(s), Namespace: namespace, Labels: s.Labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: ServiceName(s), Namespace: namespace, Labels: Labels(s)},
 		Spec: corev1.ServiceSpec{
 			Type:                     corev1.ServiceTypeClusterIP,
 			PublishNotReadyAddresses: svc.Spec.PublishNotReadyAddresses,
@@ -113,7 +102,7 @@ func EndpointSlices(s Source, namespace string, remote []*discoveryv1.EndpointSl
 	service := ServiceName(s)
 	out := make([]*discoveryv1.EndpointSlice, 0, len(remote))
 	for _, r := range remote {
-		l := s.Labels()
+		l := Labels(s)
 		l[discoveryv1.LabelServiceName] = service
 		l[discoveryv1.LabelManagedBy] = SliceManager
 		m := &discoveryv1.EndpointSlice{

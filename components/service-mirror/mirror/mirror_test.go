@@ -102,7 +102,7 @@ func TestSliceName(t *testing.T) {
 }
 
 func TestSourceOfLabels(t *testing.T) {
-	l := src.Labels()
+	l := mirror.Labels(src)
 	if l[labels.ManagedBy] != labels.ServiceMirror {
 		t.Errorf("Labels()[%s] = %q, want %q", labels.ManagedBy, l[labels.ManagedBy], labels.ServiceMirror)
 	}
@@ -115,7 +115,7 @@ func TestSourceOfLabels(t *testing.T) {
 	}
 
 	for _, missing := range []string{mirror.LabelCluster, mirror.LabelNamespace, mirror.LabelName} {
-		l := src.Labels()
+		l := mirror.Labels(src)
 		delete(l, missing)
 		if _, ok := mirror.SourceOf(l); ok {
 			t.Errorf("SourceOf without %s = _, true, want false", missing)
