@@ -11,24 +11,19 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 )
 
+// Each API the controller can write maps to its group's globalnetworksets.
 func TestResource(t *testing.T) {
-	tests := []struct {
-		api  string
-		want schema.GroupVersionResource
-	}{
-		{calico.APIv3, schema.GroupVersionResource{Group: "projectcalico.org", Version: "v3", Resource: "globalnetworksets"}},
-		{calico.APICRD, schema.GroupVersionResource{Group: "crd.projectcalico.org", Version: "v1", Resource: "globalnetworksets"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.api, func(t *testing.T) {
-			got, err := calico.Resource(tt.api)
-			if err != nil {
-				t.Fatalf("Resource(%q): %v", tt.api, err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Resource(%q) mismatch (-want +got):\n%s", tt.api, diff)
-			}
-		})
+	for api, want := range map[string]schema.GroupVersionResource{
+		calico.APIv3:  {Group: "projectcalico.org", Version: "v3", Resource: "globalnetworksets"},
+		calico.APICRD: {Group: "crd.projectcalico.org", Version: "v1", Resource: "globalnetworksets"},
+	} {
+		got, err := calico.Resource(api)
+		if err != nil {
+			t.Fatalf("Resource(%q): %v", api, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Resource(%q) mismatch (-want +got):\n%s", api, diff)
+		}
 	}
 }
 
