@@ -11,27 +11,13 @@
 set -euo pipefail
 
 GOLANGCI_LINT_VERSION=${GOLANGCI_LINT_VERSION:-v2.15.0}
-CACHE_DIR=${SEMAPHORE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/semaphore}
-out="$CACHE_DIR/golangci-lint/$GOLANGCI_LINT_VERSION"
-
-if [[ -x "$out/golangci-lint" ]]; then
-	echo "$out/golangci-lint"
-	exit 0
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/go-tool.sh"
+out=$(tool_dir golangci-lint "$GOLANGCI_LINT_VERSION")
+print_if_cached "$out/golangci-lint"
 
 echo "building golangci-lint $GOLANGCI_LINT_VERSION into $out (cold build: about a minute)" >&2
-mkdir -p "$CACHE_DIR/golangci-lint"
-tmp=$(mktemp -d "$out.tmp.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-# Build outside this module so our go.mod neither constrains nor records the tool's dependencies.
-cd "$tmp"
-if ! GOBIN="$tmp" GOFLAGS=-mod=mod GOWORK=off \
-	go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION" >&2; then
+if ! go_install_tool "$out" "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"; then
 	echo "golangci-lint $GOLANGCI_LINT_VERSION could not be built with $(go version); skipping it" >&2
 	exit 0
 fi
-rm -rf "$out"
-chmod 755 "$tmp"
-mv "$tmp" "$out"
 echo "$out/golangci-lint"
