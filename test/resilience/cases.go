@@ -17,9 +17,9 @@ import (
 func (c *Component[C]) testRemoteOutage(t *testing.T) {
 	cfg := c.Config(t, gcp)
 	ns := c.Namespace(t, c.Clusters.Remote(gcp), "src")
-	gone := Source{gcp, ns, "gone"}
-	changed := Source{gcp, ns, "changed"}
-	stays := Source{gcp, ns, "stays"}
+	gone := Source{Cluster: gcp, Namespace: ns, Name: "gone"}
+	changed := Source{Cluster: gcp, Namespace: ns, Name: "changed"}
+	stays := Source{Cluster: gcp, Namespace: ns, Name: "stays"}
 	before := map[Source][]string{
 		gone:    {"198.18.1.1", "198.18.1.2"},
 		changed: {"198.18.2.1"},
@@ -118,10 +118,10 @@ func (c *Component[C]) testStartWithRemoteDown(t *testing.T) {
 	cfg := c.Config(t, aws, gcp)
 	nsA := c.Namespace(t, c.Clusters.Remote(aws), "src")
 	nsG := c.Namespace(t, c.Clusters.Remote(gcp), "src")
-	web := Source{aws, nsA, "web"}
-	db := Source{gcp, nsG, "db"}
-	cache := Source{gcp, nsG, "cache"}
-	steady := Source{gcp, nsG, "steady"}
+	web := Source{Cluster: aws, Namespace: nsA, Name: "web"}
+	db := Source{Cluster: gcp, Namespace: nsG, Name: "db"}
+	cache := Source{Cluster: gcp, Namespace: nsG, Name: "cache"}
+	steady := Source{Cluster: gcp, Namespace: nsG, Name: "steady"}
 	c.Create(t, web, "198.18.10.1")
 	gcpSources := map[Source][]string{
 		db:     {"198.18.20.1", "198.18.20.2"},
@@ -267,16 +267,16 @@ func (c *Component[C]) testRemovedRemote(t *testing.T) {
 	cfg := c.Config(t, aws, gcp)
 	nsA := c.Namespace(t, c.Clusters.Remote(aws), "src")
 	nsG := c.Namespace(t, c.Clusters.Remote(gcp), "src")
-	drop := Source{gcp, nsG, "drop-a"}
+	drop := Source{Cluster: gcp, Namespace: nsG, Name: "drop-a"}
 	converged := c.sources(t, cfg, map[Source][]string{
-		{aws, nsA, "keep-a"}: {"198.18.40.1", "198.18.40.2,fd00:40::2"},
-		{aws, nsA, "keep-b"}: {"198.18.41.1"},
-		drop:                 {"198.18.42.1", "198.18.42.2"},
-		{gcp, nsG, "drop-b"}: {"fd00:43::1,198.18.43.1"},
+		{Cluster: aws, Namespace: nsA, Name: "keep-a"}: {"198.18.40.1", "198.18.40.2,fd00:40::2"},
+		{Cluster: aws, Namespace: nsA, Name: "keep-b"}: {"198.18.41.1"},
+		drop: {"198.18.42.1", "198.18.42.2"},
+		{Cluster: gcp, Namespace: nsG, Name: "drop-b"}: {"fd00:43::1,198.18.43.1"},
 	})
 	foreignUntouched := func() error { return nil }
 	if c.Foreign != nil {
-		foreignUntouched = c.Foreign(t, cfg, Source{gcp, nsG, "foreign"})
+		foreignUntouched = c.Foreign(t, cfg, Source{Cluster: gcp, Namespace: nsG, Name: "foreign"})
 	}
 
 	r := c.Start(t, cfg)
@@ -350,8 +350,8 @@ func (c *Component[C]) testLeaderHandover(t *testing.T) {
 	le := c.Election(&cfgB)
 	le.Identity = "replica-b"
 	ns := c.Namespace(t, c.Clusters.Remote(aws), "src")
-	first := Source{aws, ns, "first"}
-	second := Source{aws, ns, "second"}
+	first := Source{Cluster: aws, Namespace: ns, Name: "first"}
+	second := Source{Cluster: aws, Namespace: ns, Name: "second"}
 	c.Create(t, first, "198.18.50.1")
 
 	replicas := map[string]*Instance{"replica-a": c.Start(t, cfgA), "replica-b": c.Start(t, cfgB)}
