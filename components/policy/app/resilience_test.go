@@ -52,14 +52,14 @@ func TestResilience(t *testing.T) {
 		InRemote: func(src resilience.Source) error { return rsRemoteHas(src) },
 
 		Has: func(cfg app.Config, src resilience.Source, members ...string) error {
-			return setHas(cfg.CalicoAPI, netset.Source(src), rsNets(members)...)
+			return setHas(cfg.CalicoAPI, src, rsNets(members)...)
 		},
-		Gone: func(cfg app.Config, src resilience.Source) error { return setGone(cfg.CalicoAPI, netset.Source(src)) },
+		Gone: func(cfg app.Config, src resilience.Source) error { return setGone(cfg.CalicoAPI, src) },
 		Versions: func(t *testing.T, cfg app.Config, remote string) map[string]string {
 			return rsSetVersions(t, cfg.CalicoAPI, remote)
 		},
 		Owns: func(src resilience.Source, key string) (bool, bool) {
-			ours := key == netset.SetName(netset.Source(src))
+			ours := key == netset.SetName(src)
 			return ours, ours
 		},
 		Writes: func(t *testing.T, _ app.Config) testenv.AuditEvents { return local.WritesBut(t, app.Name) },
@@ -228,7 +228,7 @@ func rsVaried(t *testing.T, cfg *app.Config) resilience.Varied {
 // ours, so it must survive the garbage collection of the sets of its remote.
 func rsForeignSet(t *testing.T, cfg app.Config, src resilience.Source) func() error {
 	t.Helper()
-	foreign := netset.Source(src)
+	foreign := src
 	l := netset.Labels(foreign)
 	delete(l, labels.ManagedBy)
 	u, err := calico.ToUnstructured(&calico.GlobalNetworkSet{

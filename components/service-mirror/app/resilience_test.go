@@ -52,12 +52,12 @@ func TestResilience(t *testing.T) {
 			for _, a := range rsAddresses(members) {
 				families[rsFamily(a)] = true
 			}
-			return rsMirrored(cfg, mirror.Source(src), len(families), rsReadyEndpoints(rsAddresses(members)...))
+			return rsMirrored(cfg, src, len(families), rsReadyEndpoints(rsAddresses(members)...))
 		},
-		Gone:     func(cfg app.Config, src resilience.Source) error { return mirrorGone(cfg, mirror.Source(src)) },
+		Gone:     func(cfg app.Config, src resilience.Source) error { return mirrorGone(cfg, src) },
 		Versions: rsObjectVersions,
 		Owns: func(src resilience.Source, key string) (owned, updated bool) {
-			svc := mirror.ServiceName(mirror.Source(src))
+			svc := mirror.ServiceName(src)
 			for _, family := range []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6} {
 				if key == "EndpointSlice/"+mirror.SliceName(svc, rsSliceName(src, family)) {
 					return true, true
