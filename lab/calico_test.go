@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
@@ -51,7 +51,7 @@ func TestUmbrellaValuesReadCalicoIPAM(t *testing.T) {
 	for cluster, want := range map[string]string{"gcp": "aws:calico-ipam", "merit": "aws:calico-ipam", "aws": "node"} {
 		l := &lab{registry: "127.0.0.1:5000", remoteEntries: map[string][]remoteEntry{}}
 		for _, r := range remotesOf(cluster) {
-			rel, err := charts.Render(filepath.Join(testenv.RepoRoot(), charts.RemoteDir), remoteRelease, remoteNamespace, map[string]any{
+			rel, err := charts.Render(filepath.Join(testbed.RepoRoot(), charts.RemoteDir), remoteRelease, remoteNamespace, map[string]any{
 				"clusterName": r, "apiServer": "https://127.0.0.1:6443",
 				"consumers": []any{map[string]any{"name": cluster, "calicoIPAM": r == calicoCluster}},
 			})
@@ -68,7 +68,7 @@ func TestUmbrellaValuesReadCalicoIPAM(t *testing.T) {
 			}
 			l.remoteEntries[cluster] = append(l.remoteEntries[cluster], entry)
 		}
-		rel, err := charts.Render(filepath.Join(testenv.RepoRoot(), charts.UmbrellaDir), umbrellaRelease, semaphoreNamespace, l.umbrellaValues(cluster))
+		rel, err := charts.Render(filepath.Join(testbed.RepoRoot(), charts.UmbrellaDir), umbrellaRelease, semaphoreNamespace, l.umbrellaValues(cluster))
 		if err != nil {
 			t.Fatalf("%s: %v", cluster, err)
 		}

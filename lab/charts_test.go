@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
@@ -12,7 +12,7 @@ import (
 // Secret, the Secret to copy it to and a global.remotes entry that, with the CA filled in, is
 // one entry for this cluster with the copied token.
 func TestNotesOfSemaphoreRemote(t *testing.T) {
-	rel, err := charts.Render(filepath.Join(testenv.RepoRoot(), charts.RemoteDir), remoteRelease, remoteNamespace, map[string]any{
+	rel, err := charts.Render(filepath.Join(testbed.RepoRoot(), charts.RemoteDir), remoteRelease, remoteNamespace, map[string]any{
 		"clusterName": "aws",
 		"apiServer":   "https://127.0.0.1:6443",
 		// As the lab installs it in the Calico-way cluster.

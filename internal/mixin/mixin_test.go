@@ -16,6 +16,7 @@ import (
 	wireguard "github.com/kube-semaphore/semaphore/components/wireguard/app"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/internal/mixin"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -39,11 +40,11 @@ func exported() map[string]bool {
 // queries are the dashboard queries and the alert expressions of the repository.
 func queries(t *testing.T) []mixin.Query {
 	t.Helper()
-	dashboards, err := mixin.DashboardQueries(filepath.Join(testenv.RepoRoot(), "dashboards"))
+	dashboards, err := mixin.DashboardQueries(filepath.Join(testbed.RepoRoot(), "dashboards"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	alerts, err := mixin.AlertQueries(filepath.Join(testenv.RepoRoot(), "alerts"))
+	alerts, err := mixin.AlertQueries(filepath.Join(testbed.RepoRoot(), "alerts"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestQueriesParse(t *testing.T) {
 	if len(queries) == 0 {
 		t.Skip("no dashboards or alerts yet")
 	}
-	out, err := exec.Command("bash", filepath.Join(testenv.RepoRoot(), "ci", "promtool.sh")).Output()
+	out, err := exec.Command("bash", filepath.Join(testbed.RepoRoot(), "ci", "promtool.sh")).Output()
 	if err != nil {
 		t.Fatalf("ci/promtool.sh: %v", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/internal/netnstopo"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // Two nodes joined by the underlay reach each other, and each its own local address; nothing of
@@ -67,7 +67,7 @@ func TestTwoNodesOnAnUnderlay(t *testing.T) {
 		{nodes[1].Netns, "192.0.2.2", "192.0.2.254"},
 		{nodes[1].Netns, "192.0.2.2", "198.18.0.1"},
 	} {
-		if _, err := testenv.Ping(ping[0], ping[1], ping[2], 2*time.Second); err != nil {
+		if _, err := testbed.Ping(ping[0], ping[1], ping[2], 2*time.Second); err != nil {
 			t.Errorf("in %s, %s -> %s: %v", ping[0], ping[1], ping[2], err)
 		}
 	}

@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -39,9 +38,4 @@ func CorefileFromDocs(t testing.TB, kubeconfig, mirrorNamespace string) string {
 		t.Fatalf("docs/coredns.md: %v", err)
 	}
 	return corefile
-}
-
-// LookupHost is testbed.LookupHost: the sorted addresses of name at the DNS server at addr.
-func LookupHost(ctx context.Context, addr, name string) ([]string, error) {
-	return testbed.LookupHost(ctx, addr, name)
 }

@@ -6,12 +6,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
@@ -111,16 +109,6 @@ func RequireNamespaces(t testing.TB) {
 	}
 }
 
-// EnterNamespaces is testbed.EnterNamespaces, for a test binary's child that
-// NamespacedCommand started.
-func EnterNamespaces() error { return testbed.EnterNamespaces() }
-
-// NamespacedCommand is testbed.NamespacedCommand: the test binary again, with args, in new
-// network and mount namespaces.
-func NamespacedCommand(env []string, args ...string) (*exec.Cmd, error) {
-	return testbed.NamespacedCommand(env, args...)
-}
-
 // ForwardInto forwards connections to a free port of 127.0.0.1 inside the named network
 // namespace to target, dialed from the test's own namespace (see testbed.ForwardInto), and
 // returns that port's address there. The forwarder stops when the test ends.
@@ -132,12 +120,4 @@ func ForwardInto(t testing.TB, netns, target string) string {
 	}
 	t.Cleanup(stop)
 	return addr
-}
-
-// HTTPClientInNetns is testbed.HTTPClientInNetns: an HTTP client dialing from inside netns.
-func HTTPClientInNetns(netns string) *http.Client { return testbed.HTTPClientInNetns(netns) }
-
-// Ping is testbed.Ping: one ICMP echo from src to dst inside netns, and its round-trip time.
-func Ping(netns, src, dst string, timeout time.Duration) (time.Duration, error) {
-	return testbed.Ping(netns, src, dst, timeout)
 }

@@ -1,7 +1,8 @@
 // Package testenv is what Semaphore's tests run on: thin testing.TB wrappers over package
 // testbed (API-server clusters, CoreDNS, network namespaces, binaries), which fail the test
 // instead of returning an error, clean up when it ends and skip under -short; and helpers only
-// tests need (Eventually, Hold, MetricSeries, LogWriter, RunBinary, ...).
+// tests need (Eventually, Hold, MetricSeries, LogWriter, RunBinary, ...). What needs no
+// testing.TB (RepoRoot, Ping, Scrape, ...) tests call in testbed itself: nothing is here twice.
 //
 // Everything that needs kube-apiserver and etcd, CoreDNS, root and namespaces of its own, or
 // builds a binary skips the test under -short, before it looks for or builds anything, so that
@@ -27,9 +28,6 @@ type AuditEvent = testbed.AuditEvent
 
 // AuditEvents are audit log entries, printable one per line.
 type AuditEvents = testbed.AuditEvents
-
-// RepoRoot is the root of this repository.
-func RepoRoot() string { return testbed.RepoRoot() }
 
 // Cluster is one running API server, with the methods tests use on top of testbed's.
 type Cluster struct{ *testbed.Cluster }

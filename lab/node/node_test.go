@@ -51,7 +51,7 @@ const envBinDir = "SEMAPHORE_TEST_KUBE_BIN_DIR"
 // prepareBinaries finds (or builds, while there is a network) the Kubernetes binaries, the API
 // server's included.
 func prepareBinaries() error {
-	cmd := exec.Command("bash", filepath.Join(testenv.RepoRoot(), "ci", "kube-binaries.sh"), "all")
+	cmd := exec.Command("bash", filepath.Join(testbed.RepoRoot(), "ci", "kube-binaries.sh"), "all")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -256,7 +256,7 @@ func TestNode(t *testing.T) {
 		t.Fatalf("pod IP %s is not in the pod CIDR %s", podIP, podCIDR)
 	}
 	t.Logf("%v: pod Running at %s", time.Since(began).Round(time.Millisecond), podIP)
-	if rtt, err := testenv.Ping(nodeNS, nodeIP, podIP.String(), 2*time.Second); err != nil {
+	if rtt, err := testbed.Ping(nodeNS, nodeIP, podIP.String(), 2*time.Second); err != nil {
 		t.Fatalf("the node cannot reach its pod: %v", err)
 	} else {
 		t.Logf("ping %s from the node: %v", podIP, rtt)
@@ -400,7 +400,7 @@ func makeNetwork(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := testenv.Ping(nodeNS, nodeIP, underlayIP, 2*time.Second); err != nil {
+	if _, err := testbed.Ping(nodeNS, nodeIP, underlayIP, 2*time.Second); err != nil {
 		t.Fatalf("underlay: %v", err)
 	}
 }
@@ -410,7 +410,7 @@ func makeNetwork(t *testing.T) {
 func buildPause(t *testing.T) ggcrv1.ImageIndex {
 	idx, err := images.Build(context.Background(), images.Spec{
 		Name: "pause", Package: "./lab/cmd/pause", Platforms: []string{"linux/" + runtime.GOARCH},
-	}, images.Options{Dir: testenv.RepoRoot()})
+	}, images.Options{Dir: testbed.RepoRoot()})
 	if err != nil {
 		t.Errorf("building the pause image: %v", err)
 		return nil

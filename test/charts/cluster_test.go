@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/test/charts"
 )
@@ -68,15 +69,15 @@ func clusters(t testing.TB) (aws, gcp *testenv.Cluster) {
 			return
 		}
 		crds := []string{
-			filepath.Join(testenv.RepoRoot(), "test", "charts", "testdata", "crds"),
-			filepath.Join(testenv.RepoRoot(), "components", "policy", "testdata", "crds"),
+			filepath.Join(testbed.RepoRoot(), "test", "charts", "testdata", "crds"),
+			filepath.Join(testbed.RepoRoot(), "components", "policy", "testdata", "crds"),
 		}
 		var wg sync.WaitGroup
 		var errs [2]error
 		wg.Go(func() {
 			awsCluster, errs[0] = testenv.StartCluster("aws", testenv.Options{
 				Dir: filepath.Join(clustersDir, "aws"), ServiceCIDRs: "10.1.0.0/16",
-				CRDDirs: []string{filepath.Join(testenv.RepoRoot(), "components", "wireguard", "testdata", "crds")},
+				CRDDirs: []string{filepath.Join(testbed.RepoRoot(), "components", "wireguard", "testdata", "crds")},
 			})
 		})
 		wg.Go(func() {

@@ -15,14 +15,14 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // The charts under test.
 var (
-	umbrellaChart = filepath.Join(testenv.RepoRoot(), charts.UmbrellaDir)
-	remoteChart   = filepath.Join(testenv.RepoRoot(), charts.RemoteDir)
+	umbrellaChart = filepath.Join(testbed.RepoRoot(), charts.UmbrellaDir)
+	remoteChart   = filepath.Join(testbed.RepoRoot(), charts.RemoteDir)
 )
 
 // awsGlobals are the global values of cluster gcp with one remote, aws: all a chart needs.

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // validValues are, per chart (by name), its directory and a minimal valid set of values that each
@@ -85,7 +85,7 @@ func checkRefused(t *testing.T, tt badValuesCase) {
 func TestGlobalSchemaIsTheSameEverywhere(t *testing.T) {
 	read := func(path string) any {
 		t.Helper()
-		data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), path))
+		data, err := os.ReadFile(filepath.Join(testbed.RepoRoot(), path))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,7 @@ import (
 	mirrorapp "github.com/kube-semaphore/semaphore/components/service-mirror/app"
 	wgapp "github.com/kube-semaphore/semaphore/components/wireguard/app"
 	"github.com/kube-semaphore/semaphore/internal/config"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
@@ -258,7 +258,7 @@ func podEnv(t testing.TB, w workload, c corev1.Container, namespace, podName, no
 
 // documentedVariables are the variables docs/configuration.md lists, by component.
 var documentedVariables = sync.OnceValues(func() (map[string][]string, error) {
-	data, err := os.ReadFile(testenv.RepoRoot() + "/docs/configuration.md")
+	data, err := os.ReadFile(testbed.RepoRoot() + "/docs/configuration.md")
 	if err != nil {
 		return nil, err
 	}

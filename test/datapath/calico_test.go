@@ -20,6 +20,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/calicoipam"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -46,7 +47,7 @@ func TestDataPathCalicoIPAM(t *testing.T) {
 	gcp1, gcp2, aws1, aws2 := nodes[0], nodes[1], nodes[2], nodes[3]
 	gcpNodes, awsNodes := []*node{gcp1, gcp2}, []*node{aws1, aws2}
 
-	crds := filepath.Join(testenv.RepoRoot(), "components", "wireguard", "testdata", "crds")
+	crds := filepath.Join(testbed.RepoRoot(), "components", "wireguard", "testdata", "crds")
 	byName := newLab(t, testenv.Options{CRDDirs: []string{crds}}, nodes)
 	ctx := context.Background()
 	blocks := ipamBlocks(t, byName["aws"])
@@ -244,7 +245,7 @@ func (n *node) allowedIPs() (map[wgtypes.Key][]string, error) {
 		return nil, err
 	}
 	sock := filepath.Join(fmt.Sprintf("/proc/%d/root", n.proc.cmd.Process.Pid), run, "wireguard", n.device()+".sock")
-	byText, err := testenv.WireGuardAllowedIPs(sock)
+	byText, err := testbed.WireGuardAllowedIPs(sock)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", n, err)
 	}
@@ -266,7 +267,7 @@ func (n *node) checkNoSkippedBlocks() error {
 	if err != nil {
 		return fmt.Errorf("%s: scraping metrics: %w", n, err)
 	}
-	sum, series := testenv.SampleSum(ss, "semaphore_wg_skipped_ipam_blocks", map[string]string{"remote": n.remote})
+	sum, series := testbed.SampleSum(ss, "semaphore_wg_skipped_ipam_blocks", map[string]string{"remote": n.remote})
 	if series == 0 || sum != 0 {
 		return fmt.Errorf("%s: semaphore_wg_skipped_ipam_blocks{remote=%q} = %v over %d series, want 0 over the reasons", n, n.remote, sum, series)
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/netnstopo"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -539,20 +540,20 @@ func routeDsts(out string) []string {
 }
 
 // scrape reads the metrics of the controller in netns.
-func scrape(netns string) ([]testenv.Sample, error) {
-	return testenv.Scrape(context.Background(), testenv.HTTPClientInNetns(netns), "http://127.0.0.1:8080/metrics", "")
+func scrape(netns string) ([]testbed.Sample, error) {
+	return testbed.Scrape(context.Background(), testbed.HTTPClientInNetns(netns), "http://127.0.0.1:8080/metrics", "")
 }
 
 // value sums the samples of name with labels.
-func value(ss []testenv.Sample, name string, labels map[string]string) float64 {
-	sum, _ := testenv.SampleSum(ss, name, labels)
+func value(ss []testbed.Sample, name string, labels map[string]string) float64 {
+	sum, _ := testbed.SampleSum(ss, name, labels)
 	return sum
 }
 
 // ping sends one ICMP echo request from src to dst inside netns and waits up to timeout for the
-// reply (testenv.Ping).
+// reply (testbed.Ping).
 func ping(netns, src, dst string, timeout time.Duration) error {
-	_, err := testenv.Ping(netns, src, dst, timeout)
+	_, err := testbed.Ping(netns, src, dst, timeout)
 	return err
 }
 

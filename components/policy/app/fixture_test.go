@@ -20,6 +20,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/test/fixture"
 )
@@ -37,7 +38,7 @@ var (
 var apis = []string{calico.APIv3, calico.APICRD}
 
 func TestMain(m *testing.M) {
-	crds := filepath.Join(testenv.RepoRoot(), "components", "policy", "testdata", "crds")
+	crds := filepath.Join(testbed.RepoRoot(), "components", "policy", "testdata", "crds")
 	opts := fixture.Options{Local: testenv.Options{Audit: true, CRDDirs: []string{crds}}}
 	os.Exit(fixture.Main(m, "semaphore-policy-test-", opts, func(c *fixture.Clusters) error {
 		clusters, local, aws, gcp = c, c.Local, c.AWS, c.GCP

@@ -10,6 +10,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/test/fixture"
 )
@@ -39,7 +40,7 @@ func TestCoreDNSResolvesMirror(t *testing.T) {
 	eventually(t, 30*time.Second, "resolving "+name, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		got, err := testenv.LookupHost(ctx, addr, name)
+		got, err := testbed.LookupHost(ctx, addr, name)
 		if err != nil {
 			return err
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/remote"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 		var errs [2]error
 		var wg sync.WaitGroup
 		wg.Go(func() { local, errs[0] = testenv.StartCluster("gcp", testenv.Options{}) })
-		crds := filepath.Join(testenv.RepoRoot(), "components", "wireguard", "testdata", "crds")
+		crds := filepath.Join(testbed.RepoRoot(), "components", "wireguard", "testdata", "crds")
 		wg.Go(func() { aws, errs[1] = testenv.StartCluster("aws", testenv.Options{CRDDirs: []string{crds}}) })
 		wg.Wait()
 		for _, c := range []*testenv.Cluster{local, aws} {

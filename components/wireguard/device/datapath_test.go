@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 
 	"github.com/vishvananda/netlink"
@@ -129,7 +130,7 @@ func parseCIDRs(ss []string) ([]net.IPNet, error) {
 // or "error: ...", then answers "stats" with its peers as JSON until stdin closes, when
 // it shuts its device down and exits.
 func helperMain() int {
-	if err := testenv.EnterNamespaces(); err != nil {
+	if err := testbed.EnterNamespaces(); err != nil {
 		fmt.Printf("error: %v\n", err)
 		return 1
 	}
@@ -190,7 +191,7 @@ type helperNode struct {
 
 func startHelperNode(t *testing.T) *helperNode {
 	t.Helper()
-	cmd, err := testenv.NamespacedCommand([]string{envHelper + "=1"})
+	cmd, err := testbed.NamespacedCommand([]string{envHelper + "=1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/test/measure"
 )
@@ -63,7 +64,7 @@ type pendingChange struct {
 func BenchmarkPolicy(b *testing.B) {
 	b.StopTimer()
 	dir := b.TempDir()
-	crds := filepath.Join(testenv.RepoRoot(), "components", "policy", "testdata", "crds")
+	crds := filepath.Join(testbed.RepoRoot(), "components", "policy", "testdata", "crds")
 	clusters := testenv.Start(b, testenv.Options{Audit: true, CRDDirs: []string{crds}}, "local", "gcp")
 	local, gcp := clusters[0], clusters[1]
 	ctx := context.Background()

@@ -33,6 +33,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/remote"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/test/measure"
 )
@@ -77,7 +78,7 @@ func BenchmarkWireGuard(b *testing.B) {
 	testenv.RequireNamespaces(b)
 	b.StopTimer()
 	// The remote has Calico's IPAMBlock CRD for the calico-ipam half.
-	crds := filepath.Join(testenv.RepoRoot(), "components", "wireguard", "testdata", "crds")
+	crds := filepath.Join(testbed.RepoRoot(), "components", "wireguard", "testdata", "crds")
 	clusters := testenv.Start(b, testenv.Options{CRDDirs: []string{crds}}, localName, remoteName)
 	local, aws := clusters[0], clusters[1]
 	ctx := context.Background()
