@@ -319,3 +319,18 @@ func (c *Cluster) LeaseHolder(namespace, name string) (string, error) {
 	}
 	return ptr.Deref(l.Spec.HolderIdentity, ""), nil
 }
+
+// WriteRemoteKubeconfig copies the kubeconfig file at kubeconfig to where a controller reads
+// the remote called name from its remotes directory dir: dir/<name>/kubeconfig, as
+// remote.KubeconfigPath says (not imported: package remote's own tests use this package).
+func WriteRemoteKubeconfig(dir, name, kubeconfig string) error {
+	data, err := os.ReadFile(kubeconfig)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, name, "kubeconfig")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
+}

@@ -12,7 +12,6 @@ package testenv
 import (
 	"errors"
 	"flag"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -111,19 +110,12 @@ func (c *Cluster) WritesBut(t testing.TB, userAgent string) AuditEvents {
 	return out
 }
 
-// WriteRemoteKubeconfig copies c's (proxied) kubeconfig to where a controller reads the remote
-// named c.Name: dir/<name>/kubeconfig.
-func WriteRemoteKubeconfig(t testing.TB, dir string, c *Cluster) {
+// WriteRemoteKubeconfig copies the kubeconfig file at kubeconfig (a cluster's Kubeconfig
+// through its proxy, or its DirectKubeconfig) to where a controller reads the remote called
+// name from its remotes directory dir.
+func WriteRemoteKubeconfig(t testing.TB, dir, name, kubeconfig string) {
 	t.Helper()
-	data, err := os.ReadFile(c.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, c.Name, "kubeconfig")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	if err := testbed.WriteRemoteKubeconfig(dir, name, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
 }

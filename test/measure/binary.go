@@ -27,7 +27,7 @@ type Process struct {
 func Binary(b *testing.B, pkg, agent, dir string, local, remote *testenv.Cluster, leaseNS string, extra ...string) *Process {
 	bin := testenv.BuildBinary(b, pkg)
 	remotesDir := filepath.Join(dir, "remotes")
-	testenv.WriteRemoteKubeconfig(b, remotesDir, remote)
+	testenv.WriteRemoteKubeconfig(b, remotesDir, remote.Name, remote.Kubeconfig)
 	cmd := exec.Command(bin)
 	cmd.Env = append(append(os.Environ(),
 		"SEMAPHORE_LOCAL_CLUSTER="+local.Name,

@@ -24,7 +24,6 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
 	"github.com/kube-semaphore/semaphore/internal/config"
-	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -60,16 +59,7 @@ func TestRemoteRemovalCleansUpAtNextStart(t *testing.T) {
 
 	keyDir := t.TempDir()
 	remotesDir := t.TempDir()
-	kubeconfig, err := os.ReadFile(aws.DirectKubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(remote.KubeconfigPath(remotesDir, "aws")), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(remote.KubeconfigPath(remotesDir, "aws"), kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteRemoteKubeconfig(t, remotesDir, "aws", aws.DirectKubeconfig)
 	log := slog.New(slog.NewTextHandler(testenv.LogWriter(t), nil))
 
 	// The stand-in for kernel devices (see above), and a WireGuard device by our prefix that

@@ -97,7 +97,7 @@ func start(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key) *running 
 func startReading(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key, sources controller.Sources) *running {
 	t.Helper()
 	dir := t.TempDir()
-	testenv.WriteRemoteKubeconfig(t, dir, aws)
+	testenv.WriteRemoteKubeconfig(t, dir, aws.Name, aws.Kubeconfig)
 	log := slog.New(slog.NewTextHandler(testenv.LogWriter(t), nil))
 	remotes, err := remote.LoadRemotes(dir, []string{"aws"}, remote.ClientOptions{UserAgent: "semaphore-wireguard", QPS: 100, Burst: 200})
 	if err != nil {

@@ -302,16 +302,7 @@ func (m *marks) syncedAfter(t0 time.Time) time.Duration {
 func startController(b *testing.B, local, aws *testenv.Cluster, src controller.Source) *running {
 	dir := b.TempDir()
 	remotesDir := filepath.Join(dir, "remotes")
-	kubeconfig, err := os.ReadFile(aws.DirectKubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(remote.KubeconfigPath(remotesDir, remoteName)), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(remote.KubeconfigPath(remotesDir, remoteName), kubeconfig, 0o600); err != nil {
-		b.Fatal(err)
-	}
+	testenv.WriteRemoteKubeconfig(b, remotesDir, remoteName, aws.DirectKubeconfig)
 	// wireguard-go reports every failed handshake (nothing answers at the endpoints) as a
 	// warning; only errors are worth seeing here.
 	mk := &marks{errors: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})}
