@@ -14,8 +14,8 @@ import (
 // observations); HistogramSeries sums a histogram's observations and counts them.
 func TestMetricAndHistogramSeries(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	writes := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "writes_total"}, []string{"remote", "verb"})
-	took := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "took_seconds"}, []string{"remote"})
+	writes := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "writes_total", Help: "Writes."}, []string{"remote", "verb"})
+	took := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "took_seconds", Help: "Time taken."}, []string{"remote"})
 	reg.MustRegister(writes, took)
 	writes.WithLabelValues("aws", "create").Add(3)
 	writes.WithLabelValues("aws", "delete").Add(1)
