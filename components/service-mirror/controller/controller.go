@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
@@ -48,6 +49,7 @@ type Controller struct {
 
 	localServices corelisters.ServiceLister
 	localSlices   cache.Indexer
+	write         *apply.Writer[mirror.Source]
 
 	remotes map[string]*remoteCache
 }
@@ -89,13 +91,18 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, hea
 	c.localServices = svcInformer.Lister()
 	c.localSlices = sliceInformer.Informer().GetIndexer()
 	c.base.WatchLocal(localFactory, svcInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced)
-	_, _ = svcInformer.Informer().AddEventHandler(c.base.LocalHandler(func(name string) string { return kindService + "/" + name }))
-	_, _ = sliceInformer.Informer().AddEventHandler(c.base.LocalHandler(func(name string) string { return kindEndpointSlice + "/" + name }))
+	_, _ = svcInformer.Informer().AddEventHandler(c.base.LocalHandler(apply.ServiceKey))
+	_, _ = sliceInformer.Informer().AddEventHandler(c.base.LocalHandler(apply.SliceKey))
+	c.write = &apply.Writer[mirror.Source]{
+		Base: c.base, Client: local, Namespace: opts.Namespace,
+		ServiceCache: c.localServices, SliceCache: c.localSlices,
+		UpdateService: mirror.UpdateService, Clash: c.reportClash,
+	}
 
 	for _, r := range remotes {
 		c.remotes[r.Name] = c.newRemoteCache(r)
 		// Zero before the first sync, so that dashboards show 0 rather than no data.
-		for _, kind := range []string{kindService, kindEndpointSlice} {
+		for _, kind := range []string{apply.KindService, apply.KindEndpointSlice} {
 			m.clashes.WithLabelValues(r.Name, kind)
 		}
 	}
