@@ -49,9 +49,11 @@ type Writer[K comparable] struct {
 	Clash func(key K, obj runtime.Object, m metav1.Object, kind string)
 }
 
-// ServiceKey and SliceKey are the expectation keys of our writes of a Service or slice name.
+// ServiceKey is the expectation key of our writes of the Service name.
 func ServiceKey(name string) string { return KindService + "/" + name }
-func SliceKey(name string) string   { return KindEndpointSlice + "/" + name }
+
+// SliceKey is the expectation key of our writes of the EndpointSlice name.
+func SliceKey(name string) string { return KindEndpointSlice + "/" + name }
 
 // owned reports whether obj is ours and stands for key; when it is not, the clash is reported.
 func (w *Writer[K]) owned(key K, obj runtime.Object, m metav1.Object, kind string) bool {

@@ -60,8 +60,6 @@ type remoteCache struct {
 	slices   cache.Indexer
 }
 
-const byServiceName = "service"
-
 // New wires informers for the local mirror namespace and for each remote.
 func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) *Controller {
 	c := &Controller{opts: opts, log: log, local: local, metrics: m, remotes: map[string]*remoteCache{}}
@@ -117,7 +115,7 @@ func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
 	sliceFactory := informers.NewSharedInformerFactory(r.Client, c.opts.ResyncPeriod)
 	svcInformer := svcFactory.Core().V1().Services()
 	sliceInformer := sliceFactory.Discovery().V1().EndpointSlices()
-	utilruntime.Must(sliceInformer.Informer().AddIndexers(cache.Indexers{byServiceName: indexByServiceName}))
+	utilruntime.Must(sliceInformer.Informer().AddIndexers(cache.Indexers{mirror.ByServiceName: mirror.IndexByServiceName}))
 	rc.services = svcInformer.Lister()
 	rc.slices = sliceInformer.Informer().GetIndexer()
 	// Services are listed with the selector, slices without: two factories.
@@ -127,17 +125,6 @@ func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
 	_, _ = svcInformer.Informer().AddEventHandler(rc.Handler(func(obj any) { c.onRemoteService(rc, obj) }))
 	_, _ = sliceInformer.Informer().AddEventHandler(rc.Handler(func(obj any) { c.onRemoteSlice(rc, obj) }))
 	return rc
-}
-
-func indexByServiceName(obj any) ([]string, error) {
-	m, err := reconcile.MetaOf(obj)
-	if err != nil {
-		return nil, err
-	}
-	if name := m.GetLabels()[discoveryv1.LabelServiceName]; name != "" {
-		return []string{m.GetNamespace() + "/" + name}, nil
-	}
-	return nil, nil
 }
 
 // onRemoteService enqueues a changed remote Service.

@@ -41,7 +41,7 @@ func (c *Controller) sync(ctx context.Context, src mirror.Source) (string, error
 	if err != nil || clashed {
 		return c.write.Result(src, clashed, err)
 	}
-	slices, err := multiremote.Indexed[*discoveryv1.EndpointSlice](rc.slices, byServiceName, src.Namespace+"/"+src.Name)
+	slices, err := multiremote.Indexed[*discoveryv1.EndpointSlice](rc.slices, mirror.ByServiceName, src.Namespace+"/"+src.Name)
 	if err != nil {
 		return reconcile.Error, err
 	}
