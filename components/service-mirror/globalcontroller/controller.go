@@ -61,6 +61,8 @@ type Controller struct {
 	// clusters are the local cluster and the remotes, by name.
 	clusters  map[string]*cluster
 	conflicts *conflicts
+	// started is when Run started (before that, no sync runs).
+	started time.Time
 }
 
 // cluster is what the controller reads of one cluster: its selected Services and its slices.
@@ -238,7 +240,10 @@ func (c *Controller) onZonesChanged() { c.enqueueOurs(func(global.Key) bool { re
 // Run starts the informers and workers and blocks until ctx is done. A remote whose API server
 // is unreachable does not hold up the others: each remote syncs on its own, and until it has,
 // what it contributed is kept as it is.
-func (c *Controller) Run(ctx context.Context, workers int) { c.base.Run(ctx, workers) }
+func (c *Controller) Run(ctx context.Context, workers int) {
+	c.started = time.Now()
+	c.base.Run(ctx, workers)
+}
 
 // LocalSynced reports whether the local caches have synced, for /readyz.
 func (c *Controller) LocalSynced() bool { return c.base.LocalSynced() }
