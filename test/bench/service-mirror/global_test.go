@@ -144,7 +144,7 @@ func BenchmarkGlobalServices(b *testing.B) {
 	b.ReportMetric(first.Seconds(), "first-write-s")
 	b.ReportMetric(float64(convergeWrites), "converge-writes")
 	objects := globalServices * (1 + len(clusters))
-	fmt.Printf("global services: %d Services x %d clusters x %d endpoints converged in %v (first object seen at %v) with %d writes for %d objects (%s)\n",
+	fmt.Printf("global services: %d Services x %d clusters x %d endpoints converged in %v (first global slice seen at %v) with %d writes for %d objects (%s)\n",
 		globalServices, len(clusters), endpoints, convergence.Round(time.Millisecond), first.Round(time.Millisecond), convergeWrites, objects, byVerb)
 	fmt.Printf("global services: bare client (QPS %d, burst %d, %d goroutines) wrote the %d objects in %v; controller/bare %.2f (aim <= 1.5)\n",
 		bareQPS, bareBurst, bareWorkers, objects, bare.Round(time.Millisecond), ratio)
