@@ -4,6 +4,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,11 @@ func checkGlobalServices(t *testing.T, m *manifest, w workload, sub map[string]a
 	i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "SEMAPHORE_GLOBAL_LABEL_SELECTOR" })
 	if i < 0 || c.Env[i].ValueFrom != nil || c.Env[i].Value != want {
 		t.Errorf("%s %s: SEMAPHORE_GLOBAL_LABEL_SELECTOR is %v, want the literal %q (globalServices.enabled=%v)", w.Kind, w.Name, envItem(c, i), want, on)
+	}
+
+	// The umbrella's NOTES say where global Services appear while they are on.
+	if notes := m.Release.Info.Notes; strings.Contains(notes, "Where the results appear") && strings.Contains(notes, "gl-<namespace>-73736d-<name>") != on {
+		t.Errorf("NOTES.txt with globalServices.enabled=%v:\n%s", on, notes)
 	}
 
 	mine := func(kind string) []*rbacv1.ClusterRoleBinding {
