@@ -63,6 +63,8 @@ type Controller struct {
 	conflicts *conflicts
 	// started is when Run started (before that, no sync runs).
 	started time.Time
+	// postponed are the new global services waiting for a remote to sync (mayStillWin).
+	postponed *keySet
 }
 
 // cluster is what the controller reads of one cluster: its selected Services and its slices.
@@ -79,7 +81,7 @@ func (c *cluster) ready() bool { return c.remote == nil || c.remote.Ready() }
 // New wires informers for the local cluster and for each remote. meta reads the local Nodes'
 // metadata (their zone labels).
 func New(opts Options, local kubernetes.Interface, meta metadata.Interface, remotes []remote.Cluster, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) *Controller {
-	c := &Controller{opts: opts, log: log, metrics: m, clusters: map[string]*cluster{}, conflicts: newConflicts()}
+	c := &Controller{opts: opts, log: log, metrics: m, clusters: map[string]*cluster{}, conflicts: newConflicts(), postponed: &keySet{}}
 	c.base = multiremote.New(multiremote.Config[global.Key]{
 		Queue:        "service_mirror_global",
 		QueueMetrics: queueMetrics,
@@ -219,6 +221,9 @@ func (c *Controller) enqueueRemote(r *multiremote.Remote) {
 	services, _ := c.clusters[r.Name].services.List(k8slabels.Everything())
 	for _, s := range services {
 		c.onService(s)
+	}
+	for _, k := range c.postponed.take() {
+		c.base.Queue.Add(k)
 	}
 	c.enqueueOurs(func(global.Key) bool { return true })
 }

@@ -42,8 +42,10 @@ func (c *Controller) sync(ctx context.Context, k global.Key) (string, error) {
 	}
 	used := c.decide(k, defs, actual)
 	if actual == nil && c.mayStillWin(used.Cluster) {
-		// Created now, it would be rewritten once that cluster synced.
-		c.base.Queue.AddAfter(k, time.Second)
+		// Created now, it would be rewritten once that cluster synced: wait for the next
+		// remote to sync, or for the end of the grace period.
+		c.postponed.add(k)
+		c.base.Queue.AddAfter(k, startGrace-time.Since(c.started))
 		return reconcile.Skipped, nil
 	}
 	clashed, err := c.write.Service(ctx, k, global.Service(k, c.opts.Namespace, used))
