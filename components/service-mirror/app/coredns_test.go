@@ -9,6 +9,7 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
@@ -46,6 +47,33 @@ func TestCoreDNSResolvesMirror(t *testing.T) {
 		}
 		if !slices.Equal(got, []string{clusterIP}) {
 			return fmt.Errorf("%s resolves to %v, want the mirror's ClusterIP %s", name, got, clusterIP)
+		}
+		return nil
+	})
+}
+
+// Real CoreDNS with the Corefile of docs/coredns.md resolves
+// <name>.<namespace>.svc.cluster.global to the ClusterIP of the global Service the controller
+// made.
+func TestCoreDNSResolvesGlobalService(t *testing.T) {
+	cfg := newGlobalConfig(t, "aws")
+	ns := fixture.Namespace(t, "sys-log")
+	globalService(t, local, ns, "fluentd", nil, "198.18.1.1")
+	globalService(t, aws, ns, "fluentd", nil, "198.18.2.1")
+	start(t, cfg)
+	svc, _ := expectGlobal(t, cfg, global.Key{Namespace: ns, Name: "fluentd"}, map[string][]string{"local": {"198.18.1.1"}, "aws": {"198.18.2.1"}})
+
+	addr := testenv.StartCoreDNS(t, testenv.CorefileFromDocs(t, local.DirectKubeconfig, cfg.Namespace))
+	name := fmt.Sprintf("fluentd.%s.svc.cluster.global", ns)
+	eventually(t, 30*time.Second, "resolving "+name, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		got, err := testbed.LookupHost(ctx, addr, name)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, []string{svc.Spec.ClusterIP}) {
+			return fmt.Errorf("%s resolves to %v, want the global Service's ClusterIP %s", name, got, svc.Spec.ClusterIP)
 		}
 		return nil
 	})
