@@ -470,8 +470,15 @@ func (g *globalStatus) print(w io.Writer, st *State) {
 	})
 	tw := table(w)
 	for _, c := range clusterNames() {
-		zones := cmp.Or(strings.Join(st.localZones(c), ", "), "none")
-		line := fmt.Sprintf("  %s\tlocal zones %s", c, zones)
+		line := fmt.Sprintf("  %s\t%s/%s", c, sampleNamespace, globalName)
+		if src, ok := g.sources.findItem(c, func(GlobalSource) bool { return true }); ok {
+			line += fmt.Sprintf("\t%s\tglobal %v, local-first %v\t%d slices, %d endpoints", strings.Join(src.Ports, ","), src.Global, src.LocalFirst, src.Slices, src.Endpoints)
+		} else if err := g.sources.errs[c]; err != nil {
+			line += "\terror: " + err.Error()
+		} else {
+			line += "\tmissing"
+		}
+		line += "\tlocal zones " + cmp.Or(strings.Join(st.localZones(c), ", "), "none")
 		if m, ok := g.metrics[c]; ok && m.Found {
 			line += fmt.Sprintf("\tservice-mirror: %v global services, %v local zones, %v conflicts", m.Services, m.LocalZones, m.Conflicts)
 		}
