@@ -848,12 +848,10 @@ func (l *lab) waitGlobalPods(ctx context.Context, old []PodState) ([]PodState, t
 	var pods []PodState
 	var firstReady time.Time
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		// An error (the API server busy) is asked again, like pods not ready yet.
 		list, err := l.clusters[globalCluster].Client.CoreV1().Pods(sampleNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + globalName})
-		if err != nil {
-			return false, nil // the API server busy: asked again
-		}
 		pods = nil
-		for _, pod := range list.Items {
+		for _, pod := range podsOrNone(list, err) {
 			if pod.DeletionTimestamp != nil || !podReady(&pod) || slices.ContainsFunc(old, func(p PodState) bool { return p.UID == string(pod.UID) }) {
 				continue
 			}
@@ -877,6 +875,14 @@ func (l *lab) waitGlobalPods(ctx context.Context, old []PodState) ([]PodState, t
 	l.mu.Unlock()
 	l.saveState()
 	return pods, firstReady, nil
+}
+
+// podsOrNone are the pods of list, none when it could not be read.
+func podsOrNone(list *corev1.PodList, err error) []corev1.Pod {
+	if err != nil || list == nil {
+		return nil
+	}
+	return list.Items
 }
 
 // podReady tells whether pod is ready.
