@@ -23,33 +23,44 @@ type Spec struct {
 type Factory struct {
 	prefix string
 	reg    prometheus.Registerer
+	record *specRecord
+}
 
+// specRecord is what a factory and its sub-factories created.
+type specRecord struct {
 	mu    sync.Mutex
 	specs []Spec
 }
 
 // NewFactory returns a factory for metrics named prefix_*, registered on reg.
 func NewFactory(reg prometheus.Registerer, prefix string) *Factory {
-	return &Factory{prefix: prefix, reg: reg}
+	return &Factory{prefix: prefix, reg: reg, record: &specRecord{}}
+}
+
+// Sub returns a factory for metrics named <prefix>_<name>_*, on the same registerer and
+// recorded with f's: one part of a component with metrics of its own (reconcile_total, ...).
+func (f *Factory) Sub(name string) *Factory {
+	return &Factory{prefix: f.prefix + "_" + name, reg: f.reg, record: f.record}
 }
 
 // Prefix is the common prefix of this factory's metric names.
 func (f *Factory) Prefix() string { return f.prefix }
 
-func (f *Factory) record(name, typ, help string, labels []string) string {
+func (f *Factory) add(name, typ, help string, labels []string) string {
 	full := f.prefix + "_" + name
-	f.mu.Lock()
-	f.specs = append(f.specs, Spec{Name: full, Type: typ, Help: help, Labels: append([]string(nil), labels...)})
-	f.mu.Unlock()
+	f.record.mu.Lock()
+	f.record.specs = append(f.record.specs, Spec{Name: full, Type: typ, Help: help, Labels: append([]string(nil), labels...)})
+	f.record.mu.Unlock()
 	return full
 }
 
-// Specs returns the metrics created so far, sorted by name.
+// Specs returns the metrics created so far by f and the factories it shares its record with,
+// sorted by name.
 func (f *Factory) Specs() []Spec {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]Spec, len(f.specs))
-	for i, s := range f.specs {
+	f.record.mu.Lock()
+	defer f.record.mu.Unlock()
+	out := make([]Spec, len(f.record.specs))
+	for i, s := range f.record.specs {
 		s.Labels = append([]string(nil), s.Labels...)
 		out[i] = s
 	}
@@ -60,32 +71,32 @@ func (f *Factory) Specs() []Spec {
 // External records a metric that a custom collector of the component exports (for example
 // one that reads device statistics at scrape time) and returns its full name.
 func (f *Factory) External(name, typ, help string, labels ...string) string {
-	return f.record(name, typ, help, labels)
+	return f.add(name, typ, help, labels)
 }
 
 // Counter creates and registers a counter.
 func (f *Factory) Counter(name, help string) prometheus.Counter {
-	return register(f, prometheus.NewCounter(prometheus.CounterOpts{Name: f.record(name, "counter", help, nil), Help: help}))
+	return register(f, prometheus.NewCounter(prometheus.CounterOpts{Name: f.add(name, "counter", help, nil), Help: help}))
 }
 
 // Gauge creates and registers a gauge.
 func (f *Factory) Gauge(name, help string) prometheus.Gauge {
-	return register(f, prometheus.NewGauge(prometheus.GaugeOpts{Name: f.record(name, "gauge", help, nil), Help: help}))
+	return register(f, prometheus.NewGauge(prometheus.GaugeOpts{Name: f.add(name, "gauge", help, nil), Help: help}))
 }
 
 // CounterVec creates and registers a counter with labels.
 func (f *Factory) CounterVec(name, help string, labels ...string) *prometheus.CounterVec {
-	return register(f, prometheus.NewCounterVec(prometheus.CounterOpts{Name: f.record(name, "counter", help, labels), Help: help}, labels))
+	return register(f, prometheus.NewCounterVec(prometheus.CounterOpts{Name: f.add(name, "counter", help, labels), Help: help}, labels))
 }
 
 // GaugeVec creates and registers a gauge with labels.
 func (f *Factory) GaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
-	return register(f, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: f.record(name, "gauge", help, labels), Help: help}, labels))
+	return register(f, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: f.add(name, "gauge", help, labels), Help: help}, labels))
 }
 
 // HistogramVec creates and registers a histogram with labels.
 func (f *Factory) HistogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
-	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: f.record(name, "histogram", help, labels), Help: help, Buckets: buckets}, labels)
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: f.add(name, "histogram", help, labels), Help: help, Buckets: buckets}, labels)
 	return register(f, h)
 }
 

@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -225,4 +226,23 @@ func series(t *testing.T, reg prometheus.Gatherer, name string) map[string]float
 		}
 	}
 	return out
+}
+
+// A sub-factory names its metrics below the parent's prefix, on the same registry, and they
+// are in the parent's specs (the generated metrics reference).
+func TestSubFactory(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	f := metrics.NewFactory(reg, "semaphore_x")
+	f.Counter("a_total", "A.")
+	f.Sub("global").Counter("a_total", "Global A.")
+	var names []string
+	for _, s := range f.Specs() {
+		names = append(names, s.Name)
+	}
+	if want := []string{"semaphore_x_a_total", "semaphore_x_global_a_total"}; !slices.Equal(names, want) {
+		t.Errorf("specs %v, want %v", names, want)
+	}
+	if got, err := reg.Gather(); err != nil || len(got) != 2 {
+		t.Errorf("gathered %d families, %v", len(got), err)
+	}
 }

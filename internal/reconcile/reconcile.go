@@ -28,10 +28,11 @@ const (
 	Skipped = "skipped"
 )
 
-// Metrics count and time a controller's syncs, by remote.
+// Metrics count and time a controller's syncs, by remote unless made by NewTotalMetrics.
 type Metrics struct {
 	reconciles *prometheus.CounterVec
 	duration   *prometheus.HistogramVec
+	byRemote   bool
 }
 
 // NewMetrics creates reconcile_total and reconcile_duration_seconds on f; what names the unit
@@ -42,6 +43,34 @@ func NewMetrics(f *metrics.Factory, what string) *Metrics {
 			"Reconciliations of "+what+", by remote and result: success, error, clash (an object we did not create holds the name), skipped (the remote has not synced yet, or the cache lags our own write).", "remote", "result"),
 		duration: f.HistogramVec("reconcile_duration_seconds",
 			"Time to reconcile "+what+", by remote.", metrics.LatencyBuckets, "remote"),
+		byRemote: true,
+	}
+}
+
+// NewTotalMetrics creates reconcile_total (by result only) and reconcile_duration_seconds
+// on f, for a controller whose unit of work belongs to no single remote.
+func NewTotalMetrics(f *metrics.Factory, what string) *Metrics {
+	m := &Metrics{
+		reconciles: f.CounterVec("reconcile_total",
+			"Reconciliations of "+what+", by result: success, error, clash (an object we did not create holds the name), skipped (a cache lags our own write, or what a cluster holds is not known yet).", "result"),
+		duration: f.HistogramVec("reconcile_duration_seconds",
+			"Time to reconcile "+what+".", metrics.LatencyBuckets),
+	}
+	m.initResults()
+	return m
+}
+
+// labels are the label values of a sync of remote, then result when given.
+func (m *Metrics) labels(remote string, result ...string) []string {
+	if !m.byRemote {
+		return result
+	}
+	return append([]string{remote}, result...)
+}
+
+func (m *Metrics) initResults(remote ...string) {
+	for _, result := range []string{Success, Error, Clash, Skipped} {
+		m.reconciles.WithLabelValues(append(remote, result)...)
 	}
 }
 
@@ -49,8 +78,8 @@ func NewMetrics(f *metrics.Factory, what string) *Metrics {
 // alert on errors then sees 0, not "no data", until an error happens (Prometheus' advice for
 // label values known in advance).
 func (m *Metrics) InitRemote(remote string) {
-	for _, result := range []string{Success, Error, Clash, Skipped} {
-		m.reconciles.WithLabelValues(remote, result)
+	if m.byRemote {
+		m.initResults(remote)
 	}
 }
 
@@ -91,8 +120,8 @@ func (l *Loop[K]) next(ctx context.Context) bool {
 	remote := l.Remote(key)
 	start := time.Now()
 	result, err := l.Sync(ctx, key)
-	l.Metrics.duration.WithLabelValues(remote).Observe(time.Since(start).Seconds())
-	l.Metrics.reconciles.WithLabelValues(remote, result).Inc()
+	l.Metrics.duration.WithLabelValues(l.Metrics.labels(remote)...).Observe(time.Since(start).Seconds())
+	l.Metrics.reconciles.WithLabelValues(l.Metrics.labels(remote, result)...).Inc()
 	if err != nil {
 		if ctx.Err() == nil {
 			l.Log.Error("reconcile failed", "remote", remote, "key", fmt.Sprint(key), "err", err)

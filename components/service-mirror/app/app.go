@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/metadata"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/controller"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/globalcontroller"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/labels"
@@ -29,12 +32,13 @@ const MetricsPrefix = "semaphore_service_mirror"
 type Config struct {
 	config.Shared
 	config.LeaderElection
-	Namespace     string        `envconfig:"SEMAPHORE_MIRROR_NAMESPACE" default:"semaphore" desc:"local namespace that holds the mirror Services and EndpointSlices"`
-	LabelSelector string        `envconfig:"SEMAPHORE_MIRROR_LABEL_SELECTOR" default:"mirror.semaphore.uw.io/mirror-service=true" desc:"label selector of the remote Services to mirror"`
-	Workers       int           `envconfig:"SEMAPHORE_MIRROR_WORKERS" default:"8" desc:"remote Services reconciled in parallel"`
-	DriftInterval time.Duration `envconfig:"SEMAPHORE_MIRROR_DRIFT_INTERVAL" default:"10s" desc:"how often the mirror drift and inventory metrics are recomputed"`
+	Namespace      string        `envconfig:"SEMAPHORE_MIRROR_NAMESPACE" default:"semaphore" desc:"local namespace that holds the mirror Services and EndpointSlices"`
+	LabelSelector  string        `envconfig:"SEMAPHORE_MIRROR_LABEL_SELECTOR" default:"mirror.semaphore.uw.io/mirror-service=true" desc:"label selector of the remote Services to mirror"`
+	Workers        int           `envconfig:"SEMAPHORE_MIRROR_WORKERS" default:"8" desc:"remote Services reconciled in parallel, and as many global services"`
+	DriftInterval  time.Duration `envconfig:"SEMAPHORE_MIRROR_DRIFT_INTERVAL" default:"10s" desc:"how often the mirror drift and inventory metrics are recomputed"`
+	GlobalSelector string        `envconfig:"SEMAPHORE_GLOBAL_LABEL_SELECTOR" default:"mirror.semaphore.uw.io/global-service=true" desc:"label selector of the Services, in every cluster, that are global services; empty turns global services off"`
 
-	selector k8slabels.Selector
+	selector, globalSelector k8slabels.Selector
 }
 
 // Validate checks the configuration; each error names its variable.
@@ -57,18 +61,47 @@ func (c *Config) Validate() error {
 		return errors.New("SEMAPHORE_MIRROR_LABEL_SELECTOR: must not be empty; mirroring every Service is never what you want")
 	}
 	c.selector = sel
+	if err := c.validateGlobal(); err != nil {
+		return err
+	}
 	return component.CheckWorkers("SEMAPHORE_MIRROR_WORKERS", c.Workers, "SEMAPHORE_MIRROR_DRIFT_INTERVAL", c.DriftInterval)
 }
+
+// validateGlobal checks the global services' selector. A remote named "global" is refused
+// with them: <name>.<namespace>.svc.cluster.global names global services in DNS.
+func (c *Config) validateGlobal() error {
+	if c.GlobalSelector == "" {
+		return nil
+	}
+	sel, err := k8slabels.Parse(c.GlobalSelector)
+	if err != nil {
+		return fmt.Errorf("SEMAPHORE_GLOBAL_LABEL_SELECTOR: %w", err)
+	}
+	if sel.Empty() {
+		return errors.New("SEMAPHORE_GLOBAL_LABEL_SELECTOR: selects every Service; set it to the empty string to turn global services off")
+	}
+	if slices.Contains(c.Remotes, globalZone) {
+		return fmt.Errorf("SEMAPHORE_REMOTES: a remote named %q clashes with the DNS names of global services (<name>.<namespace>.svc.cluster.global); rename it, or turn global services off with SEMAPHORE_GLOBAL_LABEL_SELECTOR=\"\"", globalZone)
+	}
+	c.globalSelector = sel
+	return nil
+}
+
+// globalZone is the last label of the DNS names of global services.
+const globalZone = "global"
 
 // MetricSpecs describes every metric the component exports (besides the standard go_* and
 // process_* ones), for the generated metrics reference.
 func MetricSpecs() []metrics.Spec {
-	return component.MetricSpecs(MetricsPrefix, func(f *metrics.Factory) { controller.NewMetrics(f) })
+	return component.MetricSpecs(MetricsPrefix, func(f *metrics.Factory) {
+		controller.NewMetrics(f)
+		globalcontroller.NewMetrics(f)
+	})
 }
 
 // App is a configured service mirror, ready to run.
 type App struct {
-	*component.Leading[*controller.Controller]
+	*component.Leading[*Controllers]
 	cfg Config
 }
 
@@ -79,16 +112,29 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctrl := controller.New(controller.Options{
+	ctrls := &Controllers{Mirrors: controller.New(controller.Options{
 		Namespace:     cfg.Namespace,
 		Selector:      cfg.selector,
 		ResyncPeriod:  cfg.ResyncPeriod,
 		DriftInterval: cfg.DriftInterval,
-	}, base.Local, base.Remotes, base.Health, controller.NewMetrics(base.Factory), base.Queue, log)
-	return &App{Leading: component.NewLeading(base, ctrl, cfg.Workers), cfg: cfg}, nil
+	}, base.Local, base.Remotes, base.Health, controller.NewMetrics(base.Factory), base.Queue, log)}
+	if cfg.globalSelector != nil {
+		meta, err := metadata.NewForConfig(base.LocalConfig)
+		if err != nil {
+			return nil, fmt.Errorf("SEMAPHORE_LOCAL_KUBECONFIG: %w", err)
+		}
+		ctrls.Global = globalcontroller.New(globalcontroller.Options{
+			Namespace:         cfg.Namespace,
+			LocalCluster:      cfg.LocalCluster,
+			Selector:          cfg.globalSelector,
+			ResyncPeriod:      cfg.ResyncPeriod,
+			InventoryInterval: cfg.DriftInterval,
+		}, base.Local, meta, base.Remotes, base.Health, globalcontroller.NewMetrics(base.Factory), base.Queue, log.With("global", true))
+	}
+	return &App{Leading: component.NewLeading(base, ctrls, cfg.Workers), cfg: cfg}, nil
 }
 
 // Starting are the attributes of the line logged when the component starts.
 func (a *App) Starting() []any {
-	return []any{"cluster", a.cfg.LocalCluster, "remotes", a.cfg.Remotes, "namespace", a.cfg.Namespace, "admin", a.AdminAddr()}
+	return []any{"cluster", a.cfg.LocalCluster, "remotes", a.cfg.Remotes, "namespace", a.cfg.Namespace, "global", a.cfg.GlobalSelector, "admin", a.AdminAddr()}
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
@@ -48,6 +49,7 @@ type Controller struct {
 
 	localServices corelisters.ServiceLister
 	localSlices   cache.Indexer
+	write         *apply.Writer[mirror.Source]
 
 	remotes map[string]*remoteCache
 }
@@ -57,8 +59,6 @@ type remoteCache struct {
 	services corelisters.ServiceLister
 	slices   cache.Indexer
 }
-
-const byServiceName = "service"
 
 // New wires informers for the local mirror namespace and for each remote.
 func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) *Controller {
@@ -89,13 +89,18 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, hea
 	c.localServices = svcInformer.Lister()
 	c.localSlices = sliceInformer.Informer().GetIndexer()
 	c.base.WatchLocal(localFactory, svcInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced)
-	_, _ = svcInformer.Informer().AddEventHandler(c.base.LocalHandler(func(name string) string { return kindService + "/" + name }))
-	_, _ = sliceInformer.Informer().AddEventHandler(c.base.LocalHandler(func(name string) string { return kindEndpointSlice + "/" + name }))
+	_, _ = svcInformer.Informer().AddEventHandler(c.base.LocalHandler(apply.ServiceKey))
+	_, _ = sliceInformer.Informer().AddEventHandler(c.base.LocalHandler(apply.SliceKey))
+	c.write = &apply.Writer[mirror.Source]{
+		Base: c.base, Client: local, Namespace: opts.Namespace,
+		ServiceCache: c.localServices, SliceCache: c.localSlices,
+		UpdateService: mirror.UpdateService, Clash: c.reportClash,
+	}
 
 	for _, r := range remotes {
 		c.remotes[r.Name] = c.newRemoteCache(r)
 		// Zero before the first sync, so that dashboards show 0 rather than no data.
-		for _, kind := range []string{kindService, kindEndpointSlice} {
+		for _, kind := range []string{apply.KindService, apply.KindEndpointSlice} {
 			m.clashes.WithLabelValues(r.Name, kind)
 		}
 	}
@@ -110,7 +115,7 @@ func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
 	sliceFactory := informers.NewSharedInformerFactory(r.Client, c.opts.ResyncPeriod)
 	svcInformer := svcFactory.Core().V1().Services()
 	sliceInformer := sliceFactory.Discovery().V1().EndpointSlices()
-	utilruntime.Must(sliceInformer.Informer().AddIndexers(cache.Indexers{byServiceName: indexByServiceName}))
+	utilruntime.Must(sliceInformer.Informer().AddIndexers(cache.Indexers{mirror.ByServiceName: mirror.IndexByServiceName}))
 	rc.services = svcInformer.Lister()
 	rc.slices = sliceInformer.Informer().GetIndexer()
 	// Services are listed with the selector, slices without: two factories.
@@ -120,17 +125,6 @@ func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
 	_, _ = svcInformer.Informer().AddEventHandler(rc.Handler(func(obj any) { c.onRemoteService(rc, obj) }))
 	_, _ = sliceInformer.Informer().AddEventHandler(rc.Handler(func(obj any) { c.onRemoteSlice(rc, obj) }))
 	return rc
-}
-
-func indexByServiceName(obj any) ([]string, error) {
-	m, err := reconcile.MetaOf(obj)
-	if err != nil {
-		return nil, err
-	}
-	if name := m.GetLabels()[discoveryv1.LabelServiceName]; name != "" {
-		return []string{m.GetNamespace() + "/" + name}, nil
-	}
-	return nil, nil
 }
 
 // onRemoteService enqueues a changed remote Service.

@@ -67,24 +67,30 @@ func SliceName(service, remoteSlice string) string {
 // selector-less ClusterIP Service (headless when the source is) with the same ports and no
 // node ports.
 func Service(s Source, namespace string, svc *corev1.Service) *corev1.Service {
-	m := &corev1.Service{
+	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: ServiceName(s), Namespace: namespace, Labels: Labels(s)},
-		Spec: corev1.ServiceSpec{
-			Type:                     corev1.ServiceTypeClusterIP,
-			PublishNotReadyAddresses: svc.Spec.PublishNotReadyAddresses,
-			SessionAffinity:          svc.Spec.SessionAffinity,
-			SessionAffinityConfig:    svc.Spec.SessionAffinityConfig.DeepCopy(),
-			// Every mirror prefers dual-stack: on a dual-stack local cluster it then serves
-			// whichever families the remote endpoints have (an IPv6-only source included),
-			// and on a single-stack one it is created single-stack rather than rejected.
-			IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicyPreferDualStack),
-		},
+		Spec:       Spec(svc),
+	}
+}
+
+// Spec is the spec of a selector-less copy of svc: ClusterIP (headless when svc is), the same
+// ports and session affinity, no node ports.
+func Spec(svc *corev1.Service) corev1.ServiceSpec {
+	spec := corev1.ServiceSpec{
+		Type:                     corev1.ServiceTypeClusterIP,
+		PublishNotReadyAddresses: svc.Spec.PublishNotReadyAddresses,
+		SessionAffinity:          svc.Spec.SessionAffinity,
+		SessionAffinityConfig:    svc.Spec.SessionAffinityConfig.DeepCopy(),
+		// Every copy prefers dual-stack: on a dual-stack local cluster it then serves
+		// whichever families the remote endpoints have (an IPv6-only source included),
+		// and on a single-stack one it is created single-stack rather than rejected.
+		IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicyPreferDualStack),
 	}
 	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
-		m.Spec.ClusterIP = corev1.ClusterIPNone
+		spec.ClusterIP = corev1.ClusterIPNone
 	}
 	for _, p := range svc.Spec.Ports {
-		m.Spec.Ports = append(m.Spec.Ports, corev1.ServicePort{
+		spec.Ports = append(spec.Ports, corev1.ServicePort{
 			Name:        p.Name,
 			Protocol:    p.Protocol,
 			AppProtocol: p.AppProtocol,
@@ -92,43 +98,49 @@ func Service(s Source, namespace string, svc *corev1.Service) *corev1.Service {
 			TargetPort:  p.TargetPort,
 		})
 	}
-	return m
+	return spec
 }
 
 // EndpointSlices returns the desired mirrors in namespace of the remote slices of source s,
-// one per remote slice. Remote-only details (node names, target references, zones, hints) are
-// left out: they name things that do not exist locally.
+// one per remote slice.
 func EndpointSlices(s Source, namespace string, remote []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
 	service := ServiceName(s)
 	out := make([]*discoveryv1.EndpointSlice, 0, len(remote))
 	for _, r := range remote {
 		l := Labels(s)
 		l[discoveryv1.LabelServiceName] = service
-		l[discoveryv1.LabelManagedBy] = SliceManager
-		m := &discoveryv1.EndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:        SliceName(service, r.Name),
-				Namespace:   namespace,
-				Labels:      l,
-				Annotations: map[string]string{AnnotationSourceSlice: r.Name},
-			},
-			AddressType: r.AddressType,
-			Endpoints:   make([]discoveryv1.Endpoint, 0, len(r.Endpoints)),
-			Ports:       make([]discoveryv1.EndpointPort, 0, len(r.Ports)),
-		}
-		for _, e := range r.Endpoints {
-			m.Endpoints = append(m.Endpoints, discoveryv1.Endpoint{
-				Addresses:  append([]string(nil), e.Addresses...),
-				Conditions: *e.Conditions.DeepCopy(),
-				Hostname:   copyPtr(e.Hostname),
-			})
-		}
-		for _, p := range r.Ports {
-			m.Ports = append(m.Ports, *p.DeepCopy())
-		}
-		out = append(out, m)
+		out = append(out, CopySlice(r, metav1.ObjectMeta{Name: SliceName(service, r.Name), Namespace: namespace, Labels: l}))
 	}
 	return out
+}
+
+// CopySlice returns a copy of slice r for a local Service, with meta and the labels and
+// annotation every copy has (managed by SliceManager, the source slice's name). Remote-only
+// details (node names, target references, zones, hints) are left out: they name things that
+// do not exist locally.
+func CopySlice(r *discoveryv1.EndpointSlice, meta metav1.ObjectMeta) *discoveryv1.EndpointSlice {
+	if meta.Labels == nil {
+		meta.Labels = map[string]string{}
+	}
+	meta.Labels[discoveryv1.LabelManagedBy] = SliceManager
+	meta.Annotations = map[string]string{AnnotationSourceSlice: r.Name}
+	m := &discoveryv1.EndpointSlice{
+		ObjectMeta:  meta,
+		AddressType: r.AddressType,
+		Endpoints:   make([]discoveryv1.Endpoint, 0, len(r.Endpoints)),
+		Ports:       make([]discoveryv1.EndpointPort, 0, len(r.Ports)),
+	}
+	for _, e := range r.Endpoints {
+		m.Endpoints = append(m.Endpoints, discoveryv1.Endpoint{
+			Addresses:  append([]string(nil), e.Addresses...),
+			Conditions: *e.Conditions.DeepCopy(),
+			Hostname:   copyPtr(e.Hostname),
+		})
+	}
+	for _, p := range r.Ports {
+		m.Ports = append(m.Ports, *p.DeepCopy())
+	}
+	return m
 }
 
 func copyPtr[T any](p *T) *T {

@@ -1,0 +1,31 @@
+package app
+
+import (
+	"context"
+	"sync"
+
+	"github.com/kube-semaphore/semaphore/components/service-mirror/controller"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/globalcontroller"
+)
+
+// Controllers are what the service mirror runs while it leads: the mirrors, and the global
+// services unless they are turned off (Global nil). Each has its own queue and workers.
+type Controllers struct {
+	Mirrors *controller.Controller
+	Global  *globalcontroller.Controller
+}
+
+// Run runs both controllers with workers each until ctx is done.
+func (c *Controllers) Run(ctx context.Context, workers int) {
+	var wg sync.WaitGroup
+	wg.Go(func() { c.Mirrors.Run(ctx, workers) })
+	if c.Global != nil {
+		wg.Go(func() { c.Global.Run(ctx, workers) })
+	}
+	wg.Wait()
+}
+
+// LocalSynced reports whether the local caches of both have synced, for /readyz.
+func (c *Controllers) LocalSynced() bool {
+	return c.Mirrors.LocalSynced() && (c.Global == nil || c.Global.LocalSynced())
+}

@@ -1,0 +1,225 @@
+// Package globalcontroller keeps the local objects of global services in line with every
+// cluster that has them: informers on each remote, on the local cluster's own Services and
+// EndpointSlices, on the mirror namespace and on the local Nodes' zones feed one rate-limited
+// workqueue keyed by global service; each sync merges the clusters' definitions with package
+// global, computes the desired objects from the caches and writes only what differs.
+package globalcontroller
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/multiremote"
+	"github.com/kube-semaphore/semaphore/internal/reconcile"
+	"github.com/kube-semaphore/semaphore/internal/remote"
+)
+
+// Options configure a Controller.
+type Options struct {
+	// Namespace is the local namespace that holds every global Service.
+	Namespace string
+	// LocalCluster is the name of the local cluster, as the remotes know it.
+	LocalCluster string
+	// Selector picks the Services, in every cluster, that are global services.
+	Selector k8slabels.Selector
+	// ResyncPeriod re-reconciles every object periodically (0 disables).
+	ResyncPeriod time.Duration
+	// InventoryInterval is how often the inventory gauges are recomputed.
+	InventoryInterval time.Duration
+}
+
+// Controller serves global services in the local cluster.
+type Controller struct {
+	base    *multiremote.Controller[global.Key]
+	opts    Options
+	log     *slog.Logger
+	metrics *Metrics
+	write   *apply.Writer[global.Key]
+
+	// ours are the global Services in the mirror namespace; slices every local EndpointSlice:
+	// ours, indexed by source, and the local cluster's own, indexed by Service.
+	ours   corelisters.ServiceLister
+	slices cache.Indexer
+	zones  *zones
+
+	// clusters are the local cluster and the remotes, by name.
+	clusters  map[string]*cluster
+	conflicts *conflicts
+}
+
+// cluster is what the controller reads of one cluster: its selected Services and its slices.
+type cluster struct {
+	name string
+	// remote is nil for the local cluster, whose caches are synced before any sync runs.
+	remote   *multiremote.Remote
+	services corelisters.ServiceLister
+	slices   cache.Indexer
+}
+
+func (c *cluster) ready() bool { return c.remote == nil || c.remote.Ready() }
+
+// New wires informers for the local cluster and for each remote. meta reads the local Nodes'
+// metadata (their zone labels).
+func New(opts Options, local kubernetes.Interface, meta metadata.Interface, remotes []remote.Cluster, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) *Controller {
+	c := &Controller{opts: opts, log: log, metrics: m, clusters: map[string]*cluster{}, conflicts: newConflicts()}
+	c.base = multiremote.New(multiremote.Config[global.Key]{
+		Queue:        "service_mirror_global",
+		QueueMetrics: queueMetrics,
+		Sync:         c.sync,
+		// A global service belongs to no single remote: its syncs are counted without one.
+		Remote:            func(global.Key) string { return "" },
+		Metrics:           m.reconcile,
+		Health:            health,
+		Log:               log,
+		OnRemoteSynced:    c.enqueueRemote,
+		Component:         labels.ServiceMirror,
+		SourceOf:          global.KeyOf,
+		EnqueueLocal:      c.enqueueOurs,
+		LocalLog:          []any{"namespace", opts.Namespace, "global", true},
+		Events:            local,
+		Writes:            m.writes,
+		Inventory:         c.updateInventory,
+		InventoryInterval: opts.InventoryInterval,
+	})
+	c.watchLocal(local, meta)
+	m.initCluster(opts.LocalCluster)
+	for _, r := range remotes {
+		c.clusters[r.Name] = c.watchRemote(r)
+		m.initCluster(r.Name)
+	}
+	return c
+}
+
+// watchLocal adds the local informers: our Services in the mirror namespace, every
+// EndpointSlice (ours and the sources of the local cluster's global services), the local
+// cluster's selected Services and the Nodes' zones.
+func (c *Controller) watchLocal(local kubernetes.Interface, meta metadata.Interface) {
+	ns := informers.NewSharedInformerFactoryWithOptions(local, c.opts.ResyncPeriod, informers.WithNamespace(c.opts.Namespace))
+	all := informers.NewSharedInformerFactory(local, c.opts.ResyncPeriod)
+	selected := selectedServices(local, c.opts)
+	ours := ns.Core().V1().Services()
+	slices := all.Discovery().V1().EndpointSlices()
+	services := selected.Core().V1().Services()
+	utilruntime.Must(slices.Informer().AddIndexers(cache.Indexers{
+		multiremote.BySource: c.base.IndexBySource,
+		mirror.ByServiceName: mirror.IndexByServiceName,
+	}))
+	c.ours, c.slices = ours.Lister(), slices.Informer().GetIndexer()
+	c.zones = newZones(meta, c.opts.ResyncPeriod, c.onZonesChanged)
+	localCluster := &cluster{name: c.opts.LocalCluster, services: services.Lister(), slices: c.slices}
+	c.clusters[localCluster.name] = localCluster
+
+	c.base.WatchLocal(ns, ours.Informer().HasSynced)
+	c.base.WatchLocal(all, slices.Informer().HasSynced)
+	c.base.WatchLocal(selected, services.Informer().HasSynced)
+	c.base.WatchLocal(c.zones.factory, c.zones.synced)
+	_, _ = ours.Informer().AddEventHandler(c.base.LocalHandler(apply.ServiceKey))
+	_, _ = slices.Informer().AddEventHandler(c.base.LocalHandler(apply.SliceKey))
+	_, _ = services.Informer().AddEventHandler(handler(func(obj any) { c.onService(obj) }))
+	_, _ = slices.Informer().AddEventHandler(handler(func(obj any) { c.onSlice(localCluster, obj) }))
+	c.write = &apply.Writer[global.Key]{
+		Base: c.base, Client: local, Namespace: c.opts.Namespace,
+		ServiceCache: c.ours, SliceCache: c.slices,
+		UpdateService: global.UpdateService, Clash: c.reportClash,
+	}
+}
+
+// selectedServices is a factory of informers on the Services opts.Selector selects.
+func selectedServices(client kubernetes.Interface, opts Options) informers.SharedInformerFactory {
+	selector := opts.Selector.String()
+	return informers.NewSharedInformerFactoryWithOptions(client, opts.ResyncPeriod,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+}
+
+func (c *Controller) watchRemote(r remote.Cluster) *cluster {
+	rc := &cluster{name: r.Name, remote: c.base.AddRemote(r.Name)}
+	svcFactory := selectedServices(r.Client, c.opts)
+	sliceFactory := informers.NewSharedInformerFactory(r.Client, c.opts.ResyncPeriod)
+	services := svcFactory.Core().V1().Services()
+	slices := sliceFactory.Discovery().V1().EndpointSlices()
+	utilruntime.Must(slices.Informer().AddIndexers(cache.Indexers{mirror.ByServiceName: mirror.IndexByServiceName}))
+	rc.services, rc.slices = services.Lister(), slices.Informer().GetIndexer()
+	rc.remote.Watch(svcFactory, services.Informer().HasSynced)
+	rc.remote.Watch(sliceFactory, slices.Informer().HasSynced)
+	_, _ = services.Informer().AddEventHandler(rc.remote.Handler(c.onService))
+	_, _ = slices.Informer().AddEventHandler(rc.remote.Handler(func(obj any) { c.onSlice(rc, obj) }))
+	return rc
+}
+
+// handler calls fn with the object of every add, update (the new object) and delete.
+func handler(fn func(obj any)) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{AddFunc: fn, UpdateFunc: func(_, obj any) { fn(obj) }, DeleteFunc: fn}
+}
+
+// onService enqueues the global service of a selected Service of any cluster. Our own
+// objects are never sources, whatever the selector.
+func (c *Controller) onService(obj any) {
+	m, err := reconcile.MetaOf(obj)
+	if err != nil || labels.IsManagedBy(m.GetLabels(), labels.ServiceMirror) {
+		return
+	}
+	c.base.Queue.Add(global.Key{Namespace: m.GetNamespace(), Name: m.GetName()})
+}
+
+// onSlice enqueues the global service a slice of cl belongs to, when its Service is selected.
+func (c *Controller) onSlice(cl *cluster, obj any) {
+	m, err := reconcile.MetaOf(obj)
+	if err != nil {
+		return
+	}
+	name := m.GetLabels()[discoveryv1.LabelServiceName]
+	if name == "" {
+		return
+	}
+	if _, err := cl.services.Services(m.GetNamespace()).Get(name); err == nil {
+		c.base.Queue.Add(global.Key{Namespace: m.GetNamespace(), Name: name})
+	}
+}
+
+// enqueueRemote enqueues every global service of a remote whose caches have just synced, and
+// every one we serve: the remote may have dropped out of some while we were not watching.
+func (c *Controller) enqueueRemote(r *multiremote.Remote) {
+	services, _ := c.clusters[r.Name].services.List(k8slabels.Everything())
+	for _, s := range services {
+		c.onService(s)
+	}
+	c.enqueueOurs(func(global.Key) bool { return true })
+}
+
+// enqueueOurs enqueues the global service of every local object of ours that matches.
+func (c *Controller) enqueueOurs(match func(global.Key) bool) {
+	services, _ := c.ours.Services(c.opts.Namespace).List(k8slabels.Everything())
+	for _, svc := range services {
+		if k, ok := global.KeyOf(svc.Labels); ok && match(k) {
+			c.base.Queue.Add(k)
+		}
+	}
+	c.base.EnqueueIndexed(c.slices, match)
+}
+
+// onZonesChanged enqueues every global service we serve: local-first hints follow the zones.
+func (c *Controller) onZonesChanged() { c.enqueueOurs(func(global.Key) bool { return true }) }
+
+// Run starts the informers and workers and blocks until ctx is done. A remote whose API server
+// is unreachable does not hold up the others: each remote syncs on its own, and until it has,
+// what it contributed is kept as it is.
+func (c *Controller) Run(ctx context.Context, workers int) { c.base.Run(ctx, workers) }
+
+// LocalSynced reports whether the local caches have synced, for /readyz.
+func (c *Controller) LocalSynced() bool { return c.base.LocalSynced() }
