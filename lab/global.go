@@ -453,18 +453,7 @@ func (g *globalStatus) print(w io.Writer, st *State) {
 		var b strings.Builder
 		fmt.Fprintf(&b, "  %s\t%s\t%s\t%s\tdefinition of %s\n", c, s.Name, s.ClusterIP, strings.Join(s.Ports, ","), cmp.Or(s.DefinitionFrom, "?"))
 		for _, from := range clusterNames() {
-			var eps []string
-			for _, e := range s.Endpoints {
-				if e.Cluster != from {
-					continue
-				}
-				ep := e.Addr + " (zones " + cmp.Or(strings.Join(e.Zones, ","), "none") + ")"
-				if !e.Ready {
-					ep += " not ready"
-				}
-				eps = append(eps, ep)
-			}
-			fmt.Fprintf(&b, "  \t  from %s\t%d slices\t%s\n", from, s.Slices[from], cmp.Or(strings.Join(eps, ", "), "no endpoint"))
+			fmt.Fprintf(&b, "  \t  from %s\t%d slices\t%s\n", from, s.Slices[from], endpointsLine(s.Endpoints, from))
 		}
 		return b.String()
 	})
@@ -500,6 +489,35 @@ func (g *globalStatus) print(w io.Writer, st *State) {
 		fmt.Fprintf(w, "  %s/%s sends to http://%s:%d/ every %s; what it got: tail -f %s\n", globalCluster, globalClientName, globalDNSName(), globalPort, globalInterval, c[0].Log)
 		fmt.Fprintf(w, "  fail over: kubectl --kubeconfig %s --context %s -n %s scale deployment %s --replicas 0\n", st.Kubeconfig, globalCluster, sampleNamespace, globalName)
 	}
+}
+
+// endpointsLine lists the endpoints copied from cluster, with their zone hints: once for all
+// of them when they are alike, as the service mirror makes them.
+func endpointsLine(endpoints []GlobalEndpoint, cluster string) string {
+	var eps, zones []string
+	for _, e := range endpoints {
+		if e.Cluster != cluster {
+			continue
+		}
+		ep := e.Addr
+		if !e.Ready {
+			ep += " (not ready)"
+		}
+		eps = append(eps, ep)
+		zones = append(zones, cmp.Or(strings.Join(e.Zones, ","), "none"))
+	}
+	if len(eps) == 0 {
+		return "no endpoint"
+	}
+	alike := slices.Clone(zones)
+	slices.Sort(alike)
+	if len(slices.Compact(alike)) == 1 {
+		return strings.Join(eps, ", ") + "\tzone hints " + zones[0]
+	}
+	for i := range eps {
+		eps[i] += " (zone hints " + zones[i] + ")"
+	}
+	return strings.Join(eps, ", ")
 }
 
 // logRecord is one line of the sample program's output, with the time the kubelet's log has
@@ -783,7 +801,7 @@ func (f *failover) run(ctx context.Context, local, remote []PodState) ([]string,
 		}
 	}
 	failed, longest := outage(sent)
-	fmt.Fprintf(l.out, "  failed over: %s; the first %s after %s's echo was scaled to 0; %d of %d attempts failed, for %s at most\n",
+	fmt.Fprintf(l.out, "  failed over: %s; the first one %s after %s's echo was scaled to 0; %d of %d attempts failed, for %s at most\n",
 		w, first.Sub(down).Round(10*time.Millisecond), globalCluster, failed, len(sent), longest.Round(10*time.Millisecond))
 	var problems []string
 	if !ok {

@@ -134,3 +134,22 @@ func TestGlobalServiceProblems(t *testing.T) {
 		}
 	}
 }
+
+// The endpoints of a cluster are listed with their zone hints once when they are alike.
+func TestEndpointsLine(t *testing.T) {
+	eps := []GlobalEndpoint{
+		{Cluster: "aws", Addr: "198.18.1.5", Ready: true, Zones: []string{"aws-a", "aws-b"}},
+		{Cluster: "aws", Addr: "198.18.1.6", Zones: []string{"aws-a", "aws-b"}},
+		{Cluster: "gcp", Addr: "198.18.2.5", Ready: true, Zones: []string{"x"}},
+		{Cluster: "gcp", Addr: "198.18.2.6", Ready: true},
+	}
+	for _, tc := range []struct{ cluster, want string }{
+		{"aws", "198.18.1.5, 198.18.1.6 (not ready)\tzone hints aws-a,aws-b"},
+		{"gcp", "198.18.2.5 (zone hints x), 198.18.2.6 (zone hints none)"},
+		{"merit", "no endpoint"},
+	} {
+		if got := endpointsLine(eps, tc.cluster); got != tc.want {
+			t.Errorf("endpointsLine(%s) = %q, want %q", tc.cluster, got, tc.want)
+		}
+	}
+}
