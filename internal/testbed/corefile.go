@@ -25,7 +25,8 @@ func DocsCorefile() (string, error) {
 //   - the kubernetes plugin gets `kubeconfig <kubeconfig>` (in a pod it uses its ServiceAccount);
 //   - the fixed ports (.:53, health's 8080, ready's 8181, prometheus' 9153) become free ports on
 //     127.0.0.1, so servers can run side by side (StartCoreDNS chooses the DNS port);
-//   - the mirror namespace "semaphore" in the rewrite target becomes mirrorNamespace.
+//   - the mirror namespace "semaphore" in each rewrite target (mirrors and global services)
+//     becomes mirrorNamespace.
 //
 // It returns an error when the block no longer has the shape these changes expect, so the doc
 // and its tests cannot drift apart silently.
@@ -65,12 +66,34 @@ func CorefileFromDocs(kubeconfig, mirrorNamespace string) (string, error) {
 			return "", fmt.Errorf("the corefile block has %q %d times, want once", want, seen[want])
 		}
 	}
-	corefile := strings.Join(out, "\n")
+	return retarget(strings.Join(out, "\n"), mirrorNamespace)
+}
+
+// retarget replaces the mirror namespace "semaphore" in the target of every rewrite line of
+// corefile with mirrorNamespace. Each rewrite line must have it exactly once, and no other line
+// at all, so that no target is missed.
+func retarget(corefile, mirrorNamespace string) (string, error) {
 	const target = ".semaphore.svc.cluster.local."
-	if n := strings.Count(corefile, target); n != 1 {
-		return "", fmt.Errorf("the corefile block has %q %d times, want once (in the rewrite target)", target, n)
+	lines := strings.Split(corefile, "\n")
+	rewrites := 0
+	for i, line := range lines {
+		n := strings.Count(line, target)
+		if !strings.HasPrefix(strings.TrimSpace(line), "rewrite ") {
+			if n > 0 {
+				return "", fmt.Errorf("the corefile block has %q outside a rewrite line: %s", target, strings.TrimSpace(line))
+			}
+			continue
+		}
+		if n != 1 {
+			return "", fmt.Errorf("a rewrite line has %q %d times, want once (in its target): %s", target, n, strings.TrimSpace(line))
+		}
+		rewrites++
+		lines[i] = strings.Replace(line, target, "."+mirrorNamespace+".svc.cluster.local.", 1)
 	}
-	return strings.Replace(corefile, target, "."+mirrorNamespace+".svc.cluster.local.", 1), nil
+	if rewrites == 0 {
+		return "", errors.New("the corefile block has no rewrite line")
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 // fencedBlock returns the content of the only code block in markdown fenced as ```lang.

@@ -32,6 +32,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	mirrorapp "github.com/kube-semaphore/semaphore/components/service-mirror/app"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	wgapp "github.com/kube-semaphore/semaphore/components/wireguard/app"
 	wgcontroller "github.com/kube-semaphore/semaphore/components/wireguard/controller"
@@ -240,6 +241,42 @@ wireguard:
 		}
 	})
 
+	// Global services are on by default: the service mirror reads this cluster's Services and
+	// EndpointSlices in every namespace and its Nodes, and still writes only in the mirror
+	// namespace (the sweep above covers every verb).
+	t.Run("service-mirror reads for global services", func(t *testing.T) {
+		p := pods["service-mirror"]
+		if sel := p.Env["SEMAPHORE_GLOBAL_LABEL_SELECTOR"]; sel != global.DefaultSelector {
+			t.Fatalf("SEMAPHORE_GLOBAL_LABEL_SELECTOR=%q, want the default %q", sel, global.DefaultSelector)
+		}
+		local := kubernetes.NewForConfigOrDie(p.LocalConfig(t))
+		if _, err := local.CoreV1().Services("").List(ctx, metav1.ListOptions{}); err != nil {
+			t.Errorf("list Services in every namespace: %v", err)
+		}
+		if _, err := local.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{}); err != nil {
+			t.Errorf("list EndpointSlices in every namespace: %v", err)
+		}
+		if _, err := local.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
+			t.Errorf("list Nodes: %v", err)
+		}
+		refused(t, "update a Service in default", func() error {
+			svc, err := local.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			svc.Labels = map[string]string{"intruder": "yes"}
+			_, err = local.CoreV1().Services("default").Update(ctx, svc, metav1.UpdateOptions{})
+			return err
+		})
+		refused(t, "create an EndpointSlice in default", func() error {
+			_, err := local.DiscoveryV1().EndpointSlices("default").Create(ctx, &discoveryv1.EndpointSlice{
+				ObjectMeta:  metav1.ObjectMeta{Name: "intruder"},
+				AddressType: discoveryv1.AddressTypeIPv4,
+			}, metav1.CreateOptions{})
+			return err
+		})
+	})
+
 	// The default API group, projectcalico.org/v3, through `helm upgrade`: the policy
 	// controller then writes there, and may no longer write the other group.
 	t.Run("policy with projectcalico.org/v3 after an upgrade", func(t *testing.T) {
@@ -261,6 +298,42 @@ wireguard:
 			}
 		}
 	})
+
+	// Global services off, through `helm upgrade`: the selector is empty, the ClusterRole is
+	// gone, and with it every read outside the mirror namespace.
+	t.Run("service-mirror without global services after an upgrade", func(t *testing.T) {
+		up := upgrade(t, gcp, umbrellaChart, localRelease, localNamespace, valuesOf(t, nil, localValues, "serviceMirror: {globalServices: {enabled: false}}"))
+		w, err := up.Workload("service-mirror")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := simulatePod(t, gcp, up, w)
+		if sel, ok := p.Env["SEMAPHORE_GLOBAL_LABEL_SELECTOR"]; !ok || sel != "" {
+			t.Errorf("SEMAPHORE_GLOBAL_LABEL_SELECTOR=%q (set: %v), want set to the empty string", sel, ok)
+		}
+		for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
+			for _, u := range up.Of(kind) {
+				if u.GetLabels()["app.kubernetes.io/component"] == "service-mirror" {
+					t.Errorf("%s %s is still rendered", kind, u.GetName())
+				}
+			}
+		}
+		user := serviceAccountUser(localNamespace, p.ServiceAccount)
+		// The authorizer sees RBAC through its own informers: wait for the binding's removal.
+		testenv.Eventually(t, 20*time.Second, "the ClusterRoleBinding's removal to reach the authorizer", func() error {
+			if allowed(t, gcp, user, "", "list", resourceRef{"", "services"}) {
+				return errors.New("still allowed to list Services in every namespace")
+			}
+			return nil
+		})
+		for _, ns := range []string{"", "default", "kube-system", localNamespace, mirrorNamespace} {
+			for _, r := range sweepResources {
+				for _, verb := range allVerbs {
+					checkAccess(t, gcp, user, ns, verb, r, localAllowed("service-mirror", p, ns, verb, r))
+				}
+			}
+		}
+	})
 }
 
 // simulatedPod is what a pod of a workload would get: its configuration from the rendered
@@ -268,6 +341,7 @@ wireguard:
 type simulatedPod struct {
 	Workload       workload
 	Config         config.Validator
+	Env            map[string]string
 	RemotesDir     string
 	ServiceAccount string
 	Kubeconfig     string
@@ -319,6 +393,7 @@ func simulatePod(t *testing.T, c *testenv.Cluster, m *manifest, w workload) *sim
 		t.Fatalf("%s %s: the component does not start with its rendered environment: %v", w.Kind, w.Name, err)
 	}
 	p.Config = cfg
+	p.Env = env
 	return p
 }
 
@@ -679,9 +754,16 @@ func localAllowed(comp string, p *simulatedPod, ns, verb string, r resourceRef) 
 	switch comp {
 	case "service-mirror":
 		cfg := p.Config.(*mirrorapp.Config)
+		// Global services are on unless their selector is set to "".
+		selector, set := p.Env["SEMAPHORE_GLOBAL_LABEL_SELECTOR"]
+		globalOn := !set || selector != ""
 		switch {
 		case ns == cfg.Namespace && (r == resourceRef{"", "services"} || r == resourceRef{"discovery.k8s.io", "endpointslices"}):
 			return in("get", "list", "watch", "create", "update", "delete")
+		case globalOn && (r == resourceRef{"", "services"} || r == resourceRef{"discovery.k8s.io", "endpointslices"}):
+			return in("get", "list", "watch") // the local cluster's own global Services, in any namespace
+		case globalOn && r == resourceRef{"", "nodes"}:
+			return in("list", "watch") // their zones, for local-first routing
 		case ns == cfg.Namespace && r == resourceRef{"", "events"}:
 			return in("create", "patch")
 		case ns == cfg.LeaderElection.Namespace && r == resourceRef{"coordination.k8s.io", "leases"}:
@@ -709,6 +791,18 @@ func localAllowed(comp string, p *simulatedPod, ns, verb string, r resourceRef) 
 // checkAccess asks c's authorizer whether user (a ServiceAccount) may verb r in ns.
 func checkAccess(t *testing.T, c *testenv.Cluster, user, ns, verb string, r resourceRef, want bool) {
 	t.Helper()
+	if got := allowed(t, c, user, ns, verb, r); got != want {
+		where := "in every namespace"
+		if ns != "" {
+			where = "in " + ns
+		}
+		t.Errorf("%s %s %s %s: allowed=%v, want %v", user, verb, strings.TrimPrefix(r.Group+"/"+r.Resource, "/"), where, got, want)
+	}
+}
+
+// allowed is c's authorizer's answer whether user (a ServiceAccount) may verb r in ns.
+func allowed(t *testing.T, c *testenv.Cluster, user, ns, verb string, r resourceRef) bool {
+	t.Helper()
 	parts := strings.Split(user, ":")
 	sar, err := authzClient(t, c).AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{
 		Spec: authorizationv1.SubjectAccessReviewSpec{
@@ -722,13 +816,7 @@ func checkAccess(t *testing.T, c *testenv.Cluster, user, ns, verb string, r reso
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sar.Status.Allowed; got != want {
-		where := "in every namespace"
-		if ns != "" {
-			where = "in " + ns
-		}
-		t.Errorf("%s %s %s %s: allowed=%v, want %v", user, verb, strings.TrimPrefix(r.Group+"/"+r.Resource, "/"), where, got, want)
-	}
+	return sar.Status.Allowed
 }
 
 var authzClients sync.Map // *testenv.Cluster -> kubernetes.Interface

@@ -188,6 +188,9 @@ func checkWorkload(t *testing.T, m *manifest, w workload, vals, sub map[string]a
 		t.Errorf("%s: kubeconfig Secrets rendered %v, mounted %v; want one per remote with a tokenSecret (%d)", w.Component, rendered, used, tokens)
 	}
 	checkIdentity(t, m, w)
+	if w.Component == "service-mirror" {
+		checkGlobalServices(t, m, w, sub)
+	}
 	if w.Kind == "Deployment" {
 		want := int32(2)
 		for _, k := range []string{"replicas", "replicaCount"} {

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,13 +26,22 @@ type Process struct {
 // in leaseNS, reading remote, logging warnings and errors only to a file in dir, with extra
 // settings; its writes are counted in local's audit log by its user agent, agent.
 func Binary(b *testing.B, pkg, agent, dir string, local, remote *testenv.Cluster, leaseNS string, extra ...string) *Process {
+	return BinaryReading(b, pkg, agent, dir, local, []*testenv.Cluster{remote}, leaseNS, extra...)
+}
+
+// BinaryReading is Binary reading several remotes.
+func BinaryReading(b *testing.B, pkg, agent, dir string, local *testenv.Cluster, remotes []*testenv.Cluster, leaseNS string, extra ...string) *Process {
 	bin := testenv.BuildBinary(b, pkg)
 	remotesDir := filepath.Join(dir, "remotes")
-	testenv.WriteRemoteKubeconfig(b, remotesDir, remote.Name, remote.Kubeconfig)
+	names := make([]string, 0, len(remotes))
+	for _, r := range remotes {
+		testenv.WriteRemoteKubeconfig(b, remotesDir, r.Name, r.Kubeconfig)
+		names = append(names, r.Name)
+	}
 	cmd := exec.Command(bin)
 	cmd.Env = append(append(os.Environ(),
 		"SEMAPHORE_LOCAL_CLUSTER="+local.Name,
-		"SEMAPHORE_REMOTES="+remote.Name,
+		"SEMAPHORE_REMOTES="+strings.Join(names, ","),
 		"SEMAPHORE_REMOTES_DIR="+remotesDir,
 		"SEMAPHORE_LOCAL_KUBECONFIG="+local.DirectKubeconfig,
 		"SEMAPHORE_ADMIN_ADDR=127.0.0.1:0",

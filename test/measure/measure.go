@@ -22,11 +22,15 @@ func Unthrottled(c *testenv.Cluster) *rest.Config {
 }
 
 // InParallel calls f(0) ... f(n-1) from 16 goroutines, failing on the first error.
-func InParallel(b *testing.B, n int, f func(i int) error) {
+func InParallel(b *testing.B, n int, f func(i int) error) { InWorkers(b, 16, n, f) }
+
+// InWorkers calls f(0) ... f(n-1) from workers goroutines, failing on the first error: a
+// reference that works as a controller's workers do.
+func InWorkers(b *testing.B, workers, n int, f func(i int) error) {
 	var next atomic.Int64
 	var failed atomic.Value
 	var wg sync.WaitGroup
-	for range 16 {
+	for range workers {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1

@@ -96,8 +96,18 @@ func expectGlobal(t *testing.T, cfg app.Config, k global.Key, want map[string][]
 	return svc, sl
 }
 
-// globalWrites are the writes the service mirror made in its mirror namespace.
-func globalWrites(t *testing.T, cfg app.Config) testenv.AuditEvents { return rsMirrorWrites(t, cfg) }
+// globalWrites are the writes the service mirror made to Services and EndpointSlices in its
+// mirror namespace (Events left out: a new process announces a standing conflict once).
+func globalWrites(t *testing.T, cfg app.Config) testenv.AuditEvents {
+	t.Helper()
+	var out testenv.AuditEvents
+	for _, e := range rsMirrorWrites(t, cfg) {
+		if e.ObjectRef.Resource != "events" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
 
 // expectNoWrites checks that the service mirror writes nothing for a while.
 func expectNoWrites(t *testing.T, cfg app.Config, what string) {
@@ -441,5 +451,51 @@ func TestGlobalConfigValidation(t *testing.T) {
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "SEMAPHORE_GLOBAL_LABEL_SELECTOR") {
 			t.Errorf("selector %q: %v, want an error naming SEMAPHORE_GLOBAL_LABEL_SELECTOR", bad, err)
 		}
+	}
+}
+
+// A restart while the cluster whose definition is used cannot be read keeps that definition:
+// the next cluster's differing one is not written in the meantime, and nothing is written when
+// the cluster returns.
+func TestGlobalServiceKeepsDefinitionWhileItsClusterIsDown(t *testing.T) {
+	cfg := newGlobalConfig(t, "aws", "gcp")
+	ns := fixture.Namespace(t, "app")
+	globalService(t, aws, ns, "api", nil, "198.18.2.1")
+	globalService(t, gcp, ns, "api", func(s *corev1.Service) { s.Spec.Ports = s.Spec.Ports[:1] }, "198.18.3.1")
+	r := start(t, cfg)
+	k := global.Key{Namespace: ns, Name: "api"}
+	expectGlobal(t, cfg, k, map[string][]string{"aws": {"198.18.2.1"}, "gcp": {"198.18.3.1"}})
+	expectNoWrites(t, cfg, "at rest")
+	r.Stop()
+
+	aws.Cut(t)
+	before := len(globalWrites(t, cfg))
+	r = start(t, cfg)
+	eventually(t, 30*time.Second, "a sync with aws down", func() error {
+		if metricValue(t, r.App.Registry, "semaphore_service_mirror_global_reconcile_total", map[string]string{"result": "success"}) == 0 {
+			return fmt.Errorf("no successful sync yet")
+		}
+		return nil
+	})
+	expectNoWrites(t, cfg, "with aws down")
+	svc, _ := expectGlobal(t, cfg, k, map[string][]string{"aws": {"198.18.2.1"}, "gcp": {"198.18.3.1"}})
+	if got := svc.Annotations[global.AnnotationDefinitionFrom]; got != "aws" || len(svc.Spec.Ports) != 2 {
+		t.Errorf("with aws down: definition from %q with %d ports, want aws's 2", got, len(svc.Spec.Ports))
+	}
+	success := func() float64 {
+		return metricValue(t, r.App.Registry, "semaphore_service_mirror_global_reconcile_total", map[string]string{"result": "success"})
+	}
+	synced := success()
+	aws.Restore(t)
+	// Once aws synced, every global service is synced again.
+	eventually(t, 30*time.Second, "a sync after aws returned", func() error {
+		if success() == synced {
+			return fmt.Errorf("no sync since aws returned")
+		}
+		return nil
+	})
+	expectNoWrites(t, cfg, "after aws returned")
+	if got := globalWrites(t, cfg)[before:]; len(got) != 0 {
+		t.Errorf("%d writes across the restart and the outage, want none:%s", len(got), got)
 	}
 }

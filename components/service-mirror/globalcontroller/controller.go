@@ -61,6 +61,8 @@ type Controller struct {
 	// clusters are the local cluster and the remotes, by name.
 	clusters  map[string]*cluster
 	conflicts *conflicts
+	// started is when Run started (before that, no sync runs).
+	started time.Time
 }
 
 // cluster is what the controller reads of one cluster: its selected Services and its slices.
@@ -117,7 +119,7 @@ func (c *Controller) watchLocal(local kubernetes.Interface, meta metadata.Interf
 	slices := all.Discovery().V1().EndpointSlices()
 	services := selected.Core().V1().Services()
 	utilruntime.Must(slices.Informer().AddIndexers(cache.Indexers{
-		multiremote.BySource: c.base.IndexBySource,
+		multiremote.BySource: c.inNamespace(c.base.IndexBySource),
 		mirror.ByServiceName: mirror.IndexByServiceName,
 	}))
 	c.ours, c.slices = ours.Lister(), slices.Informer().GetIndexer()
@@ -130,7 +132,10 @@ func (c *Controller) watchLocal(local kubernetes.Interface, meta metadata.Interf
 	c.base.WatchLocal(selected, services.Informer().HasSynced)
 	c.base.WatchLocal(c.zones.factory, c.zones.synced)
 	_, _ = ours.Informer().AddEventHandler(c.base.LocalHandler(apply.ServiceKey))
-	_, _ = slices.Informer().AddEventHandler(c.base.LocalHandler(apply.SliceKey))
+	_, _ = slices.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
+		FilterFunc: func(obj any) bool { return c.isInNamespace(obj) },
+		Handler:    c.base.LocalHandler(apply.SliceKey),
+	})
 	_, _ = services.Informer().AddEventHandler(handler(func(obj any) { c.onService(obj) }))
 	_, _ = slices.Informer().AddEventHandler(handler(func(obj any) { c.onSlice(localCluster, obj) }))
 	c.write = &apply.Writer[global.Key]{
@@ -138,6 +143,22 @@ func (c *Controller) watchLocal(local kubernetes.Interface, meta metadata.Interf
 		ServiceCache: c.ours, SliceCache: c.slices,
 		UpdateService: global.UpdateService, Clash: c.reportClash,
 	}
+}
+
+// inNamespace restricts index to the objects of the mirror namespace: the slice informer
+// watches every namespace, and another installation's global slices are not ours.
+func (c *Controller) inNamespace(index cache.IndexFunc) cache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		if !c.isInNamespace(obj) {
+			return nil, nil
+		}
+		return index(obj)
+	}
+}
+
+func (c *Controller) isInNamespace(obj any) bool {
+	m, err := reconcile.MetaOf(obj)
+	return err == nil && m.GetNamespace() == c.opts.Namespace
 }
 
 // selectedServices is a factory of informers on the Services opts.Selector selects.
@@ -219,7 +240,10 @@ func (c *Controller) onZonesChanged() { c.enqueueOurs(func(global.Key) bool { re
 // Run starts the informers and workers and blocks until ctx is done. A remote whose API server
 // is unreachable does not hold up the others: each remote syncs on its own, and until it has,
 // what it contributed is kept as it is.
-func (c *Controller) Run(ctx context.Context, workers int) { c.base.Run(ctx, workers) }
+func (c *Controller) Run(ctx context.Context, workers int) {
+	c.started = time.Now()
+	c.base.Run(ctx, workers)
+}
 
 // LocalSynced reports whether the local caches have synced, for /readyz.
 func (c *Controller) LocalSynced() bool { return c.base.LocalSynced() }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -40,6 +41,11 @@ func (c *Controller) sync(ctx context.Context, k global.Key) (string, error) {
 		return multiremote.Result(c.deleteAll(ctx, k, actual, ours))
 	}
 	used := c.decide(k, defs, actual)
+	if actual == nil && c.mayStillWin(used.Cluster) {
+		// Created now, it would be rewritten once that cluster synced.
+		c.base.Queue.AddAfter(k, time.Second)
+		return reconcile.Skipped, nil
+	}
 	clashed, err := c.write.Service(ctx, k, global.Service(k, c.opts.Namespace, used))
 	if err != nil || clashed {
 		return c.write.Result(k, clashed, err)
@@ -96,6 +102,25 @@ func (c *Controller) decide(k global.Key, defs []global.Definition, actual *core
 		c.reportConflict(k, m, actual)
 	}
 	return m.Used
+}
+
+// startGrace is how long after the start a new global Service waits for the remotes whose
+// definition could win to sync: a remote that is slow to list costs no rewrite, one that is down
+// delays nothing for long.
+const startGrace = 10 * time.Second
+
+// mayStillWin reports whether, within startGrace, a configured cluster that sorts before
+// cluster has not synced yet: its definition, if it has the service, would be used.
+func (c *Controller) mayStillWin(cluster string) bool {
+	if time.Since(c.started) > startGrace {
+		return false
+	}
+	for name, cl := range c.clusters {
+		if name < cluster && !cl.ready() {
+			return true
+		}
+	}
+	return false
 }
 
 // unknownHolds reports whether any of our slices comes from a configured cluster that cannot
