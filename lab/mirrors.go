@@ -10,6 +10,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 )
@@ -89,7 +90,8 @@ func listMirrors(ctx context.Context, kubeconfig string) ([]MirrorStatus, error)
 	if err != nil {
 		return nil, err
 	}
-	managed := metav1.ListOptions{LabelSelector: labels.ManagedBy + "=" + labels.ServiceMirror}
+	// The global services' objects are the service mirror's too (global.go shows them).
+	managed := metav1.ListOptions{LabelSelector: labels.ManagedBy + "=" + labels.ServiceMirror + ",!" + global.LabelName}
 	svcs, err := client.CoreV1().Services(semaphoreNamespace).List(ctx, managed)
 	if err != nil {
 		return nil, err

@@ -91,11 +91,19 @@ type NodeState struct {
 	PodCIDR string `json:"podCIDR"`
 	// Dir holds the node's state: containerd's, kubelet's, the pods' logs (lab/node).
 	Dir string `json:"dir"`
+	// Zone is the node's topology.kubernetes.io/zone: each node of a cluster in a zone of its
+	// own, which kube-proxy and the global services' local-first hints go by.
+	Zone string `json:"zone"`
 }
 
 // nodeName is the name of the i-th node (from 0) of cluster.
 func nodeName(cluster string, i int) string {
 	return fmt.Sprintf("%s-node-%d", cluster, i+1)
+}
+
+// nodeZone is the zone of the i-th node (from 0) of cluster: <cluster>-a, <cluster>-b, ...
+func nodeZone(cluster string, i int) string {
+	return fmt.Sprintf("%s-%c", cluster, 'a'+i)
 }
 
 // nodePodCIDR is the pod CIDR of the i-th node of cluster: an equal part of the cluster's.
@@ -133,6 +141,7 @@ func (l *lab) labNodes() []NodeState {
 				Underlay: addrAdd(underlay, 10*(ci+1)+i+1).String(),
 				PodCIDR:  nodePodCIDR(c.Name, i).String(),
 				Dir:      l.path("nodes", name),
+				Zone:     nodeZone(c.Name, i),
 			})
 		}
 	}
@@ -463,8 +472,8 @@ func (l *lab) skipNodes(reason string) {
 }
 
 // createNodeObjects creates every node's Node with its pod CIDR, which no controller allocates
-// here (kube-controller-manager runs with --allocate-node-cidrs=false); the kubelet registers
-// into it and sets its status. The Calico-way cluster's Nodes have none: its IPAM blocks say
+// here (kube-controller-manager runs with --allocate-node-cidrs=false), and its zone, which a
+// cloud provider would set; the kubelet registers into it (keeping both) and sets its status. The Calico-way cluster's Nodes have none: its IPAM blocks say
 // where the pods are (calico.go).
 func (l *lab) createNodeObjects(ctx context.Context, nodes []NodeState) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -475,7 +484,7 @@ func (l *lab) createNodeObjects(ctx context.Context, nodes []NodeState) error {
 			spec = corev1.NodeSpec{}
 		}
 		_, err := l.clusters[n.Cluster].Client.CoreV1().Nodes().Create(ctx, &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{corev1.LabelHostname: n.Name}},
+			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{corev1.LabelHostname: n.Name, corev1.LabelTopologyZone: n.Zone}},
 			Spec:       spec,
 		}, metav1.CreateOptions{})
 		if err != nil {

@@ -43,6 +43,7 @@ func newStatus() *Status {
 		&dnsStatus{mirrors: mirrors},
 		&wireguardStatus{},
 		&trafficStatus{},
+		&globalStatus{},
 		&controllersStatus{},
 		&prometheusStatus{},
 		hints{},

@@ -19,7 +19,8 @@ import (
 
 // The sample workloads of the Semaphore blog post: fluentd in aws collects logs, and the
 // forwarder pods in gcp send it theirs, through fluentd's mirror in gcp. fluentd runs on the
-// aws node whose pods' addresses are borrowed from another node's IPAM block (calico.go).
+// aws node whose pods' addresses are borrowed from another node's IPAM block (calico.go). And
+// a global service, echo in every cluster, with a client in gcp (global.go).
 const (
 	sampleNamespace        = "sys-log"
 	fluentdCluster         = "aws"
@@ -51,6 +52,11 @@ func (l *lab) createSampleWorkloads(ctx context.Context) error {
 	}
 	l.logf("created %s/%s/%s (%d replicas, mirrored) and %s/%s/%s (%d replicas, in network sets)",
 		fluentdCluster, sampleNamespace, fluentdName, fluentdReplicas, forwarderCluster, sampleNamespace, forwarderName, forwarderCount)
+	if err := l.createGlobalService(ctx); err != nil {
+		return err
+	}
+	l.logf("created %s/%s (%d replicas, a local-first global service) in %s, and %s/%s/%s",
+		sampleNamespace, globalName, globalReplicas, strings.Join(clusterNames(), ", "), globalCluster, sampleNamespace, globalClientName)
 	return nil
 }
 
