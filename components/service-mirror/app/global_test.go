@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/app"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
@@ -497,5 +498,35 @@ func TestGlobalServiceKeepsDefinitionWhileItsClusterIsDown(t *testing.T) {
 	expectNoWrites(t, cfg, "after aws returned")
 	if got := globalWrites(t, cfg)[before:]; len(got) != 0 {
 		t.Errorf("%d writes across the restart and the outage, want none:%s", len(got), got)
+	}
+}
+
+// A headless global service stays headless, and its endpoints keep their hostnames, so that
+// <hostname>.<name>.<namespace>.svc.cluster.global finds each cluster's pod of that name.
+func TestGlobalServiceHeadless(t *testing.T) {
+	cfg := newGlobalConfig(t, "aws")
+	ns := fixture.Namespace(t, "db")
+	headless := func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone }
+	globalService(t, local, ns, "pg", headless)
+	globalService(t, aws, ns, "pg", headless)
+	for _, c := range []struct {
+		cluster *testenv.Cluster
+		addr    string
+	}{{local, "198.18.1.7"}, {aws, "198.18.2.7"}} {
+		ep := endpoint(c.addr)
+		ep.Hostname = ptr.To("pg-0")
+		remoteSlice(t, c.cluster, ns, "pg", "pg-hosts", discoveryv1.AddressTypeIPv4, ep)
+	}
+	start(t, cfg)
+	svc, sl := expectGlobal(t, cfg, global.Key{Namespace: ns, Name: "pg"}, map[string][]string{"local": {"198.18.1.7"}, "aws": {"198.18.2.7"}})
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Errorf("global Service of a headless one has ClusterIP %q", svc.Spec.ClusterIP)
+	}
+	for _, s := range sl {
+		for _, e := range s.Endpoints {
+			if ptr.Deref(e.Hostname, "") != "pg-0" {
+				t.Errorf("slice %s endpoint %v: hostname %v, want pg-0", s.Name, e.Addresses, e.Hostname)
+			}
+		}
 	}
 }

@@ -60,7 +60,7 @@ type Controller struct {
 
 	// clusters are the local cluster and the remotes, by name.
 	clusters  map[string]*cluster
-	conflicts *conflicts
+	announced *announced
 	// started is when Run started (before that, no sync runs).
 	started time.Time
 	// postponed are the new global services waiting for a remote to sync (mayStillWin).
@@ -81,7 +81,7 @@ func (c *cluster) ready() bool { return c.remote == nil || c.remote.Ready() }
 // New wires informers for the local cluster and for each remote. meta reads the local Nodes'
 // metadata (their zone labels).
 func New(opts Options, local kubernetes.Interface, meta metadata.Interface, remotes []remote.Cluster, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) *Controller {
-	c := &Controller{opts: opts, log: log, metrics: m, clusters: map[string]*cluster{}, conflicts: newConflicts(), postponed: &keySet{}}
+	c := &Controller{opts: opts, log: log, metrics: m, clusters: map[string]*cluster{}, announced: newAnnounced(), postponed: &keySet{}}
 	c.base = multiremote.New(multiremote.Config[global.Key]{
 		Queue:        "service_mirror_global",
 		QueueMetrics: queueMetrics,

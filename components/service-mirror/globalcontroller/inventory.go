@@ -23,7 +23,7 @@ type Inventory struct {
 
 // Inventory computes the inventory from the caches.
 func (c *Controller) Inventory() Inventory {
-	inv := Inventory{Endpoints: map[string]int{}, ReadyEndpoints: map[string]int{}, Conflicts: c.conflicts.byCluster()}
+	inv := Inventory{Endpoints: map[string]int{}, ReadyEndpoints: map[string]int{}, Conflicts: c.announced.byCluster()}
 	services, _ := c.ours.Services(c.opts.Namespace).List(k8slabels.Everything())
 	for _, svc := range services {
 		if _, ok := global.KeyOf(svc.Labels); ok {

@@ -37,7 +37,7 @@ func (c *Controller) sync(ctx context.Context, k global.Key) (string, error) {
 			// A cluster we cannot read yet had it: keep what it contributed until we can.
 			return reconcile.Skipped, nil
 		}
-		c.conflicts.forget(k)
+		c.announced.forget(k)
 		return multiremote.Result(c.deleteAll(ctx, k, actual, ours))
 	}
 	used := c.decide(k, defs, actual)
@@ -100,7 +100,7 @@ func (c *Controller) decide(k global.Key, defs []global.Definition, actual *core
 			slices.Sort(m.Conflicts)
 		}
 	}
-	if c.conflicts.set(k, m.Conflicts) && len(m.Conflicts) > 0 {
+	if c.announced.conflicts(k, m.Conflicts) && len(m.Conflicts) > 0 {
 		c.reportConflict(k, m, actual)
 	}
 	return m.Used
@@ -194,7 +194,7 @@ func (c *Controller) hints(k global.Key, used global.Definition) *global.Hints {
 	}
 	h := &global.Hints{LocalZones: c.zones.List()}
 	if !h.Usable() {
-		if c.conflicts.noZones(k, len(h.LocalZones)) {
+		if c.announced.noZones(k, len(h.LocalZones)) {
 			c.log.Warn("global service asks for local-first routing, but the local Nodes' zones cannot express it; kube-proxy uses every cluster's endpoints alike",
 				"namespace", k.Namespace, "name", k.Name, "zones", len(h.LocalZones), "max", global.MaxZones)
 		}

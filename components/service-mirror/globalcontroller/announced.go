@@ -7,21 +7,21 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 )
 
-// conflicts remember, by global service, the clusters whose definition differs from the one
+// announced remembers, by global service, the clusters whose definition differs from the one
 // used, and the zone count last reported for local-first routing that cannot work: each is
 // announced (logged, an Event) when it changes, not on every sync.
-type conflicts struct {
+type announced struct {
 	mu     sync.Mutex
 	byKey  map[global.Key][]string
 	noZone map[global.Key]int
 }
 
-func newConflicts() *conflicts {
-	return &conflicts{byKey: map[global.Key][]string{}, noZone: map[global.Key]int{}}
+func newAnnounced() *announced {
+	return &announced{byKey: map[global.Key][]string{}, noZone: map[global.Key]int{}}
 }
 
-// set records the conflicting clusters of k and reports whether they changed.
-func (c *conflicts) set(k global.Key, clusters []string) (changed bool) {
+// conflicts records the conflicting clusters of k and reports whether they changed.
+func (c *announced) conflicts(k global.Key, clusters []string) (changed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, known := c.byKey[k]
@@ -35,7 +35,7 @@ func (c *conflicts) set(k global.Key, clusters []string) (changed bool) {
 
 // noZones records that local-first routing of k cannot work with zones zones, and reports
 // whether that is news.
-func (c *conflicts) noZones(k global.Key, zones int) bool {
+func (c *announced) noZones(k global.Key, zones int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, known := c.noZone[k]
@@ -44,7 +44,7 @@ func (c *conflicts) noZones(k global.Key, zones int) bool {
 }
 
 // forget drops what is recorded of k, a global service that is gone.
-func (c *conflicts) forget(k global.Key) {
+func (c *announced) forget(k global.Key) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.byKey, k)
@@ -52,7 +52,7 @@ func (c *conflicts) forget(k global.Key) {
 }
 
 // byCluster counts, by cluster, the global services it conflicts on.
-func (c *conflicts) byCluster() map[string]int {
+func (c *announced) byCluster() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := map[string]int{}
