@@ -68,13 +68,15 @@ help: ## Show this help
 ##@ Development
 
 .PHONY: build
-build: ## Build the component binaries into ./bin/
+build: ## Build the component binaries and the kubectl plugin (kubectl-semaphore) into ./bin/
 	@mkdir -p bin
 	@if [ -z "$(COMPONENTS)" ]; then echo "build: no components/*/main.go yet, nothing to build"; fi
 	@for c in $(COMPONENTS); do \
 		echo "$(GO) build -o bin/semaphore-$$c ./components/$$c"; \
 		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o "bin/semaphore-$$c" "./components/$$c"; \
 	done
+	@echo "$(GO) build -o bin/kubectl-semaphore ./cmd/kubectl-semaphore"
+	@$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/kubectl-semaphore ./cmd/kubectl-semaphore
 
 # Without Docker and without a base image (internal/images, docs/images.md): reproducible, the
 # same commit gives the same digests. VERSION goes into the binaries; IMAGES_FLAGS goes to the
