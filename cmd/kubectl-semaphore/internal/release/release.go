@@ -1,0 +1,136 @@
+// Package release finds the Semaphore controllers installed in a cluster (the workloads of the
+// semaphore chart) and what they are configured with: the local cluster's name, the remotes,
+// and each remote's credentials exactly as the controllers' pods get them.
+package release
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Component names, the app.kubernetes.io/component label of the chart's workloads.
+const (
+	ServiceMirror = "service-mirror"
+	Policy        = "policy"
+	WireGuard     = "wireguard"
+)
+
+// PartOf selects the chart's workloads.
+const PartOf = "app.kubernetes.io/part-of=semaphore"
+
+// Component is one controller of a release: its workload and the configuration its pod
+// template gives it.
+type Component struct {
+	// Name is service-mirror, policy or wireguard.
+	Name string
+	// Kind is Deployment or DaemonSet; Namespace and Workload name it.
+	Kind, Namespace, Workload string
+	// Selector selects the workload's pods.
+	Selector labels.Selector
+	// Template is the workload's pod template.
+	Template corev1.PodTemplateSpec
+	// Env are the literal environment variables of the component's container.
+	Env map[string]string
+}
+
+// LocalCluster is the name the component gives the local cluster (SEMAPHORE_LOCAL_CLUSTER).
+func (c Component) LocalCluster() string { return c.Env["SEMAPHORE_LOCAL_CLUSTER"] }
+
+// RemoteNames are the remotes the component reads (SEMAPHORE_REMOTES).
+func (c Component) RemoteNames() []string {
+	var out []string
+	for _, r := range strings.Split(c.Env["SEMAPHORE_REMOTES"], ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Find returns the Semaphore components in namespace ("" for every namespace), sorted by
+// namespace and name.
+func Find(ctx context.Context, client kubernetes.Interface, namespace string) ([]Component, error) {
+	opts := metav1.ListOptions{LabelSelector: PartOf}
+	deployments, err := client.AppsV1().Deployments(namespace).List(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("listing Semaphore's Deployments: %w", err)
+	}
+	daemonSets, err := client.AppsV1().DaemonSets(namespace).List(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("listing Semaphore's DaemonSets: %w", err)
+	}
+	var out []Component
+	for _, d := range deployments.Items {
+		if c, ok := component("Deployment", d.ObjectMeta, d.Spec.Selector, d.Spec.Template); ok {
+			out = append(out, c)
+		}
+	}
+	for _, d := range daemonSets.Items {
+		if c, ok := component("DaemonSet", d.ObjectMeta, d.Spec.Selector, d.Spec.Template); ok {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b Component) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	return out, nil
+}
+
+func component(kind string, meta metav1.ObjectMeta, selector *metav1.LabelSelector, template corev1.PodTemplateSpec) (Component, bool) {
+	name := meta.Labels["app.kubernetes.io/component"]
+	if !slices.Contains([]string{ServiceMirror, Policy, WireGuard}, name) {
+		return Component{}, false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		return Component{}, false
+	}
+	c := Component{Name: name, Kind: kind, Namespace: meta.Namespace, Workload: meta.Name, Selector: sel, Template: template, Env: map[string]string{}}
+	if ctr := c.container(); ctr != nil {
+		for _, e := range ctr.Env {
+			if e.ValueFrom == nil {
+				c.Env[e.Name] = e.Value
+			}
+		}
+	}
+	return c, true
+}
+
+// container is the component's own container: the one named like it, else the first.
+func (c Component) container() *corev1.Container {
+	ctrs := c.Template.Spec.Containers
+	for i := range ctrs {
+		if ctrs[i].Name == c.Name {
+			return &ctrs[i]
+		}
+	}
+	if len(ctrs) > 0 {
+		return &ctrs[0]
+	}
+	return nil
+}
+
+// Pods are the component's pods.
+func (c Component) Pods(ctx context.Context, client kubernetes.Interface) ([]corev1.Pod, error) {
+	list, err := client.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: c.Selector.String()})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// Workloads are the kinds and names of components, for messages.
+func Workloads(components []Component) []string {
+	var out []string
+	for _, c := range components {
+		out = append(out, fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Workload))
+	}
+	return out
+}
