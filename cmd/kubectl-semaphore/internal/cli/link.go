@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/link"
 )
@@ -42,10 +43,10 @@ Run it again after a token rotation: it updates the Secret.`,
 				return fmt.Errorf("--from and --to are both %s: a cluster does not read from itself", lo.FromContext)
 			}
 			var err error
-			if lo.From, _, err = o.Client(lo.FromContext); err != nil {
+			if lo.From, err = linkClient(o, lo.FromContext); err != nil {
 				return fmt.Errorf("--from %s: %w", lo.FromContext, err)
 			}
-			if lo.To, _, err = o.Client(lo.ToContext); err != nil {
+			if lo.To, err = linkClient(o, lo.ToContext); err != nil {
 				return fmt.Errorf("--to %s: %w", lo.ToContext, err)
 			}
 			if o.Flags.Namespace != nil {
@@ -89,4 +90,14 @@ Run it again after a token rotation: it updates the Secret.`,
 	f.BoolVar(&lo.SkipReachabilityCheck, "skip-reachability-check", false, "do not check from here that the remote's API server takes the token (when only the consumer's pods reach it)")
 	f.DurationVar(&timeout, "timeout", 30*time.Second, "how long link may take, besides --wait")
 	return cmd
+}
+
+// linkClient is a client of context whose requests say they come from link (in audit logs).
+func linkClient(o *Options, context string) (kubernetes.Interface, error) {
+	cfg, err := o.RESTConfig(context)
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = link.UserAgent
+	return kubernetes.NewForConfig(cfg)
 }

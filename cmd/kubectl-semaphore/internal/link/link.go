@@ -147,8 +147,14 @@ func Link(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	if !o.SkipReachabilityCheck {
-		if err := Probe(ctx, remote.APIServer, ca, token); err != nil {
-			return nil, fmt.Errorf("%s hands consumer %s the server %s, and from here it does not take the consumer's token: %w\n"+
+		err := Probe(ctx, remote.APIServer, ca, token)
+		switch {
+		case errors.Is(err, ErrRefused):
+			return nil, fmt.Errorf("%s hands consumer %s the server %s, which refuses the consumer's token (401): apiServer names another cluster than this one, or the token was revoked; "+
+				"fix the release's apiServer value, or recreate the token (delete Secret %s/%s-token and run helm upgrade), and run link again (--skip-reachability-check skips this check)",
+				where, consumer, remote.APIServer, remote.Namespace, SecretName(consumer))
+		case err != nil:
+			return nil, fmt.Errorf("%s hands consumer %s the server %s, and from here it is not reachable with the consumer's token and CA: %w\n"+
 				"Semaphore's controllers in %s must reach that address: fix the release's apiServer value, or, when only the consumer's pods reach it (not this machine), run link with --skip-reachability-check",
 				where, consumer, remote.APIServer, err, consumer)
 		}
@@ -299,6 +305,9 @@ func consumerToken(ctx context.Context, c kubernetes.Interface, remote *Remote, 
 	return token, ca, err
 }
 
+// ErrRefused is Probe's error when the server refuses the token.
+var ErrRefused = errors.New("the server refuses the token (401)")
+
 // Probe calls server as the consumer would: over TLS verified with ca, with token. It asks for
 // the server's version, then, to learn whether the token is taken, reviews the token's own
 // access (which any authenticated user may).
@@ -308,13 +317,15 @@ func Probe(ctx context.Context, server string, ca, token []byte) error {
 		BearerToken:     string(token),
 		TLSClientConfig: rest.TLSClientConfig{CAData: ca},
 		Timeout:         10 * time.Second,
-		UserAgent:       "kubectl-semaphore/link",
+		UserAgent:       UserAgent,
 	}
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	if _, err := c.Discovery().ServerVersion(); err != nil {
+	if _, err := c.Discovery().ServerVersion(); apierrors.IsUnauthorized(err) {
+		return ErrRefused
+	} else if err != nil {
 		return fmt.Errorf("GET /version: %w", err)
 	}
 	_, err = c.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
@@ -322,7 +333,7 @@ func Probe(ctx context.Context, server string, ca, token []byte) error {
 	}, metav1.CreateOptions{})
 	switch {
 	case apierrors.IsUnauthorized(err):
-		return errors.New("the server refuses the token (401): it belongs to another cluster, or was revoked")
+		return ErrRefused
 	case err != nil:
 		return fmt.Errorf("a SelfSubjectAccessReview with the token: %w", err)
 	}
@@ -369,6 +380,9 @@ func ensureToken(ctx context.Context, c kubernetes.Interface, namespace, name st
 }
 
 const fieldManager = "kubectl-semaphore"
+
+// UserAgent is link's user agent, in the API servers' audit logs.
+const UserAgent = "kubectl-semaphore-link"
 
 func listOrNone(names []string) string {
 	if len(names) == 0 {
