@@ -51,22 +51,11 @@ func TestUmbrellaValuesReadCalicoIPAM(t *testing.T) {
 	for cluster, want := range map[string]string{"gcp": "aws:calico-ipam", "merit": "aws:calico-ipam", "aws": "node"} {
 		l := &lab{registry: "127.0.0.1:5000", remoteEntries: map[string][]remoteEntry{}}
 		for _, r := range remotesOf(cluster) {
-			rel, err := charts.Render(filepath.Join(testbed.RepoRoot(), charts.RemoteDir), remoteRelease, remoteNamespace, map[string]any{
-				"clusterName": r, "apiServer": "https://127.0.0.1:6443",
-				"consumers": []any{map[string]any{"name": cluster, "calicoIPAM": r == calicoCluster}},
+			// As kubectl semaphore link writes it.
+			l.remoteEntries[cluster] = append(l.remoteEntries[cluster], remoteEntry{
+				"name": r, "server": "https://127.0.0.1:6443", "caData": "Q0EK",
+				"tokenSecret": map[string]any{"name": "semaphore-remote-" + r, "key": "token"},
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			steps, err := parseNotes(rel.Info.Notes, cluster)
-			if err != nil {
-				t.Fatal(err)
-			}
-			entry, err := steps.remoteEntryOf(r, "Q0EK")
-			if err != nil {
-				t.Fatal(err)
-			}
-			l.remoteEntries[cluster] = append(l.remoteEntries[cluster], entry)
 		}
 		rel, err := charts.Render(filepath.Join(testbed.RepoRoot(), charts.UmbrellaDir), umbrellaRelease, semaphoreNamespace, l.umbrellaValues(cluster))
 		if err != nil {

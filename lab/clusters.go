@@ -97,6 +97,7 @@ func (l *lab) buildBinaries(ctx context.Context) error {
 		{"Kubernetes (first run only, ~12 min)", kubeBinaries, &l.bin.kube},
 		{"CoreDNS (first run only, ~2.5 min)", testbed.CoreDNSBinary, &l.bin.coredns},
 		{"helm (first run only, ~2 min)", helmBinary, &l.bin.helm},
+		{"kubectl-semaphore", func() (string, error) { return testbed.BuildBinary(pluginPackage, l.path("bin")) }, &l.bin.plugin},
 	}
 	errs := make([]error, len(builds))
 	var (

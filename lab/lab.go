@@ -33,7 +33,7 @@ type lab struct {
 	// withNodes is false when the lab must not create its nodes (-nodes=false).
 	withNodes bool
 	// remoteEntries are the global.remotes entries of each cluster's umbrella release, as
-	// semaphore-remote's NOTES print them.
+	// kubectl semaphore link writes them.
 	remoteEntries map[string][]remoteEntry
 
 	cleanups []func()
@@ -49,6 +49,8 @@ type binaries struct {
 	kube    string
 	coredns string
 	helm    string
+	// plugin is kubectl-semaphore, which links the clusters.
+	plugin string
 }
 
 // part is one piece of the lab. Parts come up in order; each registers with onTeardown how

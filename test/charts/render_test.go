@@ -378,7 +378,7 @@ func checkRBACSanity(t *testing.T, m *manifest) {
 // token Secret and a binding to one ClusterRole that can only get, list and watch what the
 // enabled components read; for the consumers with calicoIPAM, and only for them, a second
 // binding to a second ClusterRole that can only get, list and watch Calico IPAM blocks; nothing
-// else.
+// else but the ConfigMap `kubectl semaphore link` reads (checkRemoteLink).
 func checkRemoteChart(t *testing.T, m *manifest, vals map[string]any) {
 	t.Helper()
 	checkObjects(t, m, vals)
@@ -467,8 +467,40 @@ func checkRemoteChart(t *testing.T, m *manifest, vals map[string]any) {
 	if ipam != nil {
 		kinds["ClusterRole"]++
 	}
+	checkRemoteLink(t, m, vals)
+	kinds["ConfigMap"]++
 	if !maps.Equal(m.Kinds(), kinds) {
 		t.Errorf("objects %v, want %v", m.Kinds(), kinds)
+	}
+}
+
+// checkRemoteLink checks the ConfigMap of semaphore-remote that `kubectl semaphore link` finds by
+// its label: in the release namespace, holding clusterName, apiServer and the consumers' names
+// one per line, in list order.
+func checkRemoteLink(t *testing.T, m *manifest, vals map[string]any) {
+	t.Helper()
+	var links []*corev1.ConfigMap
+	for _, u := range m.Of("ConfigMap") {
+		if u.GetLabels()["semaphore.uw.io/remote-link"] == "true" {
+			links = append(links, typed[corev1.ConfigMap](t, u))
+		}
+	}
+	if len(links) != 1 {
+		t.Fatalf("%d ConfigMaps labelled semaphore.uw.io/remote-link=true, want 1", len(links))
+	}
+	cm := links[0]
+	var names []string
+	consumers, _ := vals["consumers"].([]any)
+	for _, c := range consumers {
+		names = append(names, str(lookup(c.(map[string]any), "name")))
+	}
+	want := map[string]string{
+		"clusterName": str(vals["clusterName"]),
+		"apiServer":   str(vals["apiServer"]),
+		"consumers":   strings.Join(names, "\n"),
+	}
+	if cm.Namespace != m.Release.Namespace || !maps.Equal(cm.Data, want) {
+		t.Errorf("link ConfigMap %s/%s holds %q, want %q in namespace %s", cm.Namespace, cm.Name, cm.Data, want, m.Release.Namespace)
 	}
 }
 

@@ -90,3 +90,14 @@ The consumers with calicoIPAM: true, as a YAML list of names (fromYamlArray), in
 {{- end }}
 {{- toYaml $names }}
 {{- end }}
+
+{{/*
+The consumers' names, one per line, in list order (the link ConfigMap's `consumers`).
+*/}}
+{{- define "semaphore-remote.consumerNames" -}}
+{{- $names := list }}
+{{- range .Values.consumers }}
+{{- $names = append $names .name }}
+{{- end }}
+{{- join "\n" $names }}
+{{- end }}

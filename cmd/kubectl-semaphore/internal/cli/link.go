@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/link"
+)
+
+// newLink is `kubectl semaphore link`.
+func newLink(o *Options) *cobra.Command {
+	var (
+		lo        link.Options
+		valuesOut string
+		timeout   time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "link --from CONTEXT --to CONTEXT",
+		Short: "Hand a consuming cluster the credentials semaphore-remote made for it",
+		Long: `link reads what semaphore-remote made in the cluster of --from for the consumer that is the
+cluster of --to (its token, the CA, the API server address), checks from here that the server
+takes the token, writes the token into the Secret semaphore-remote-<from cluster> of the
+semaphore release's namespace in --to (--namespace, default semaphore; created or updated, not
+written when equal), and prints the global.remotes entry for that release's values, or puts it
+into the values file --values-out (keeping the file's other remotes and values).
+
+The consumer's name is --to-cluster, or else global.clusterName of the semaphore release in --to.
+Run it again after a token rotation: it updates the Secret.`,
+		Example: `  kubectl semaphore link --from aws --to gcp --to-cluster gcp --values-out gcp-remotes.yaml
+  helm upgrade --install semaphore oci://registry.example.net/charts/semaphore -n semaphore \
+    --kube-context gcp --set global.clusterName=gcp -f gcp-remotes.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if lo.FromContext == "" || lo.ToContext == "" {
+				return errors.New("link needs --from and --to, the kubeconfig contexts of the remote cluster and of the consuming one")
+			}
+			if lo.FromContext == lo.ToContext {
+				return fmt.Errorf("--from and --to are both %s: a cluster does not read from itself", lo.FromContext)
+			}
+			var err error
+			if lo.From, err = linkClient(o, lo.FromContext); err != nil {
+				return fmt.Errorf("--from %s: %w", lo.FromContext, err)
+			}
+			if lo.To, err = linkClient(o, lo.ToContext); err != nil {
+				return fmt.Errorf("--to %s: %w", lo.ToContext, err)
+			}
+			if o.Flags.Namespace != nil {
+				lo.Namespace = *o.Flags.Namespace
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout+lo.Wait)
+			defer cancel()
+			res, err := link.Link(ctx, lo)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Err, "Secret %s in context %s: %s (the token of consumer %s from semaphore-remote %s/%s in context %s)\n",
+				res.Secret, lo.ToContext, res.Action, res.Consumer, res.Remote.Namespace, res.Remote.Release, lo.FromContext)
+			if valuesOut != "" {
+				changed, err := link.WriteValues(valuesOut, res.Entry)
+				if err != nil {
+					return err
+				}
+				what := "unchanged"
+				if changed {
+					what = "written"
+				}
+				fmt.Fprintf(o.Err, "global.remotes entry %s in %s: %s\n", res.Entry.Name, valuesOut, what)
+				return nil
+			}
+			data, err := link.Values(res.Entry)
+			if err != nil {
+				return err
+			}
+			_, err = o.Out.Write(data)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&lo.FromContext, "from", "", "kubeconfig context of the cluster semaphore-remote runs in")
+	f.StringVar(&lo.ToContext, "to", "", "kubeconfig context of the consuming cluster (where the semaphore release runs)")
+	f.StringVar(&lo.ToCluster, "to-cluster", "", "the consuming cluster's name, as in semaphore-remote's consumers (default: global.clusterName of the semaphore release in --to)")
+	f.StringVar(&lo.RemoteNamespace, "remote-namespace", "", "namespace of the semaphore-remote release in --from (default: found in any namespace)")
+	f.StringVar(&valuesOut, "values-out", "", "put the global.remotes entry into this values file instead of printing it (other entries and values are kept)")
+	f.DurationVar(&lo.Wait, "wait", 0, "how long to wait for the token controller to fill a new token (default: not at all)")
+	f.BoolVar(&lo.SkipReachabilityCheck, "skip-reachability-check", false, "do not check from here that the remote's API server takes the token (when only the consumer's pods reach it)")
+	f.DurationVar(&timeout, "timeout", 30*time.Second, "how long link may take, besides --wait")
+	return cmd
+}
+
+// linkClient is a client of context whose requests say they come from link (in audit logs).
+func linkClient(o *Options, context string) (kubernetes.Interface, error) {
+	cfg, err := o.RESTConfig(context)
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = link.UserAgent
+	return kubernetes.NewForConfig(cfg)
+}

@@ -1,0 +1,315 @@
+package link_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/cli"
+	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/link"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/charts"
+)
+
+const remoteNamespace = "semaphore-remote"
+
+// link runs `kubectl-semaphore --kubeconfig kubeconfig link args...` and returns its exit
+// status, standard output and standard error.
+func run(t *testing.T, kubeconfig string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := cli.Main(append([]string{"--kubeconfig", kubeconfig, "link"}, args...), &out, &errOut)
+	t.Logf("link %s: exit %d\n%s%s", strings.Join(args, " "), code, errOut.String(), out.String())
+	return code, out.String(), errOut.String()
+}
+
+// fails runs link and expects it to fail with an error that holds every one of want.
+func fails(t *testing.T, kubeconfig string, args []string, want ...string) {
+	t.Helper()
+	code, _, errOut := run(t, kubeconfig, args...)
+	if code == 0 {
+		t.Fatalf("link %v succeeded, want an error with %q", args, want)
+	}
+	for _, w := range want {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("link %v: error %q does not say %q", args, errOut, w)
+		}
+	}
+}
+
+// kubeconfig writes a kubeconfig with one context per cluster, named like the cluster, each
+// talking to its API server directly as an admin.
+func kubeconfig(t *testing.T, clusters ...*testenv.Cluster) string {
+	t.Helper()
+	merged := clientcmdapi.NewConfig()
+	for _, c := range clusters {
+		cfg, err := clientcmd.LoadFromFile(c.DirectKubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := cfg.Contexts[cfg.CurrentContext]
+		merged.Clusters[c.Name] = cfg.Clusters[ctx.Cluster]
+		merged.AuthInfos[c.Name] = cfg.AuthInfos[ctx.AuthInfo]
+		merged.Contexts[c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: c.Name}
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*merged, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// fillToken does what kube-controller-manager's token controller, which does not run here,
+// does: it puts a token of the consumer's ServiceAccount (from the TokenRequest API) and the
+// cluster's CA into the consumer's token Secret. It returns the token.
+func fillToken(t *testing.T, c *testenv.Cluster, consumer string) string {
+	t.Helper()
+	ctx := context.Background()
+	tr, err := c.Client.CoreV1().ServiceAccounts(remoteNamespace).CreateToken(ctx, "semaphore-remote-"+consumer, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setToken(t, c, consumer, tr.Status.Token)
+	return tr.Status.Token
+}
+
+func setToken(t *testing.T, c *testenv.Cluster, consumer, token string) {
+	t.Helper()
+	ctx := context.Background()
+	secrets := c.Client.CoreV1().Secrets(remoteNamespace)
+	s, err := secrets.Get(ctx, "semaphore-remote-"+consumer+"-token", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Data = map[string][]byte{corev1.ServiceAccountTokenKey: []byte(token), corev1.ServiceAccountRootCAKey: c.Config.CAData}
+	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setLink sets key of semaphore-remote's link ConfigMap to value, as a helm upgrade with
+// another value would.
+func setLink(t *testing.T, c *testenv.Cluster, key, value string) {
+	t.Helper()
+	ctx := context.Background()
+	cms := c.Client.CoreV1().ConfigMaps(remoteNamespace)
+	cm, err := cms.Get(ctx, "semaphore-remote-link", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[key] = value
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copied is the token in gcp's copy of aws's token, and the Secret's resourceVersion.
+func copied(t *testing.T, gcp *testenv.Cluster) (token, version string) {
+	t.Helper()
+	s, err := gcp.Client.CoreV1().Secrets("semaphore").Get(context.Background(), "semaphore-remote-aws", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(s.Data["token"]), s.ResourceVersion
+}
+
+// writesOfLink are link's writes to c since the test began.
+func writesOfLink(t *testing.T, c *testenv.Cluster) int {
+	t.Helper()
+	return len(c.WritesBut(t, link.UserAgent))
+}
+
+// semaphore-remote installed in aws with the Helm SDK, for consumers gcp and merit; link from
+// aws to gcp copies the token into gcp and gives the entry the umbrella needs, writes nothing
+// when run again, updates the copy after a rotation, and fails clearly on what it cannot do.
+func TestLink(t *testing.T) {
+	clusters := testenv.Start(t, testenv.Options{Audit: true}, "aws", "gcp")
+	aws, gcp := clusters[0], clusters[1]
+	ctx := context.Background()
+	kc := kubeconfig(t, aws, gcp)
+	args := []string{"--from", "aws", "--to", "gcp", "--to-cluster", "gcp"}
+
+	t.Run("no semaphore-remote", func(t *testing.T) {
+		fails(t, kc, args, "no semaphore-remote release in any namespace", "install charts/semaphore-remote")
+	})
+
+	if err := aws.EnsureNamespace(ctx, remoteNamespace); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := charts.Config(aws.DirectKubeconfig, remoteNamespace, t.TempDir(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := charts.Install(cfg, filepath.Join(testbed.RepoRoot(), charts.RemoteDir), "semaphore-remote", remoteNamespace, map[string]any{
+		"clusterName": "aws",
+		"apiServer":   aws.Config.Host,
+		"consumers":   []any{map[string]any{"name": "gcp"}, map[string]any{"name": "merit"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("token not filled yet", func(t *testing.T) {
+		fails(t, kc, args, "semaphore-remote-gcp-token", "not filled yet", "wait")
+		fails(t, kc, append(args, "--wait", "1s"), "after waiting 1s", "not filled yet")
+	})
+	token := fillToken(t, aws, "gcp")
+
+	t.Run("no such consumer", func(t *testing.T) {
+		fails(t, kc, []string{"--from", "aws", "--to", "gcp", "--to-cluster", "azure"}, `no consumer "azure"`, "gcp, merit", "consumers[2].name=azure")
+	})
+	t.Run("consumer name unknown", func(t *testing.T) {
+		fails(t, kc, []string{"--from", "aws", "--to", "gcp"}, "--to-cluster", "SEMAPHORE_LOCAL_CLUSTER")
+	})
+	t.Run("unknown context", func(t *testing.T) {
+		fails(t, kc, []string{"--from", "azure", "--to", "gcp"}, `no context "azure"`)
+	})
+
+	t.Run("link", func(t *testing.T) {
+		code, out, errOut := run(t, kc, args...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		if !strings.Contains(errOut, "semaphore/semaphore-remote-aws in context gcp: created") {
+			t.Errorf("link does not say it created the Secret: %s", errOut)
+		}
+		var vals struct {
+			Global struct {
+				Remotes []link.Entry `json:"remotes"`
+			} `json:"global"`
+		}
+		if err := yaml.UnmarshalStrict([]byte(out), &vals); err != nil {
+			t.Fatalf("output is no values file: %v\n%s", err, out)
+		}
+		want := link.Entry{
+			Name: "aws", Server: aws.Config.Host, CAData: base64.StdEncoding.EncodeToString(aws.Config.CAData),
+			TokenSecret: link.SecretKey{Name: "semaphore-remote-aws", Key: "token"},
+		}
+		if len(vals.Global.Remotes) != 1 || vals.Global.Remotes[0] != want {
+			t.Errorf("printed %+v, want global.remotes [%+v]", vals.Global.Remotes, want)
+		}
+		if got, _ := copied(t, gcp); got != token {
+			t.Errorf("gcp's copy holds %q, want aws's token", got)
+		}
+	})
+
+	values := filepath.Join(t.TempDir(), "remotes.yaml")
+	t.Run("again, into a values file", func(t *testing.T) {
+		if err := os.WriteFile(values, []byte("global:\n  clusterName: gcp\n  remotes:\n    - name: merit\n      server: https://merit.example.net\n      tokenSecret: {name: semaphore-remote-merit, key: token}\nwireguard:\n  keepalive: 5s\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		writes := writesOfLink(t, gcp)
+		_, version := copied(t, gcp)
+		code, out, errOut := run(t, kc, append(args, "--values-out", values)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		if out != "" || !strings.Contains(errOut, ": unchanged") || !strings.Contains(errOut, "written") {
+			t.Errorf("output %q, stderr %q", out, errOut)
+		}
+		if w := writesOfLink(t, gcp) - writes; w != 0 {
+			t.Errorf("link run again wrote %d times to gcp", w)
+		}
+		if _, v := copied(t, gcp); v != version {
+			t.Errorf("gcp's copy changed from version %s to %s", version, v)
+		}
+		var vals map[string]any
+		data, _ := os.ReadFile(values)
+		if err := yaml.Unmarshal(data, &vals); err != nil {
+			t.Fatal(err)
+		}
+		global := vals["global"].(map[string]any)
+		remotes := global["remotes"].([]any)
+		if global["clusterName"] != "gcp" || vals["wireguard"] == nil || len(remotes) != 2 ||
+			remotes[0].(map[string]any)["name"] != "merit" || remotes[1].(map[string]any)["server"] != aws.Config.Host {
+			t.Errorf("values file:\n%s", data)
+		}
+		// And once more: the file too stays as it is.
+		if code, _, errOut := run(t, kc, append(args, "--values-out", values)...); code != 0 || !strings.Contains(errOut, "remotes.yaml: unchanged") {
+			t.Errorf("exit %d: %s", code, errOut)
+		}
+	})
+
+	t.Run("after a rotation", func(t *testing.T) {
+		rotated := fillToken(t, aws, "gcp")
+		if rotated == token {
+			t.Fatal("the TokenRequest API gave the same token twice")
+		}
+		code, _, errOut := run(t, kc, args...)
+		if code != 0 || !strings.Contains(errOut, ": updated") {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		if got, _ := copied(t, gcp); got != rotated {
+			t.Errorf("gcp's copy holds %q, want the new token", got)
+		}
+	})
+
+	t.Run("consumer name from the semaphore release", func(t *testing.T) {
+		labels := map[string]string{"app": "semaphore-service-mirror"}
+		dep := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "semaphore-service-mirror", Namespace: "semaphore"},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{
+						Name: "service-mirror", Image: "semaphore-service-mirror",
+						Env: []corev1.EnvVar{{Name: "SEMAPHORE_LOCAL_CLUSTER", Value: "gcp"}},
+					}}},
+				},
+			},
+		}
+		if _, err := gcp.Client.AppsV1().Deployments("semaphore").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errOut := run(t, kc, "--from", "aws", "--to", "gcp"); code != 0 || !strings.Contains(errOut, "consumer gcp") {
+			t.Errorf("exit %d: %s", code, errOut)
+		}
+		fails(t, kc, []string{"--from", "aws", "--to", "gcp", "-n", "elsewhere"}, "no semaphore release in namespace elsewhere", "--to-cluster")
+	})
+
+	t.Run("a token the server refuses", func(t *testing.T) {
+		good, _ := copied(t, gcp)
+		setToken(t, aws, "gcp", "not-a-token")
+		t.Cleanup(func() { setToken(t, aws, "gcp", good) })
+		fails(t, kc, args, "refuses the consumer's token (401)", "--skip-reachability-check")
+		if got, _ := copied(t, gcp); got != good {
+			t.Error("link copied a token the server refuses")
+		}
+	})
+
+	t.Run("server unreachable", func(t *testing.T) {
+		setLink(t, aws, "apiServer", "https://127.0.0.1:1")
+		t.Cleanup(func() { setLink(t, aws, "apiServer", aws.Config.Host) })
+		fails(t, kc, args, "hands consumer gcp the server https://127.0.0.1:1", "not reachable", "connection refused", "--skip-reachability-check")
+		code, out, errOut := run(t, kc, append(args, "--skip-reachability-check")...)
+		if code != 0 || !strings.Contains(out, "server: https://127.0.0.1:1") {
+			t.Errorf("with --skip-reachability-check: exit %d: %s%s", code, errOut, out)
+		}
+	})
+
+	t.Run("apiServer unset", func(t *testing.T) {
+		setLink(t, aws, "apiServer", "")
+		t.Cleanup(func() { setLink(t, aws, "apiServer", aws.Config.Host) })
+		fails(t, kc, args, "has no apiServer", "helm upgrade semaphore-remote")
+	})
+
+	t.Run("several releases", func(t *testing.T) {
+		fails(t, kc, append(args, "--remote-namespace", "elsewhere"), "no semaphore-remote release in namespace elsewhere")
+	})
+}
