@@ -230,7 +230,11 @@ func whoAmI(ctx context.Context, cfg *rest.Config, timeout time.Duration) (user 
 	}
 	review, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
-		return "", false, fmt.Sprintf("%s: %v", cfg.Host, err)
+		// Errors of the transport name the URL already; an API error may not.
+		if msg := err.Error(); !strings.Contains(msg, cfg.Host) {
+			return "", false, cfg.Host + ": " + msg
+		}
+		return "", false, err.Error()
 	}
 	return review.Status.UserInfo.Username, true, ""
 }
@@ -303,7 +307,11 @@ func (st *ClusterState) networkSets(ctx context.Context, s Sources, c release.Co
 	list, err := s.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: labels.ManagedBy + "=" + labels.Policy})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			st.problem("GlobalNetworkSets: the cluster does not serve %s (is Calico installed, with its API server for projectcalico.org/v3?)", api)
+			hint := "are Calico's CRDs installed?"
+			if api == calico.APIv3 {
+				hint = "is the Calico API server installed?"
+			}
+			st.problem("GlobalNetworkSets: the cluster does not serve %s (%s)", api, hint)
 			return
 		}
 		st.problem("reading the GlobalNetworkSets (%s): %v", api, err)

@@ -87,10 +87,19 @@ func writeCluster(w *tabwriter.Writer, st ClusterState, now time.Time) {
 
 	problems := slices.Clone(st.Problems)
 	for _, r := range st.Remotes {
+		// Components usually share the credentials of a remote, and so the error.
+		var errs []string
+		byError := map[string][]string{}
 		for _, a := range r.Access {
 			if !a.Reachable {
-				problems = append(problems, fmt.Sprintf("remote %s is not reachable with the credentials of %s: %s", r.Name, a.Component, a.Error))
+				if _, ok := byError[a.Error]; !ok {
+					errs = append(errs, a.Error)
+				}
+				byError[a.Error] = append(byError[a.Error], a.Component)
 			}
+		}
+		for _, e := range errs {
+			problems = append(problems, fmt.Sprintf("remote %s is not reachable with the credentials of %s: %s", r.Name, strings.Join(byError[e], ", "), e))
 		}
 	}
 	if len(problems) > 0 {
