@@ -208,3 +208,23 @@ func parseDOT(t *testing.T, dot string) dotGraph {
 	}
 	return g
 }
+
+// Components that share a remote's credentials fail alike: one line per error, naming them.
+func TestWriteTablesGroupsAccessErrors(t *testing.T) {
+	st := mesh.ClusterState{Cluster: "gcp", Remotes: []mesh.RemoteState{{Name: "aws", Access: []mesh.Access{
+		{Component: "policy", Error: "Unauthorized"},
+		{Component: "service-mirror", Error: "Unauthorized"},
+		{Component: "wireguard", Error: "connection refused"},
+	}}}}
+	var b bytes.Buffer
+	if err := mesh.WriteTables(&b, []mesh.ClusterState{st}, now); err != nil {
+		t.Fatal(err)
+	}
+	want := `Problems:
+  - remote aws is not reachable with the credentials of policy, service-mirror: Unauthorized
+  - remote aws is not reachable with the credentials of wireguard: connection refused
+`
+	if !strings.HasSuffix(b.String(), want) || !strings.Contains(b.String(), "\naws     no  ") {
+		t.Errorf("tables:\n%s\nwant them to end with\n%s", b.String(), want)
+	}
+}
