@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/mesh"
+)
+
+// meshFlags are the flags status and graph share.
+type meshFlags struct {
+	contexts []string
+	timeout  time.Duration
+}
+
+func (f *meshFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringSliceVar(&f.contexts, "contexts", nil, "kubeconfig contexts of the clusters to show, comma-separated or repeated (default: the current context, or --context)")
+	cmd.Flags().DurationVar(&f.timeout, "probe-timeout", 5*time.Second, "how long to wait for each remote's API server")
+}
+
+// collect reads the state of the cluster of every context, in parallel. A context that cannot
+// be read is reported on o.Err and leaves a state with only its problem; the error then says
+// how many failed.
+func (f *meshFlags) collect(ctx context.Context, o *Options) ([]mesh.ClusterState, error) {
+	contexts := f.contexts
+	if len(contexts) == 0 {
+		contexts = []string{""}
+	}
+	states := make([]mesh.ClusterState, len(contexts))
+	errs := make([]error, len(contexts))
+	var wg sync.WaitGroup
+	for i, name := range contexts {
+		wg.Go(func() {
+			states[i], errs[i] = f.collectOne(ctx, o, name)
+			states[i].Context = name
+		})
+	}
+	wg.Wait()
+	failed := 0
+	var out []mesh.ClusterState
+	for i, err := range errs {
+		if err != nil {
+			failed++
+			fmt.Fprintf(o.Err, "error: %s: %v\n", contextName(contexts[i]), err)
+			continue
+		}
+		out = append(out, states[i])
+	}
+	if failed > 0 {
+		return out, ExitError{Code: 1}
+	}
+	return out, nil
+}
+
+func (f *meshFlags) collectOne(ctx context.Context, o *Options, name string) (mesh.ClusterState, error) {
+	client, cfg, err := o.Client(name)
+	if err != nil {
+		return mesh.ClusterState{}, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return mesh.ClusterState{}, err
+	}
+	ns := ""
+	if o.Flags.Namespace != nil {
+		ns = *o.Flags.Namespace
+	}
+	return mesh.Collect(ctx, mesh.Sources{Client: client, Dynamic: dyn, Namespace: ns, ProbeTimeout: f.timeout})
+}
+
+func contextName(name string) string {
+	if name == "" {
+		return "current context"
+	}
+	return "context " + name
+}
+
+func newStatus(o *Options) *cobra.Command {
+	var flags meshFlags
+	var output string
+	cmd := &cobra.Command{
+		Use:   "status [--contexts CTX,...]",
+		Short: "The mesh at a glance: each cluster's remotes, mirrors, global services, network sets and WireGuard peers",
+		Long: `status shows, for the cluster of each context, what Semaphore made of it: each remote,
+whether the controllers' own credentials reach it, the mirrors and network sets made from it and
+the WireGuard peers on its side with their last handshake; the global services and their
+endpoints by cluster; and whatever could not be read. -n narrows the search for the controllers
+to one namespace (default: every namespace).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "" && output != "json" {
+				return fmt.Errorf("--output %q: only json is supported (default: tables)", output)
+			}
+			states, err := flags.collect(cmd.Context(), o)
+			if output == "json" {
+				if states == nil {
+					states = []mesh.ClusterState{}
+				}
+				enc := json.NewEncoder(o.Out)
+				enc.SetIndent("", "  ")
+				if encErr := enc.Encode(states); encErr != nil {
+					return encErr
+				}
+				return err
+			}
+			if len(states) > 0 {
+				if werr := mesh.WriteTables(o.Out, states, time.Now()); werr != nil {
+					return werr
+				}
+			}
+			return err
+		},
+	}
+	flags.add(cmd)
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: tables)")
+	return cmd
+}

@@ -1,0 +1,365 @@
+// Package mesh collects what Semaphore made of one cluster's place in the mesh: its remotes and
+// whether the controllers' credentials reach them, the mirrors and network sets made from each,
+// the global services, and the WireGuard peers with their last handshake. The status and graph
+// commands are two views of the same ClusterState, so the views are tested on states made by
+// hand and the collection against real API servers.
+package mesh
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
+	"github.com/kube-semaphore/semaphore/components/policy/calico"
+	"github.com/kube-semaphore/semaphore/components/policy/netset"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/labels"
+)
+
+// ClusterState is one cluster's view of the mesh.
+type ClusterState struct {
+	// Context is the kubeconfig context it was read through ("" for the current one).
+	Context string `json:"context,omitempty"`
+	// Cluster is the name the controllers give the local cluster (SEMAPHORE_LOCAL_CLUSTER).
+	Cluster string `json:"cluster"`
+	// Components are the controllers found, as Kind namespace/name.
+	Components []string `json:"components"`
+	// Nodes are the local nodes that run semaphore-wireguard.
+	Nodes          []string        `json:"nodes,omitempty"`
+	Remotes        []RemoteState   `json:"remotes"`
+	GlobalServices []GlobalService `json:"globalServices,omitempty"`
+	// Problems are what could not be read, each a sentence.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// RemoteState is what the cluster has of one remote.
+type RemoteState struct {
+	Name string `json:"name"`
+	// Access is, for each component that reads the remote, whether its credentials reach it.
+	Access      []Access     `json:"access"`
+	Mirrors     []Mirror     `json:"mirrors"`
+	NetworkSets []NetworkSet `json:"networkSets"`
+	Peers       []Peer       `json:"peers"`
+}
+
+// Reachable reports whether every component's credentials reached the remote.
+func (r RemoteState) Reachable() bool {
+	for _, a := range r.Access {
+		if !a.Reachable {
+			return false
+		}
+	}
+	return len(r.Access) > 0
+}
+
+// Access is whether a component's credentials of a remote are accepted by its API server.
+type Access struct {
+	Component string `json:"component"`
+	Reachable bool   `json:"reachable"`
+	// User is who the remote says the credentials are.
+	User  string `json:"user,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// Mirror is a local mirror Service of a remote Service.
+type Mirror struct {
+	// Name is the mirror's own name; Source the remote Service's namespace/name.
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	// Endpoints counts the endpoints of its EndpointSlices, Ready those not marked unready.
+	Endpoints int `json:"endpoints"`
+	Ready     int `json:"ready"`
+}
+
+// GlobalService is a local global Service and its endpoints by the cluster they come from.
+type GlobalService struct {
+	Name string `json:"name"`
+	// Service is the global service's namespace/name, the same in every cluster.
+	Service   string         `json:"service"`
+	Endpoints map[string]int `json:"endpoints"`
+}
+
+// NetworkSet is a GlobalNetworkSet that semaphore-policy made for a remote's pods.
+type NetworkSet struct {
+	Name string `json:"name"`
+	// Source is the pods' namespace and policy label value, as namespace/name.
+	Source string `json:"source"`
+	Nets   int    `json:"nets"`
+}
+
+// Peer is a WireGuard peer of a local node: a node of a remote.
+type Peer struct {
+	Node   string `json:"node"`
+	Remote string `json:"remote"`
+	Peer   string `json:"peer"`
+	// LastHandshake is zero before the first handshake.
+	LastHandshake time.Time `json:"lastHandshake"`
+}
+
+// Sources are what Collect reads from.
+type Sources struct {
+	Client  kubernetes.Interface
+	Dynamic dynamic.Interface
+	// Metrics reads the wireguard pods' metrics; nil is through the API server's pod proxy.
+	Metrics MetricsSource
+	// Namespace narrows the search for the controllers ("" for every namespace).
+	Namespace string
+	// ProbeTimeout bounds each request to a remote (default 5s).
+	ProbeTimeout time.Duration
+}
+
+// Collect reads the state of the cluster of s.Client. It fails only when no Semaphore
+// controller can be found; whatever else cannot be read is one of the state's Problems.
+func Collect(ctx context.Context, s Sources) (ClusterState, error) {
+	var st ClusterState
+	components, err := release.Find(ctx, s.Client, s.Namespace)
+	if err != nil {
+		return st, err
+	}
+	if len(components) == 0 {
+		where := "any namespace"
+		if s.Namespace != "" {
+			where = "namespace " + s.Namespace
+		}
+		return st, fmt.Errorf("no Semaphore controller (workloads labelled %s) in %s", release.PartOf, where)
+	}
+	byName := map[string]release.Component{}
+	for _, c := range components {
+		st.Components = append(st.Components, fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Workload))
+		if prev, ok := byName[c.Name]; ok {
+			st.problem("several %s controllers (%s/%s and %s/%s): showing the first", c.Name, prev.Namespace, prev.Workload, c.Namespace, c.Workload)
+			continue
+		}
+		byName[c.Name] = c
+		if st.Cluster == "" {
+			st.Cluster = c.LocalCluster()
+		}
+	}
+	remotes := map[string]*RemoteState{}
+	remote := func(name string) *RemoteState {
+		r, ok := remotes[name]
+		if !ok {
+			r = &RemoteState{Name: name, Access: []Access{}, Mirrors: []Mirror{}, NetworkSets: []NetworkSet{}, Peers: []Peer{}}
+			remotes[name] = r
+		}
+		return r
+	}
+	for _, c := range byName {
+		for _, name := range c.RemoteNames() {
+			remote(name)
+		}
+	}
+
+	st.probe(ctx, s, byName, remote)
+	if c, ok := byName[release.ServiceMirror]; ok {
+		st.mirrors(ctx, s, c, remote)
+	}
+	if c, ok := byName[release.Policy]; ok {
+		st.networkSets(ctx, s, c, remote)
+	}
+	if c, ok := byName[release.WireGuard]; ok {
+		st.peers(ctx, s, c, remote)
+	}
+
+	for _, r := range remotes {
+		slices.SortFunc(r.Access, func(a, b Access) int { return strings.Compare(a.Component, b.Component) })
+		slices.SortFunc(r.Mirrors, func(a, b Mirror) int { return strings.Compare(a.Source, b.Source) })
+		slices.SortFunc(r.NetworkSets, func(a, b NetworkSet) int { return strings.Compare(a.Source, b.Source) })
+		slices.SortFunc(r.Peers, func(a, b Peer) int {
+			return cmp.Or(strings.Compare(a.Node, b.Node), strings.Compare(a.Peer, b.Peer))
+		})
+		st.Remotes = append(st.Remotes, *r)
+	}
+	slices.SortFunc(st.Remotes, func(a, b RemoteState) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(st.GlobalServices, func(a, b GlobalService) int { return strings.Compare(a.Service, b.Service) })
+	slices.Sort(st.Nodes)
+	return st, nil
+}
+
+func (st *ClusterState) problem(format string, args ...any) {
+	st.Problems = append(st.Problems, fmt.Sprintf(format, args...))
+}
+
+// probe asks each remote, with each component's credentials, who they are: an answer means the
+// API server is reachable and accepts them. The requests run in parallel, so that unreachable
+// remotes cost one timeout rather than one per component.
+func (st *ClusterState) probe(ctx context.Context, s Sources, components map[string]release.Component, remote func(string) *RemoteState) {
+	timeout := cmp.Or(s.ProbeTimeout, 5*time.Second)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, c := range components {
+		creds, errs := c.Remotes(ctx, s.Client)
+		for _, err := range errs {
+			st.problem("%s: %v", c.Name, err)
+		}
+		for _, r := range creds {
+			wg.Go(func() {
+				a := Access{Component: c.Name}
+				a.User, a.Reachable, a.Error = whoAmI(ctx, r.Config, timeout)
+				mu.Lock()
+				defer mu.Unlock()
+				rs := remote(r.Name)
+				rs.Access = append(rs.Access, a)
+			})
+		}
+	}
+	wg.Wait()
+}
+
+func whoAmI(ctx context.Context, cfg *rest.Config, timeout time.Duration) (user string, ok bool, msg string) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = timeout
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", false, err.Error()
+	}
+	review, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		// Errors of the transport name the URL already; an API error may not.
+		if msg := err.Error(); !strings.Contains(msg, cfg.Host) {
+			return "", false, cfg.Host + ": " + msg
+		}
+		return "", false, err.Error()
+	}
+	return review.Status.UserInfo.Username, true, ""
+}
+
+// mirrors reads the mirror Services and global Services in the service mirror's namespace and
+// counts the endpoints of their EndpointSlices.
+func (st *ClusterState) mirrors(ctx context.Context, s Sources, c release.Component, remote func(string) *RemoteState) {
+	ns := cmp.Or(c.Env["SEMAPHORE_MIRROR_NAMESPACE"], "semaphore")
+	ours := metav1.ListOptions{LabelSelector: labels.ManagedBy + "=" + labels.ServiceMirror}
+	services, err := s.Client.CoreV1().Services(ns).List(ctx, ours)
+	if err != nil {
+		st.problem("reading the mirror Services in namespace %s: %v", ns, err)
+		return
+	}
+	eps, err := s.Client.DiscoveryV1().EndpointSlices(ns).List(ctx, ours)
+	if err != nil {
+		st.problem("reading the mirror EndpointSlices in namespace %s: %v", ns, err)
+		return
+	}
+	type count struct{ all, ready int }
+	// endpoints counts by Service name, and for global services by source cluster too.
+	endpoints := map[string]count{}
+	byCluster := map[string]map[string]int{}
+	for _, sl := range eps.Items {
+		svc := sl.Labels[discoveryv1.LabelServiceName]
+		n := endpoints[svc]
+		for _, e := range sl.Endpoints {
+			n.all++
+			if e.Conditions.Ready == nil || *e.Conditions.Ready {
+				n.ready++
+			}
+		}
+		endpoints[svc] = n
+		if cluster := sl.Labels[global.LabelCluster]; cluster != "" {
+			if byCluster[svc] == nil {
+				byCluster[svc] = map[string]int{}
+			}
+			byCluster[svc][cluster] += len(sl.Endpoints)
+		}
+	}
+	for _, svc := range services.Items {
+		if src, ok := mirror.SourceOf(svc.Labels); ok {
+			n := endpoints[svc.Name]
+			r := remote(src.Cluster)
+			r.Mirrors = append(r.Mirrors, Mirror{Name: svc.Name, Source: src.Namespace + "/" + src.Name, Endpoints: n.all, Ready: n.ready})
+			continue
+		}
+		if k, ok := global.KeyOf(svc.Labels); ok {
+			g := GlobalService{Name: svc.Name, Service: k.String(), Endpoints: byCluster[svc.Name]}
+			if g.Endpoints == nil {
+				g.Endpoints = map[string]int{}
+			}
+			st.GlobalServices = append(st.GlobalServices, g)
+		}
+	}
+}
+
+// networkSets reads the GlobalNetworkSets semaphore-policy made, from the API group it writes.
+func (st *ClusterState) networkSets(ctx context.Context, s Sources, c release.Component, remote func(string) *RemoteState) {
+	api := cmp.Or(c.Env["SEMAPHORE_POLICY_CALICO_API"], calico.APIv3)
+	gvr, err := calico.Resource(api)
+	if err != nil {
+		st.problem("policy: SEMAPHORE_POLICY_CALICO_API: %v", err)
+		return
+	}
+	if s.Dynamic == nil {
+		st.problem("no dynamic client: network sets not read")
+		return
+	}
+	list, err := s.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: labels.ManagedBy + "=" + labels.Policy})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			hint := "are Calico's CRDs installed?"
+			if api == calico.APIv3 {
+				hint = "is the Calico API server installed?"
+			}
+			st.problem("GlobalNetworkSets: the cluster does not serve %s (%s)", api, hint)
+			return
+		}
+		st.problem("reading the GlobalNetworkSets (%s): %v", api, err)
+		return
+	}
+	for i := range list.Items {
+		set, err := calico.FromUnstructured(&list.Items[i])
+		if err != nil {
+			st.problem("%v", err)
+			continue
+		}
+		src, ok := netset.SourceOf(set.Labels)
+		if !ok {
+			continue
+		}
+		r := remote(src.Cluster)
+		r.NetworkSets = append(r.NetworkSets, NetworkSet{Name: set.Name, Source: src.Namespace + "/" + src.Name, Nets: len(set.Spec.Nets)})
+	}
+}
+
+// peers reads the peers of every wireguard pod from its metrics.
+func (st *ClusterState) peers(ctx context.Context, s Sources, c release.Component, remote func(string) *RemoteState) {
+	pods, err := c.Pods(ctx, s.Client)
+	if err != nil {
+		st.problem("listing the wireguard pods: %v", err)
+		return
+	}
+	source := s.Metrics
+	if source == nil {
+		source = PodProxy{Client: s.Client}
+	}
+	for i := range pods {
+		pod := &pods[i]
+		if pod.Spec.NodeName != "" && !slices.Contains(st.Nodes, pod.Spec.NodeName) {
+			st.Nodes = append(st.Nodes, pod.Spec.NodeName)
+		}
+		if pod.Status.Phase != corev1.PodRunning {
+			st.problem("wireguard pod %s/%s on node %s is %s: its peers are not known", pod.Namespace, pod.Name, pod.Spec.NodeName, cmp.Or(string(pod.Status.Phase), "not running"))
+			continue
+		}
+		peers, err := PeersOf(ctx, source, pod, AdminPort(c, pod))
+		if err != nil {
+			st.problem("wireguard pod %s/%s on node %s: %v", pod.Namespace, pod.Name, pod.Spec.NodeName, err)
+			continue
+		}
+		for _, p := range peers {
+			r := remote(p.Remote)
+			r.Peers = append(r.Peers, p)
+		}
+	}
+}

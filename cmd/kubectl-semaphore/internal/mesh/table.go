@@ -1,0 +1,154 @@
+package mesh
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// Age is how long before now t was, the way kubectl prints ages ("never" for zero).
+func Age(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return duration.HumanDuration(now.Sub(t))
+}
+
+// WriteTables writes the states as text, a few tables per cluster: the remotes at a glance,
+// the global services, the WireGuard peers, and what could not be read or reached.
+func WriteTables(w io.Writer, states []ClusterState, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	for i, st := range states {
+		if i > 0 {
+			fmt.Fprintln(tw)
+		}
+		writeCluster(tw, st, now)
+	}
+	return tw.Flush()
+}
+
+func writeCluster(w *tabwriter.Writer, st ClusterState, now time.Time) {
+	title := "CLUSTER " + orNone(st.Cluster)
+	if st.Context != "" {
+		title += " (context " + st.Context + ")"
+	}
+	fmt.Fprintln(w, title)
+	fmt.Fprintln(w)
+
+	fmt.Fprintln(w, "REMOTE\tREACHABLE\tMIRRORS\tENDPOINTS\tNETWORK SETS\tNETS\tPEERS\tOLDEST HANDSHAKE")
+	if len(st.Remotes) == 0 {
+		fmt.Fprintln(w, "(none)\t")
+	}
+	for _, r := range st.Remotes {
+		ready, all, nets := 0, 0, 0
+		for _, m := range r.Mirrors {
+			ready += m.Ready
+			all += m.Endpoints
+		}
+		for _, s := range r.NetworkSets {
+			nets += s.Nets
+		}
+		oldest := "-"
+		if len(r.Peers) > 0 {
+			oldest = Age(oldestHandshake(r.Peers), now)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d/%d\t%d\t%d\t%d\t%s\n", r.Name, reachable(r), len(r.Mirrors), ready, all, len(r.NetworkSets), nets, len(r.Peers), oldest)
+	}
+
+	if len(st.GlobalServices) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "GLOBAL SERVICE\tENDPOINTS BY CLUSTER")
+		for _, g := range st.GlobalServices {
+			var parts []string
+			for _, c := range slices.Sorted(maps.Keys(g.Endpoints)) {
+				parts = append(parts, fmt.Sprintf("%s=%d", c, g.Endpoints[c]))
+			}
+			fmt.Fprintf(w, "%s\t%s\n", g.Service, orNone(strings.Join(parts, " ")))
+		}
+	}
+
+	var peers []Peer
+	for _, r := range st.Remotes {
+		peers = append(peers, r.Peers...)
+	}
+	if len(peers) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "NODE\tREMOTE\tPEER\tLAST HANDSHAKE")
+		for _, p := range peers {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", p.Node, p.Remote, p.Peer, Age(p.LastHandshake, now))
+		}
+	}
+
+	problems := slices.Clone(st.Problems)
+	for _, r := range st.Remotes {
+		// Components usually share the credentials of a remote, and so the error.
+		var errs []string
+		byError := map[string][]string{}
+		for _, a := range r.Access {
+			if !a.Reachable {
+				if _, ok := byError[a.Error]; !ok {
+					errs = append(errs, a.Error)
+				}
+				byError[a.Error] = append(byError[a.Error], a.Component)
+			}
+		}
+		for _, e := range errs {
+			problems = append(problems, fmt.Sprintf("remote %s is not reachable with the credentials of %s: %s", r.Name, strings.Join(byError[e], ", "), e))
+		}
+	}
+	if len(problems) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Problems:")
+		for _, p := range problems {
+			fmt.Fprintln(w, "  - "+strings.ReplaceAll(p, "\t", " "))
+		}
+	}
+}
+
+// reachable is "yes" when every component's credentials reached the remote, else "no" with the
+// components whose credentials did not.
+func reachable(r RemoteState) string {
+	if len(r.Access) == 0 {
+		return "unknown"
+	}
+	var failed []string
+	for _, a := range r.Access {
+		if !a.Reachable {
+			failed = append(failed, a.Component)
+		}
+	}
+	if len(failed) == 0 {
+		return "yes"
+	}
+	if len(failed) == len(r.Access) {
+		return "no"
+	}
+	return "no (" + strings.Join(failed, ",") + ")"
+}
+
+// oldestHandshake is the oldest last handshake of peers, zero when one has had none.
+func oldestHandshake(peers []Peer) time.Time {
+	var oldest time.Time
+	for i, p := range peers {
+		if p.LastHandshake.IsZero() {
+			return time.Time{}
+		}
+		if i == 0 || p.LastHandshake.Before(oldest) {
+			oldest = p.LastHandshake
+		}
+	}
+	return oldest
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
