@@ -55,7 +55,9 @@ func NewRoot(out, errOut io.Writer) *cobra.Command {
 	root.SetOut(out)
 	root.SetErr(errOut)
 	o.Flags.AddFlags(root.PersistentFlags())
-	for _, sub := range []func(*Options) *cobra.Command{} {
+	for _, sub := range []func(*Options) *cobra.Command{
+		NewCheck,
+	} {
 		root.AddCommand(sub(o))
 	}
 	return root
