@@ -328,6 +328,30 @@ wireguard: {listenPorts: {aws: 51821}}
 		t.Fatalf("no network-sets failure naming %s:%s", netset.SetName(setSrc), failures(results))
 	})
 
+	t.Run("pod not ready", func(t *testing.T) {
+		pod, err := gcp.Client.CoreV1().Pods("semaphore").Get(ctx, "semaphore-policy-0", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.Status.Conditions[0].Status = corev1.ConditionFalse
+		pod.Status.Conditions[0].Message = "readiness probe failed"
+		pod, err = gcp.Client.CoreV1().Pods("semaphore").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer setPodStatus(t, gcp, pod, "10.2.0.10")
+		results, err := check.Run(ctx, gcp.Client, dyn, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range results {
+			if r.Check == check.Pods && r.Component == "policy" && !r.OK && strings.Contains(r.Message, "semaphore-policy-0 (readiness probe failed)") {
+				return
+			}
+		}
+		t.Fatalf("no pods failure naming semaphore-policy-0:%s", failures(results))
+	})
+
 	t.Run("revoked", func(t *testing.T) {
 		if err := aws.Client.CoreV1().ServiceAccounts("semaphore-remote").Delete(ctx, sa, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
