@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -61,6 +62,9 @@ type Options struct {
 	MaxHandshakeAge time.Duration
 	// Now is the current time (default time.Now).
 	Now func() time.Time
+	// Skip are checks not to run (their names, e.g. peers and handshakes where the API server
+	// cannot reach the pods).
+	Skip []string
 	// Metrics returns the /metrics text of a wireguard pod; by default it is read through
 	// the API server's pod proxy on the pod's admin port.
 	Metrics func(ctx context.Context, pod *corev1.Pod) ([]byte, error)
@@ -109,7 +113,7 @@ func Run(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface
 	}
 	allowed := allowedByRemote(all)
 
-	var out []Result
+	out := []Result{}
 	for _, c := range components {
 		out = append(out, checkWorkload(ctx, client, c)...)
 		remotes, errs := c.Remotes(ctx, client)
@@ -120,8 +124,10 @@ func Run(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface
 			out = append(out, checkRemote(ctx, client, dyn, c, r, allowed[r.Name], opts)...)
 		}
 	}
-	return out, nil
+	return slices.DeleteFunc(out, func(r Result) bool { return opts.skips(r.Check) }), nil
 }
+
+func (o Options) skips(check string) bool { return slices.Contains(o.Skip, check) }
 
 // checkRemote runs the checks of one component against one remote, with the credentials its
 // pods mount.
@@ -154,7 +160,9 @@ func checkRemote(ctx context.Context, client kubernetes.Interface, dyn dynamic.I
 	case release.Policy:
 		out = append(out, checkNetworkSets(ctx, dyn, remote, c, r.Name, res(NetworkSets)))
 	case release.WireGuard:
-		out = append(out, checkWireGuard(ctx, client, remote, c, r.Name, opts, res)...)
+		if !opts.skips(Peers) || !opts.skips(Handshakes) {
+			out = append(out, checkWireGuard(ctx, client, remote, c, r.Name, opts, res)...)
+		}
 	}
 	return out
 }

@@ -264,6 +264,10 @@ wireguard: {listenPorts: {aws: 51821}}
 				t.Errorf("%+v: want remote aws and the runbook", r)
 			}
 		}
+		out.Reset()
+		if code := cli.Main([]string{"check", "--kubeconfig", gcp.Kubeconfig, "--skip", "peers,handshakes"}, &out, &errOut); code != 0 || strings.Contains(out.String(), "peers") {
+			t.Errorf("--skip peers,handshakes: exit status %d, want 0:\n%s%s", code, out.String(), errOut.String())
+		}
 	})
 
 	t.Run("over-privileged", func(t *testing.T) {
