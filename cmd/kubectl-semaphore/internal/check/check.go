@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 )
 
 // RunbookBase is where the runbooks of the checks' failures live; each check appends its anchor.
@@ -33,6 +34,7 @@ const (
 	Identity    = "identity"
 	Access      = "access"
 	Mirrors     = "mirrors"
+	Global      = "global-services"
 	NetworkSets = "network-sets"
 	Peers       = "peers"
 	Handshakes  = "handshakes"
@@ -157,6 +159,10 @@ func checkRemote(ctx context.Context, client kubernetes.Interface, dyn dynamic.I
 	switch c.Name {
 	case release.ServiceMirror:
 		out = append(out, checkMirrors(ctx, client, remote, c, r.Name, res(Mirrors)))
+		// An empty SEMAPHORE_GLOBAL_LABEL_SELECTOR turns global services off.
+		if env(c, "SEMAPHORE_GLOBAL_LABEL_SELECTOR", global.DefaultSelector) != "" {
+			out = append(out, checkGlobalServices(ctx, client, remote, c, r.Name, res(Global)))
+		}
 	case release.Policy:
 		out = append(out, checkNetworkSets(ctx, dyn, remote, c, r.Name, res(NetworkSets)))
 	case release.WireGuard:
@@ -202,7 +208,7 @@ func Print(w io.Writer, results []Result) error {
 		if r.Component != "" {
 			where += " " + r.Component
 		}
-		if _, err := fmt.Fprintf(w, "%s %-12s %s: %s\n", status, r.Check, strings.TrimSpace(where), r.Message); err != nil {
+		if _, err := fmt.Fprintf(w, "%s %-15s %s: %s\n", status, r.Check, strings.TrimSpace(where), r.Message); err != nil {
 			return err
 		}
 		if r.Runbook != "" {

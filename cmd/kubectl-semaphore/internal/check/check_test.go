@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -26,6 +27,7 @@ import (
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
@@ -184,6 +186,31 @@ wireguard: {listenPorts: {aws: 51821}}
 	if _, err := gcp.Client.CoreV1().Services("semaphore").Create(ctx, mirror.Service(src, "semaphore", svc), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// A global service that aws has, with one slice, and its Service and copied slice in gcp.
+	echo, err := aws.Client.CoreV1().Services("sys-log").Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo", Labels: map[string]string{global.LabelGlobalService: "true"}},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	echoSlice, err := aws.Client.DiscoveryV1().EndpointSlices("sys-log").Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "echo-abcde", Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.6"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := global.Key{Namespace: "sys-log", Name: "echo"}
+	if _, err := gcp.Client.CoreV1().Services("semaphore").Create(ctx, global.Service(key, "semaphore", global.Definition{Cluster: "aws", Spec: mirror.Spec(echo)}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	globalSlice := global.EndpointSlices(key, "semaphore", "aws", []*discoveryv1.EndpointSlice{echoSlice}, nil)[0]
+	if _, err := gcp.Client.DiscoveryV1().EndpointSlices("semaphore").Create(ctx, globalSlice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	pod, err := aws.Client.CoreV1().Pods("sys-log").Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "fluentd-0", Labels: map[string]string{"policy.semaphore.uw.io/name": "fluentd"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "fluentd", Image: "fluentd"}}},
@@ -224,7 +251,7 @@ wireguard: {listenPorts: {aws: 51821}}
 	if check.Failed(results) {
 		t.Fatalf("in sync, the check fails:%s", failures(results))
 	}
-	want := map[string]int{check.Pods: 3, check.Reachable: 3, check.Identity: 3, check.Access: 3, check.Mirrors: 1, check.NetworkSets: 1, check.Peers: 1, check.Handshakes: 1}
+	want := map[string]int{check.Pods: 3, check.Reachable: 3, check.Identity: 3, check.Access: 3, check.Mirrors: 1, check.Global: 1, check.NetworkSets: 1, check.Peers: 1, check.Handshakes: 1}
 	got := map[string]int{}
 	for _, r := range results {
 		got[r.Check]++
@@ -330,6 +357,25 @@ wireguard: {listenPorts: {aws: 51821}}
 			}
 		}
 		t.Fatalf("no network-sets failure naming %s:%s", netset.SetName(setSrc), failures(results))
+	})
+
+	t.Run("global slice missing", func(t *testing.T) {
+		if err := gcp.Client.DiscoveryV1().EndpointSlices("semaphore").Delete(ctx, globalSlice.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			_, _ = gcp.Client.DiscoveryV1().EndpointSlices("semaphore").Create(ctx, globalSlice, metav1.CreateOptions{})
+		}()
+		results, err := check.Run(ctx, gcp.Client, dyn, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range results {
+			if r.Check == check.Global && !r.OK && strings.Contains(r.Message, globalSlice.Name) {
+				return
+			}
+		}
+		t.Fatalf("no global-services failure naming %s:%s", globalSlice.Name, failures(results))
 	})
 
 	t.Run("pod not ready", func(t *testing.T) {

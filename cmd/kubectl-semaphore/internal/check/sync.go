@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
@@ -15,6 +16,7 @@ import (
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 )
@@ -173,4 +175,69 @@ func sorted(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
+}
+
+// checkGlobalServices compares the remote's global services with their local Services and
+// EndpointSlices: each global service the remote has must have its local Service, with one
+// local slice for every slice the remote has of it, and no local slice of that remote may stand
+// for a global service the remote no longer has.
+func checkGlobalServices(ctx context.Context, local, remote kubernetes.Interface, c release.Component, remoteName string, res Result) Result {
+	selector := env(c, "SEMAPHORE_GLOBAL_LABEL_SELECTOR", global.DefaultSelector)
+	namespace := env(c, "SEMAPHORE_MIRROR_NAMESPACE", "semaphore")
+	remoteSvcs, err := remote.CoreV1().Services("").List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return fail(res, "check-access", "listing the Services of remote %s selected by %s: %v", remoteName, selector, err)
+	}
+	want := map[string]bool{}
+	var missing []string
+	for i := range remoteSvcs.Items {
+		svc := &remoteSvcs.Items[i]
+		k := global.Key{Namespace: svc.Namespace, Name: svc.Name}
+		if _, err := local.CoreV1().Services(namespace).Get(ctx, global.ServiceName(k), metav1.GetOptions{}); err != nil {
+			missing = append(missing, fmt.Sprintf("%s (%v)", global.ServiceName(k), err))
+		}
+		slices, err := remote.DiscoveryV1().EndpointSlices(svc.Namespace).List(ctx, metav1.ListOptions{
+			LabelSelector: k8slabels.Set{discoveryv1.LabelServiceName: svc.Name}.String(),
+		})
+		if err != nil {
+			return fail(res, "check-access", "listing the EndpointSlices of %s/%s in remote %s: %v", svc.Namespace, svc.Name, remoteName, err)
+		}
+		for _, s := range slices.Items {
+			want[global.SliceName(k, remoteName, s.Name)] = true
+		}
+	}
+	mine := k8slabels.Set{labels.ManagedBy: labels.ServiceMirror, global.LabelCluster: remoteName}
+	have, err := local.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{LabelSelector: mine.String()})
+	if err != nil {
+		return fail(res, "check-global-services", "listing the global EndpointSlices of remote %s in namespace %s: %v", remoteName, namespace, err)
+	}
+	var extra []string
+	seen := map[string]bool{}
+	for _, s := range have.Items {
+		seen[s.Name] = true
+		if !want[s.Name] {
+			extra = append(extra, s.Name)
+		}
+	}
+	var absent []string
+	for name := range want {
+		if !seen[name] {
+			absent = append(absent, name)
+		}
+	}
+	if len(missing)+len(absent)+len(extra) == 0 {
+		return pass(res, "%d global services of remote %s (selected by %s), their %d endpoint slices copied here", len(remoteSvcs.Items), remoteName, selector, len(want))
+	}
+	var what []string
+	if len(missing) > 0 {
+		what = append(what, fmt.Sprintf("%d global Services missing (%s)", len(missing), most(missing, 5)))
+	}
+	if len(absent) > 0 {
+		what = append(what, fmt.Sprintf("%d slices of the remote not copied (%s)", len(absent), most(absent, 5)))
+	}
+	if len(extra) > 0 {
+		what = append(what, fmt.Sprintf("%d copied slices the remote no longer has (%s)", len(extra), most(extra, 5)))
+	}
+	return fail(res, "check-global-services", "the global services of remote %s drift: %s; see the logs of %s %s/%s",
+		remoteName, strings.Join(what, "; "), c.Kind, c.Namespace, c.Workload)
 }
