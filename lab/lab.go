@@ -155,6 +155,10 @@ func (l *lab) run(ctx context.Context, timeout time.Duration, check bool) int {
 			problems = l.checkGlobalFailover(ctx)
 			printProblems(l.out, problems)
 		}
+		if len(problems) == 0 {
+			problems = l.checkWithPlugin(ctx)
+			printProblems(l.out, problems)
+		}
 		if len(problems) > 0 {
 			l.printLogTails()
 			return 1

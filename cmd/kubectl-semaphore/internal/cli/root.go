@@ -57,6 +57,7 @@ func NewRoot(out, errOut io.Writer) *cobra.Command {
 	o.Flags.AddFlags(root.PersistentFlags())
 	for _, sub := range []func(*Options) *cobra.Command{
 		newLink,
+		newCheck,
 		newStatus,
 		newGraph,
 	} {
