@@ -9,9 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/agents"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 )
@@ -77,14 +76,14 @@ func (o *Options) defaults(client kubernetes.Interface) {
 		o.Timeout = 10 * time.Second
 	}
 	if o.MaxHandshakeAge == 0 {
-		o.MaxHandshakeAge = 3 * time.Minute
+		o.MaxHandshakeAge = agents.MaxHandshakeAge
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.Metrics == nil {
 		o.Metrics = func(ctx context.Context, pod *corev1.Pod) ([]byte, error) {
-			return client.CoreV1().Pods(pod.Namespace).ProxyGet("http", pod.Name, AdminPort(pod), "metrics", nil).DoRaw(ctx)
+			return agents.PodProxy{Client: client}.Metrics(ctx, pod, agents.AdminPort(pod))
 		}
 	}
 }
@@ -228,26 +227,4 @@ func PrintJSON(w io.Writer, results []Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(results)
-}
-
-// AdminPort is the port of a pod's admin server (/metrics): its container port named admin,
-// else the port of SEMAPHORE_ADMIN_ADDR, else 8080.
-func AdminPort(pod *corev1.Pod) string {
-	for _, ctr := range pod.Spec.Containers {
-		for _, p := range ctr.Ports {
-			if p.Name == "admin" {
-				return strconv.Itoa(int(p.ContainerPort))
-			}
-		}
-	}
-	for _, ctr := range pod.Spec.Containers {
-		for _, e := range ctr.Env {
-			if e.Name == "SEMAPHORE_ADMIN_ADDR" {
-				if _, port, err := net.SplitHostPort(e.Value); err == nil && port != "" {
-					return port
-				}
-			}
-		}
-	}
-	return "8080"
 }

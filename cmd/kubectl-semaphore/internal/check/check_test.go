@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/agents"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/check"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/cli"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
@@ -241,7 +242,7 @@ wireguard: {listenPorts: {aws: 51821}}
 		Timeout: 5 * time.Second,
 		Now:     func() time.Time { return now },
 		Metrics: func(_ context.Context, pod *corev1.Pod) ([]byte, error) {
-			return []byte(fmt.Sprintf("%s{peer=%q,remote=%q} %d\n", check.HandshakeMetric, "aws-node-1", "aws", now.Add(-30*time.Second).Unix())), nil
+			return []byte(fmt.Sprintf("%s{peer=%q,remote=%q} %d\n", agents.HandshakeMetric, "aws-node-1", "aws", now.Add(-30*time.Second).Unix())), nil
 		},
 	}
 	results, err := check.Run(ctx, gcp.Client, dyn, opts)

@@ -6,12 +6,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-)
 
-// StaleHandshake is the handshake age past which a tunnel is drawn as broken: WireGuard
-// renews a session every two minutes while traffic or keepalives flow, and rejects one older
-// than three.
-const StaleHandshake = 3 * time.Minute
+	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/agents"
+)
 
 // WriteDOT writes the states as one Graphviz graph: a box per cluster holding its nodes and a
 // node for the cluster itself; between the nodes of two clusters, the WireGuard tunnels,
@@ -73,7 +70,7 @@ func WriteDOT(w io.Writer, states []ClusterState, now time.Time) error {
 	for _, t := range order {
 		hs := tunnels[t]
 		attrs := fmt.Sprintf("dir=none, label=%s", quote(Age(hs, now)))
-		if hs.IsZero() || now.Sub(hs) > StaleHandshake {
+		if hs.IsZero() || now.Sub(hs) > agents.MaxHandshakeAge {
 			attrs += ", color=red, fontcolor=red"
 		}
 		fmt.Fprintf(&b, "  %s -> %s [%s];\n", quote(t.a), quote(t.b), attrs)

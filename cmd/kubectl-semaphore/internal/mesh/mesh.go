@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/agents"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
@@ -103,20 +104,15 @@ type NetworkSet struct {
 }
 
 // Peer is a WireGuard peer of a local node: a node of a remote.
-type Peer struct {
-	Node   string `json:"node"`
-	Remote string `json:"remote"`
-	Peer   string `json:"peer"`
-	// LastHandshake is zero before the first handshake.
-	LastHandshake time.Time `json:"lastHandshake"`
-}
+// Peer is one peer of a wireguard agent.
+type Peer = agents.Peer
 
 // Sources are what Collect reads from.
 type Sources struct {
 	Client  kubernetes.Interface
 	Dynamic dynamic.Interface
 	// Metrics reads the wireguard pods' metrics; nil is through the API server's pod proxy.
-	Metrics MetricsSource
+	Metrics agents.MetricsSource
 	// Namespace narrows the search for the controllers ("" for every namespace).
 	Namespace string
 	// ProbeTimeout bounds each request to a remote (default 5s).
@@ -341,7 +337,7 @@ func (st *ClusterState) peers(ctx context.Context, s Sources, c release.Componen
 	}
 	source := s.Metrics
 	if source == nil {
-		source = PodProxy{Client: s.Client}
+		source = agents.PodProxy{Client: s.Client}
 	}
 	for i := range pods {
 		pod := &pods[i]
@@ -352,7 +348,7 @@ func (st *ClusterState) peers(ctx context.Context, s Sources, c release.Componen
 			st.problem("wireguard pod %s/%s on node %s is %s: its peers are not known", pod.Namespace, pod.Name, pod.Spec.NodeName, cmp.Or(string(pod.Status.Phase), "not running"))
 			continue
 		}
-		peers, err := PeersOf(ctx, source, pod, AdminPort(c, pod))
+		peers, err := agents.PeersOf(ctx, source, pod)
 		if err != nil {
 			st.problem("wireguard pod %s/%s on node %s: %v", pod.Namespace, pod.Name, pod.Spec.NodeName, err)
 			continue
