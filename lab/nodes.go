@@ -198,6 +198,13 @@ func (l *lab) startNodes(ctx context.Context) error {
 	if err := l.createUnderlay(nodes); err != nil {
 		return err
 	}
+	egress, err := l.startEgress()
+	if egress != nil {
+		stops = append(stops, egress)
+	}
+	if err != nil {
+		return err
+	}
 	for _, n := range nodes {
 		if err := l.createNodeNetns(n, nodes); err != nil {
 			return fmt.Errorf("%s: %w", n.Name, err)
