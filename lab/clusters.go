@@ -256,6 +256,11 @@ func (l *lab) startAPIServer(spec clusterSpec) (*testbed.Cluster, error) {
 			"enable-admission-plugins":  "NodeRestriction",
 			// What it dials in the cluster goes through the egress proxy (egress.go).
 			"egress-selector-config-file": egress,
+			// The kubelets at their underlay addresses (the Nodes' host names resolve nowhere),
+			// with a client certificate they trust.
+			"kubelet-preferred-address-types": "InternalIP,Hostname",
+			"kubelet-client-certificate":      filepath.Join(certs, kubeletClientCertFile),
+			"kubelet-client-key":              filepath.Join(certs, kubeletClientKeyFile),
 		},
 	})
 }

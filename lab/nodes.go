@@ -395,11 +395,13 @@ func (l *lab) startNode(ctx context.Context, n NodeState, keyDir string) (*node.
 		ClusterDomain:   clusterDomain,
 		Kubeconfig:      kubeletKubeconfig,
 		ProxyKubeconfig: proxyKubeconfig,
-		Registry:        l.registry,
-		SandboxImage:    l.imageRef(pauseImage),
-		Dir:             n.Dir,
-		LogDir:          l.path("logs"),
-		BinDir:          l.bin.kube,
+		// The CA of the API server's client certificate for kubelets (clusterPKI).
+		ClientCAFile: l.path("clusters", n.Cluster, "pki", caFile),
+		Registry:     l.registry,
+		SandboxImage: l.imageRef(pauseImage),
+		Dir:          n.Dir,
+		LogDir:       l.path("logs"),
+		BinDir:       l.bin.kube,
 		// semaphore-wireguard's keys (the chart's hostPath) are each node's own.
 		PrivateDirs: []string{keyDir},
 	})
