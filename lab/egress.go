@@ -63,7 +63,7 @@ func (l *lab) startEgress() (stop func(), err error) {
 		}
 		select {
 		case <-ch.done:
-			return stop, fmt.Errorf("the egress proxy exited (%v); see %s", ch.err, ch.log)
+			return stop, fmt.Errorf("the egress proxy exited (%w); see %s", ch.err, ch.log)
 		default:
 		}
 		if time.Now().After(deadline) {

@@ -79,7 +79,9 @@ func connect(t *testing.T, socket, req string) (net.Conn, *bufio.Reader, *http.R
 		t.Fatal(err)
 	}
 	br := bufio.NewReader(c)
-	res, err := http.ReadResponse(br, nil)
+	// As a response to a CONNECT: a 200 has no body, the tunnel follows.
+	method, _, _ := strings.Cut(req, " ")
+	res, err := http.ReadResponse(br, &http.Request{Method: method})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +111,7 @@ func TestConnectSplicesBothWays(t *testing.T) {
 
 	// As kube-apiserver does it: the request, then (with TLS or HTTP) the client speaks first.
 	c, br, res := connect(t, socket, "CONNECT "+ln.Addr().String()+" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("CONNECT: %s, want 200", res.Status)
 	}
@@ -152,6 +155,7 @@ func TestConnectRefused(t *testing.T) {
 	ln.Close()
 
 	_, br, res := connect(t, socket, "CONNECT "+addr+" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	defer res.Body.Close()
 	if res.StatusCode != http.StatusBadGateway {
 		t.Errorf("CONNECT to a closed port: %s, want 502", res.Status)
 	}
@@ -170,6 +174,7 @@ func TestConnectRefused(t *testing.T) {
 func TestOnlyConnect(t *testing.T) {
 	socket, _ := startProxy(t)
 	_, _, res := connect(t, socket, "GET http://127.0.0.1/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	defer res.Body.Close()
 	if res.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("GET: %s, want 405", res.Status)
 	}
