@@ -33,9 +33,9 @@ type pluginResult struct {
 // gcp no longer reads aws afterwards.
 //
 // The plugin runs inside the underlay's network namespace: the remotes' addresses in the
-// controllers' Secrets are the API servers' underlay addresses, which only the nodes reach. The
-// agents' metrics are left out (--skip peers,handshakes): the lab's API servers run on this
-// machine and cannot reach the pods for their pod proxy; the lab checks the tunnels itself.
+// controllers' Secrets are the API servers' underlay addresses, which only the nodes reach. It
+// runs every check, the agents' peers and handshakes too: it reads their metrics through the
+// API server's pod proxy, which reaches the pods through the lab's egress proxy (egress.go).
 func (l *lab) checkWithPlugin(ctx context.Context) []string {
 	fmt.Fprintln(l.out, "kubectl semaphore check (in every cluster, from the underlay; then gcp's token in aws revoked)")
 	if !l.withNodes {
@@ -54,7 +54,7 @@ func (l *lab) checkWithPlugin(ctx context.Context) []string {
 	}
 	run := func(cluster string) ([]pluginResult, int, error) {
 		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", underlayNetns, bin,
-			"--kubeconfig", kubeconfig, "--context", cluster, "check", "-o", "json", "--skip", "peers,handshakes")
+			"--kubeconfig", kubeconfig, "--context", cluster, "check", "-o", "json")
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()

@@ -98,6 +98,7 @@ func (l *lab) buildBinaries(ctx context.Context) error {
 		{"CoreDNS (first run only, ~2.5 min)", testbed.CoreDNSBinary, &l.bin.coredns},
 		{"helm (first run only, ~2 min)", helmBinary, &l.bin.helm},
 		{"kubectl-semaphore", func() (string, error) { return testbed.BuildBinary(pluginPackage, l.path("bin")) }, &l.bin.plugin},
+		{"egress proxy", func() (string, error) { return testbed.BuildBinary(egressPackage, l.path("bin")) }, &l.bin.egress},
 	}
 	errs := make([]error, len(builds))
 	var (
@@ -236,6 +237,10 @@ func (l *lab) startAPIServer(spec clusterSpec) (*testbed.Cluster, error) {
 	if spec.Name == calicoCluster {
 		crds = append(crds, ipamBlockCRD) // the Calico-way cluster's IPAM blocks (calico.go)
 	}
+	egress, err := l.writeEgressSelectorConfig(l.path("clusters", spec.Name))
+	if err != nil {
+		return nil, err
+	}
 	return testbed.StartCluster(spec.Name, testbed.Options{
 		Dir:          l.path("clusters", spec.Name),
 		ServiceCIDRs: spec.ServiceCIDR,
@@ -249,6 +254,13 @@ func (l *lab) startAPIServer(spec clusterSpec) (*testbed.Cluster, error) {
 			// here pods get their tokens as in any cluster.
 			"disable-admission-plugins": "",
 			"enable-admission-plugins":  "NodeRestriction",
+			// What it dials in the cluster goes through the egress proxy (egress.go).
+			"egress-selector-config-file": egress,
+			// The kubelets at their underlay addresses (the Nodes' host names resolve nowhere),
+			// with a client certificate they trust.
+			"kubelet-preferred-address-types": "InternalIP,Hostname",
+			"kubelet-client-certificate":      filepath.Join(certs, kubeletClientCertFile),
+			"kubelet-client-key":              filepath.Join(certs, kubeletClientKeyFile),
 		},
 	})
 }

@@ -51,6 +51,9 @@ type binaries struct {
 	helm    string
 	// plugin is kubectl-semaphore, which links the clusters.
 	plugin string
+	// egress is the egress proxy (lab/cmd/egress), through which the API servers reach the
+	// nodes and pods.
+	egress string
 }
 
 // part is one piece of the lab. Parts come up in order; each registers with onTeardown how

@@ -198,6 +198,13 @@ func (l *lab) startNodes(ctx context.Context) error {
 	if err := l.createUnderlay(nodes); err != nil {
 		return err
 	}
+	egress, err := l.startEgress()
+	if egress != nil {
+		stops = append(stops, egress)
+	}
+	if err != nil {
+		return err
+	}
 	for _, n := range nodes {
 		if err := l.createNodeNetns(n, nodes); err != nil {
 			return fmt.Errorf("%s: %w", n.Name, err)
@@ -388,11 +395,13 @@ func (l *lab) startNode(ctx context.Context, n NodeState, keyDir string) (*node.
 		ClusterDomain:   clusterDomain,
 		Kubeconfig:      kubeletKubeconfig,
 		ProxyKubeconfig: proxyKubeconfig,
-		Registry:        l.registry,
-		SandboxImage:    l.imageRef(pauseImage),
-		Dir:             n.Dir,
-		LogDir:          l.path("logs"),
-		BinDir:          l.bin.kube,
+		// The CA of the API server's client certificate for kubelets (clusterPKI).
+		ClientCAFile: l.path("clusters", n.Cluster, "pki", caFile),
+		Registry:     l.registry,
+		SandboxImage: l.imageRef(pauseImage),
+		Dir:          n.Dir,
+		LogDir:       l.path("logs"),
+		BinDir:       l.bin.kube,
 		// semaphore-wireguard's keys (the chart's hostPath) are each node's own.
 		PrivateDirs: []string{keyDir},
 	})

@@ -30,6 +30,12 @@ const (
 	// caFile is the CA that signed the serving certificate: kube-controller-manager's
 	// --root-ca-file, which it publishes to every namespace as kube-root-ca.crt.
 	caFile = "ca.crt"
+	// The API server's client certificate for kubelets (--kubelet-client-certificate), signed
+	// by the same CA, which the kubelets trust for client certificates: as kubeadm's
+	// apiserver-kubelet-client, in system:masters, which kubelet's authorizer (a
+	// SubjectAccessReview) lets read logs, exec and port-forward.
+	kubeletClientCertFile = "apiserver-kubelet-client.crt"
+	kubeletClientKeyFile  = "apiserver-kubelet-client.key"
 )
 
 // clusterPKI writes dir's certificates for a cluster whose API server is reached at ips and
@@ -71,6 +77,18 @@ func clusterPKI(dir, cluster string, ips []net.IP) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	kubeletClientKey, err := newKey()
+	if err != nil {
+		return nil, err
+	}
+	kubeletClientDER, err := sign(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, ca, kubeletClientKey.Public(), caKey)
+	if err != nil {
+		return nil, err
+	}
 	saKey, err := newKey()
 	if err != nil {
 		return nil, err
@@ -82,11 +100,13 @@ func clusterPKI(dir, cluster string, ips []net.IP) ([]byte, error) {
 	}
 	caPEM := pemBlock("CERTIFICATE", caDER)
 	files := map[string][]byte{
-		caFile:          caPEM,
-		servingCertFile: append(pemBlock("CERTIFICATE", servingDER), caPEM...),
-		saCertFile:      pemBlock("CERTIFICATE", saDER),
+		caFile:                caPEM,
+		servingCertFile:       append(pemBlock("CERTIFICATE", servingDER), caPEM...),
+		saCertFile:            pemBlock("CERTIFICATE", saDER),
+		kubeletClientCertFile: pemBlock("CERTIFICATE", kubeletClientDER),
 	}
-	for name, key := range map[string]*ecdsa.PrivateKey{servingKeyFile: servingKey, saKeyFile: saKey} {
+	keys := map[string]*ecdsa.PrivateKey{servingKeyFile: servingKey, saKeyFile: saKey, kubeletClientKeyFile: kubeletClientKey}
+	for name, key := range keys {
 		der, err := x509.MarshalECPrivateKey(key)
 		if err != nil {
 			return nil, err

@@ -199,7 +199,7 @@ func acquire(dir string, out io.Writer) error {
 
 // runtimePaths are what only a running lab needs, in its directory. The binaries and the logs
 // are not among them: they stay.
-var runtimePaths = []string{kubeconfigFile, "clusters", "coredns", "nodes", "pods", "prometheus", "tmp", stateFile, stateFile + ".tmp", pidFile}
+var runtimePaths = []string{kubeconfigFile, "clusters", "coredns", "nodes", "pods", "prometheus", "tmp", stateFile, stateFile + ".tmp", pidFile, egressSocket}
 
 // removeRuntimeState removes the runtime paths.
 func removeRuntimeState(dir string) error {

@@ -173,8 +173,10 @@ func (hints) print(w io.Writer, st *State) {
 	fmt.Fprintf(w, "  # scale the forwarders down to one, and watch the network sets shrink:\n")
 	fmt.Fprintf(w, "  %s -n %s scale deployment %s --replicas 1\n", kubectl(forwarderCluster), sampleNamespace, forwarderName)
 	if i := slices.IndexFunc(st.Pods, func(p PodState) bool { return p.App == fluentdName }); i >= 0 {
-		fmt.Fprintf(w, "  # what fluentd logs (the kubelet's file; kubectl logs needs the API server to reach the kubelet, which it cannot here):\n")
-		fmt.Fprintf(w, "  tail -f %s\n", st.Pods[i].Log)
+		p := st.Pods[i]
+		fmt.Fprintf(w, "  # what fluentd logs (the API server reaches the kubelet through the egress proxy), or the kubelet's file itself:\n")
+		fmt.Fprintf(w, "  %s -n %s logs -f %s\n", kubectl(p.Cluster), p.Namespace, p.Name)
+		fmt.Fprintf(w, "  tail -f %s\n", p.Log)
 	}
 	if st.Nodes != nil && len(st.Nodes.Nodes) > 0 {
 		n := st.Nodes.Nodes[0]

@@ -186,6 +186,9 @@ func kubeletConfig(cfg Config, maxOpenFiles uint64) ([]byte, error) {
 		"staticPodPath":       "",
 		"shutdownGracePeriod": "0s",
 	}
+	if cfg.ClientCAFile != "" {
+		c["authentication"].(map[string]any)["x509"] = map[string]any{"clientCAFile": cfg.ClientCAFile}
+	}
 	if maxOpenFiles > 0 && maxOpenFiles < 1000000 {
 		c["maxOpenFiles"] = maxOpenFiles
 	}

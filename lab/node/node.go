@@ -149,6 +149,10 @@ type Config struct {
 	// reachable from inside Netns.
 	Kubeconfig      string
 	ProxyKubeconfig string
+	// ClientCAFile, when set, is the CA whose client certificates kubelet accepts (its
+	// authentication.x509.clientCAFile): the API server's, for logs, exec and port-forward.
+	// Without it kubelet authenticates bearer tokens only.
+	ClientCAFile string
 	// Registry is "host:port" of a plain-HTTP registry reachable from inside Netns at that
 	// address (e.g. 127.0.0.1:PORT, forwarded by the caller); containerd pulls from it over
 	// HTTP. Images from elsewhere cannot be pulled: the lab has no way out.
