@@ -84,14 +84,25 @@ func (l *lab) installRemoteCharts(ctx context.Context) error {
 
 // link runs `kubectl semaphore link` from remote to consumer, the global.remotes entry going to
 // the values file values. It waits for the token controller to fill the token, as a script
-// would. It skips the check that the API server takes the token from here: the address it
-// hands out is on the nodes' underlay, inside a network namespace this machine's processes are
-// not in; the controllers' own connections (and lab check) prove it instead.
+// would. With nodes it runs inside the underlay's network namespace, where the API server
+// addresses it hands out (on the underlay) are reachable, so its check that the remote takes
+// the token from there runs too; without nodes there is no underlay, and the check is skipped.
 func (l *lab) link(ctx context.Context, remote, consumer, values string) error {
-	args := []string{"--kubeconfig", l.path(kubeconfigFile), "link",
+	kubeconfig, skip := l.path(kubeconfigFile), []string{"--skip-reachability-check"}
+	if l.withNodes {
+		var err error
+		if kubeconfig, err = l.underlayKubeconfig(); err != nil {
+			return fmt.Errorf("kubeconfig for the underlay: %w", err)
+		}
+		skip = nil
+	}
+	args := append([]string{"--kubeconfig", kubeconfig, "link",
 		"--from", remote, "--to", consumer, "--to-cluster", consumer, "-n", semaphoreNamespace,
-		"--values-out", values, "--wait", "1m", "--skip-reachability-check"}
+		"--values-out", values, "--wait", "1m"}, skip...)
 	cmd := exec.CommandContext(ctx, l.bin.plugin, args...)
+	if l.withNodes {
+		cmd = exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", underlayNetns, l.bin.plugin}, args...)...)
+	}
 	out, err := cmd.CombinedOutput()
 	if logf, lerr := os.OpenFile(l.path("logs", "kubectl-semaphore.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); lerr == nil {
 		fmt.Fprintf(logf, "$ kubectl-semaphore %s\n%s", strings.Join(args, " "), out)
