@@ -3,7 +3,6 @@ package check_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,18 +12,17 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/agents"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/check"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/cli"
+	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/clustertest"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
@@ -32,7 +30,6 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 var aws, gcp *testenv.Cluster
@@ -53,21 +50,6 @@ func TestMain(m *testing.M) {
 	aws.Stop()
 	gcp.Stop()
 	os.Exit(code)
-}
-
-func install(t *testing.T, c *testenv.Cluster, dir, name, namespace, values string) {
-	t.Helper()
-	var vals map[string]any
-	if err := yaml.Unmarshal([]byte(values), &vals); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := charts.Config(c.Kubeconfig, namespace, t.TempDir(), t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := charts.Install(cfg, filepath.Join(testbed.RepoRoot(), dir), name, namespace, vals); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // simulateRollout does what the controllers and kubelets of a real cluster would: the
@@ -145,31 +127,8 @@ func failures(results []check.Result) string {
 func TestCheck(t *testing.T) {
 	testenv.SkipIfShort(t, "API servers")
 	ctx := context.Background()
-	install(t, aws, "charts/semaphore-remote", "semaphore-remote", "semaphore-remote", "clusterName: aws\nconsumers: [{name: gcp}]\n")
-	sa := "semaphore-remote-gcp"
-	tr, err := aws.Client.CoreV1().ServiceAccounts("semaphore-remote").CreateToken(ctx, sa, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token of %s: %v", sa, err)
-	}
-	if err := gcp.EnsureNamespace(ctx, "semaphore"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gcp.Client.CoreV1().Secrets("semaphore").Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "semaphore-remote-aws"},
-		Data:       map[string][]byte{"token": []byte(tr.Status.Token)},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	install(t, gcp, "charts/semaphore", "semaphore", "semaphore", `
-global:
-  clusterName: gcp
-  remotes:
-    - {name: aws, server: "`+aws.Config.Host+`", caData: "`+base64.StdEncoding.EncodeToString(aws.Config.CAData)+`", tokenSecret: {name: semaphore-remote-aws, key: token}}
-policy: {calicoAPI: crd.projectcalico.org/v1}
-wireguard: {listenPorts: {aws: 51821}}
-`)
+	clustertest.Link(t, aws, gcp, "aws", "gcp", aws.Config.Host)
+	sa := "semaphore-remote-gcp" // the consumer's ServiceAccount in aws
 	simulateRollout(t, gcp)
 
 	// In aws: a mirrored Service, a labelled pod, a node. In gcp: what the controllers make of them.

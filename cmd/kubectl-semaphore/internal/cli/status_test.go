@@ -2,21 +2,14 @@ package cli_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
-
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/cli"
+	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/clustertest"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/mesh"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // status and graph run on the contexts given: for a cluster whose one remote cannot be
@@ -25,33 +18,8 @@ import (
 // exit status 1, after the output of the others.
 func TestStatusAndGraph(t *testing.T) {
 	gcp := testenv.Start(t, testenv.Options{}, "gcp")[0]
-	ctx := context.Background()
-	if err := gcp.EnsureNamespace(ctx, "semaphore"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gcp.Client.CoreV1().Secrets("semaphore").Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "semaphore-remote-aws"},
-		Data:       map[string][]byte{"token": []byte("not-a-token")},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var vals map[string]any
-	if err := yaml.Unmarshal([]byte(`
-global:
-  clusterName: gcp
-  remotes: [{name: aws, server: "https://127.0.0.1:1", tokenSecret: {name: semaphore-remote-aws, key: token}}]
-policy: {calicoAPI: crd.projectcalico.org/v1}
-wireguard: {listenPorts: {aws: 51821}}
-`), &vals); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := charts.Config(gcp.Kubeconfig, "semaphore", t.TempDir(), t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := charts.Install(cfg, filepath.Join(testbed.RepoRoot(), "charts/semaphore"), "semaphore", "semaphore", vals); err != nil {
-		t.Fatal(err)
-	}
+	clustertest.TokenSecret(t, gcp, "aws", "not-a-token")
+	clustertest.Umbrella(t, gcp, "gcp", "aws", "https://127.0.0.1:1", nil)
 
 	run := func(args ...string) (int, string, string) {
 		var out, errOut bytes.Buffer

@@ -2,7 +2,6 @@ package mesh_test
 
 import (
 	"context"
-	"encoding/base64"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,15 +9,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
+	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/clustertest"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/mesh"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
@@ -27,24 +25,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/charts"
 )
-
-// install installs chart dir (relative to the repository) in c with values.
-func install(t *testing.T, c *testenv.Cluster, dir, name, namespace, values string) {
-	t.Helper()
-	var vals map[string]any
-	if err := yaml.Unmarshal([]byte(values), &vals); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := charts.Config(c.Kubeconfig, namespace, t.TempDir(), t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := charts.Install(cfg, filepath.Join(testbed.RepoRoot(), dir), name, namespace, vals); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // Collect reads what the controllers would have made in gcp, a consumer of aws: made here by
 // hand as the controllers make it (a mirror with one unready endpoint, a global service with
@@ -57,35 +38,12 @@ func TestCollect(t *testing.T) {
 	aws, gcp := cs[0], cs[1]
 	ctx := context.Background()
 
-	install(t, aws, "charts/semaphore-remote", "semaphore-remote", "semaphore-remote", "clusterName: aws\nconsumers: [{name: gcp}]\n")
-	tr, err := aws.Client.CoreV1().ServiceAccounts("semaphore-remote").CreateToken(ctx, "semaphore-remote-gcp", &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := gcp.EnsureNamespace(ctx, "semaphore"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gcp.Client.CoreV1().Secrets("semaphore").Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "semaphore-remote-aws"},
-		Data:       map[string][]byte{"token": []byte(tr.Status.Token)},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	// Through aws's proxy, so that the test can cut it off.
 	proxied, err := clientcmd.BuildConfigFromFlags("", aws.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	install(t, gcp, "charts/semaphore", "semaphore", "semaphore", `
-global:
-  clusterName: gcp
-  remotes:
-    - {name: aws, server: "`+proxied.Host+`", caData: "`+base64.StdEncoding.EncodeToString(aws.Config.CAData)+`", tokenSecret: {name: semaphore-remote-aws, key: token}}
-policy: {calicoAPI: crd.projectcalico.org/v1}
-wireguard: {listenPorts: {aws: 51821}}
-`)
+	clustertest.Link(t, aws, gcp, "aws", "gcp", proxied.Host)
 
 	// A mirror of aws's sys-log/fluentd with two endpoints, one not ready.
 	src := mirror.Source{Cluster: "aws", Namespace: "sys-log", Name: "fluentd"}

@@ -1,0 +1,93 @@
+// Package clustertest sets up, for the plugin's tests, what users have in their clusters: our
+// charts installed with the Helm SDK into real API servers, and a consumer linked to a remote.
+package clustertest
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/charts"
+)
+
+// Install installs chart dir (relative to the repository) in c as release name in namespace,
+// with values (YAML).
+func Install(t testing.TB, c *testenv.Cluster, dir, name, namespace, values string) {
+	t.Helper()
+	var vals map[string]any
+	if err := yaml.Unmarshal([]byte(values), &vals); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := charts.Config(c.Kubeconfig, namespace, t.TempDir(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := charts.Install(cfg, filepath.Join(testbed.RepoRoot(), dir), name, namespace, vals); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Umbrella installs the semaphore chart in c (cluster name local, release and namespace
+// "semaphore", every component) reading remote through the token Secret
+// semaphore-remote-<remote> of that namespace, at server with the CA caData (none when empty).
+func Umbrella(t testing.TB, c *testenv.Cluster, local, remote, server string, caData []byte) {
+	t.Helper()
+	ca := ""
+	if len(caData) > 0 {
+		ca = fmt.Sprintf("caData: %q, ", base64.StdEncoding.EncodeToString(caData))
+	}
+	Install(t, c, "charts/semaphore", "semaphore", "semaphore", fmt.Sprintf(`
+global:
+  clusterName: %s
+  remotes:
+    - {name: %s, server: %q, %stokenSecret: {name: semaphore-remote-%s, key: token}}
+policy: {calicoAPI: crd.projectcalico.org/v1}
+wireguard: {listenPorts: {%s: 51821}}
+`, local, remote, server, ca, remote, remote))
+}
+
+// TokenSecret writes token into the Secret semaphore/semaphore-remote-<remote> of c, where the
+// umbrella chart's remote entry reads it.
+func TokenSecret(t testing.TB, c *testenv.Cluster, remote, token string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.EnsureNamespace(ctx, "semaphore"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Client.CoreV1().Secrets("semaphore").Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "semaphore-remote-" + remote},
+		Data:       map[string][]byte{"token": []byte(token)},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Link links consumer to remote as semaphore-remote's NOTES do: semaphore-remote in remote
+// (cluster name remoteName) with consumer consumerName, the token of the consumer's
+// ServiceAccount in consumer, and the umbrella chart in consumer reading remote at server. No
+// token controller runs with the test API servers, so the token comes from the TokenRequest
+// API, for the same ServiceAccount.
+func Link(t testing.TB, remote, consumer *testenv.Cluster, remoteName, consumerName, server string) {
+	t.Helper()
+	Install(t, remote, "charts/semaphore-remote", "semaphore-remote", "semaphore-remote",
+		fmt.Sprintf("clusterName: %s\nconsumers: [{name: %s}]\n", remoteName, consumerName))
+	sa := "semaphore-remote-" + consumerName
+	tr, err := remote.Client.CoreV1().ServiceAccounts("semaphore-remote").CreateToken(context.Background(), sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token of %s: %v", sa, err)
+	}
+	TokenSecret(t, consumer, remoteName, tr.Status.Token)
+	Umbrella(t, consumer, consumerName, remoteName, server, remote.Config.CAData)
+}
