@@ -319,6 +319,33 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("no network-sets failure naming %s:%s", netset.SetName(setSrc), failures(results))
 	})
 
+	t.Run("mirror drifted", func(t *testing.T) {
+		name := mirror.ServiceName(src)
+		m, err := gcp.Client.CoreV1().Services("semaphore").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := m.Spec.Ports
+		m.Spec.Ports = []corev1.ServicePort{{Name: "fwd", Port: 24225, Protocol: corev1.ProtocolTCP}}
+		if m, err = gcp.Client.CoreV1().Services("semaphore").Update(ctx, m, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			m.Spec.Ports = before
+			_, _ = gcp.Client.CoreV1().Services("semaphore").Update(ctx, m, metav1.UpdateOptions{})
+		}()
+		results, err := check.Run(ctx, gcp.Client, dyn, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range results {
+			if r.Check == check.Mirrors && !r.OK && strings.Contains(r.Message, name) {
+				return
+			}
+		}
+		t.Fatalf("no mirrors failure naming %s:%s", name, failures(results))
+	})
+
 	t.Run("global slice missing", func(t *testing.T) {
 		if err := gcp.Client.DiscoveryV1().EndpointSlices("semaphore").Delete(ctx, globalSlice.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)

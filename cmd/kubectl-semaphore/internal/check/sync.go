@@ -39,6 +39,23 @@ func most(s []string, n int) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(s[:n], ", "), len(s)-n)
 }
 
+// finding is one kind of drift: how many objects, described as what, and their names.
+type finding struct {
+	what  string
+	names []string
+}
+
+// drift describes the findings that have names ("" when none has): "3 <what> (a, b, c); ...".
+func drift(findings ...finding) string {
+	var parts []string
+	for _, f := range findings {
+		if len(f.names) > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s (%s)", len(f.names), f.what, most(f.names, 5)))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 // checkMirrors compares the remote Services the service mirror selects with the local mirrors
 // of that remote: each must have a mirror with the same ports, and each mirror a Service.
 func checkMirrors(ctx context.Context, local, remote kubernetes.Interface, c release.Component, remoteName string, res Result) Result {
@@ -67,10 +84,12 @@ func checkMirrors(ctx context.Context, local, remote kubernetes.Interface, c rel
 		src := mirror.Source{Cluster: remoteName, Namespace: svc.Namespace, Name: svc.Name}
 		want[src.String()] = true
 		m, ok := have[src.String()]
-		switch {
-		case !ok:
+		if !ok {
 			missing = append(missing, svc.Namespace+"/"+svc.Name)
-		case !samePorts(mirror.Spec(svc).Ports, m.Spec.Ports):
+			continue
+		}
+		// The controller's own comparison: what it would still write.
+		if change, _ := mirror.UpdateService(mirror.Service(src, namespace, svc), m); change != mirror.NoChange {
 			differ = append(differ, m.Name)
 		}
 	}
@@ -79,26 +98,14 @@ func checkMirrors(ctx context.Context, local, remote kubernetes.Interface, c rel
 			extra = append(extra, m.Name)
 		}
 	}
-	if len(missing)+len(differ)+len(extra) == 0 {
+	what := drift(
+		finding{"remote Services have no mirror", missing},
+		finding{"mirrors differ from their Service (ports, headless, session affinity)", differ},
+		finding{"mirrors have no selected remote Service", extra})
+	if what == "" {
 		return pass(res, "%d Services selected by %s, each mirrored in namespace %s", len(remoteSvcs.Items), selector, namespace)
 	}
-	var what []string
-	if len(missing) > 0 {
-		what = append(what, fmt.Sprintf("%d remote Services have no mirror (%s)", len(missing), most(missing, 5)))
-	}
-	if len(differ) > 0 {
-		what = append(what, fmt.Sprintf("%d mirrors have other ports than their Service (%s)", len(differ), most(differ, 5)))
-	}
-	if len(extra) > 0 {
-		what = append(what, fmt.Sprintf("%d mirrors have no selected remote Service (%s)", len(extra), most(extra, 5)))
-	}
-	return fail(res, "check-mirrors", "the mirrors of remote %s drift: %s; see the logs of %s %s/%s", remoteName, strings.Join(what, "; "), c.Kind, c.Namespace, c.Workload)
-}
-
-func samePorts(want, have []corev1.ServicePort) bool {
-	return slices.EqualFunc(want, have, func(a, b corev1.ServicePort) bool {
-		return a.Name == b.Name && a.Protocol == b.Protocol && a.Port == b.Port && a.TargetPort == b.TargetPort
-	})
+	return fail(res, "check-mirrors", "the mirrors of remote %s drift: %s; see the logs of %s %s/%s", remoteName, what, c.Kind, c.Namespace, c.Workload)
 }
 
 // checkNetworkSets compares the remote pods carrying the policy label with the local
@@ -154,21 +161,15 @@ func checkNetworkSets(ctx context.Context, dyn dynamic.Interface, remote kuberne
 			missing = append(missing, name)
 		}
 	}
-	if len(missing)+len(differ)+len(extra) == 0 {
+	what := drift(
+		finding{"sets missing", missing},
+		finding{"sets with other addresses than the pods'", differ},
+		finding{"sets without pods", extra})
+	if what == "" {
 		return pass(res, "%d GlobalNetworkSets in sync with the pods labelled %s", len(want), label)
 	}
-	var what []string
-	if len(missing) > 0 {
-		what = append(what, fmt.Sprintf("%d sets missing (%s)", len(missing), most(missing, 5)))
-	}
-	if len(differ) > 0 {
-		what = append(what, fmt.Sprintf("%d sets with other addresses than the pods' (%s)", len(differ), most(differ, 5)))
-	}
-	if len(extra) > 0 {
-		what = append(what, fmt.Sprintf("%d sets without pods (%s)", len(extra), most(extra, 5)))
-	}
 	return fail(res, "check-network-sets", "the network sets of remote %s are out of sync: %s; see the logs of %s %s/%s",
-		remoteName, strings.Join(what, "; "), c.Kind, c.Namespace, c.Workload)
+		remoteName, what, c.Kind, c.Namespace, c.Workload)
 }
 
 func sorted(s []string) []string {
@@ -180,7 +181,7 @@ func sorted(s []string) []string {
 // checkGlobalServices compares the remote's global services with their local Services and
 // EndpointSlices: each global service the remote has must have its local Service, with one
 // local slice for every slice the remote has of it, and no local slice of that remote may stand
-// for a global service the remote no longer has.
+// for a global service the remote no longer has. Each side is read with one list.
 func checkGlobalServices(ctx context.Context, local, remote kubernetes.Interface, c release.Component, remoteName string, res Result) Result {
 	selector := env(c, "SEMAPHORE_GLOBAL_LABEL_SELECTOR", global.DefaultSelector)
 	namespace := env(c, "SEMAPHORE_MIRROR_NAMESPACE", "semaphore")
@@ -188,30 +189,40 @@ func checkGlobalServices(ctx context.Context, local, remote kubernetes.Interface
 	if err != nil {
 		return fail(res, "check-access", "listing the Services of remote %s selected by %s: %v", remoteName, selector, err)
 	}
-	want := map[string]bool{}
-	var missing []string
-	for i := range remoteSvcs.Items {
-		svc := &remoteSvcs.Items[i]
-		k := global.Key{Namespace: svc.Namespace, Name: svc.Name}
-		if _, err := local.CoreV1().Services(namespace).Get(ctx, global.ServiceName(k), metav1.GetOptions{}); err != nil {
-			missing = append(missing, fmt.Sprintf("%s (%v)", global.ServiceName(k), err))
-		}
-		slices, err := remote.DiscoveryV1().EndpointSlices(svc.Namespace).List(ctx, metav1.ListOptions{
-			LabelSelector: k8slabels.Set{discoveryv1.LabelServiceName: svc.Name}.String(),
-		})
-		if err != nil {
-			return fail(res, "check-access", "listing the EndpointSlices of %s/%s in remote %s: %v", svc.Namespace, svc.Name, remoteName, err)
-		}
-		for _, s := range slices.Items {
-			want[global.SliceName(k, remoteName, s.Name)] = true
-		}
+	remoteSlices, err := remote.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fail(res, "check-access", "listing the EndpointSlices of remote %s: %v", remoteName, err)
+	}
+	localSvcs, err := local.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.ManagedBy + "=" + labels.ServiceMirror})
+	if err != nil {
+		return fail(res, "check-global-services", "listing the global Services in namespace %s: %v", namespace, err)
 	}
 	mine := k8slabels.Set{labels.ManagedBy: labels.ServiceMirror, global.LabelCluster: remoteName}
 	have, err := local.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{LabelSelector: mine.String()})
 	if err != nil {
 		return fail(res, "check-global-services", "listing the global EndpointSlices of remote %s in namespace %s: %v", remoteName, namespace, err)
 	}
-	var extra []string
+
+	present := map[string]bool{}
+	for _, svc := range localSvcs.Items {
+		present[svc.Name] = true
+	}
+	selected := map[global.Key]bool{}
+	var missing []string
+	for _, svc := range remoteSvcs.Items {
+		k := global.Key{Namespace: svc.Namespace, Name: svc.Name}
+		selected[k] = true
+		if !present[global.ServiceName(k)] {
+			missing = append(missing, global.ServiceName(k))
+		}
+	}
+	want := map[string]bool{}
+	for _, s := range remoteSlices.Items {
+		if k := (global.Key{Namespace: s.Namespace, Name: s.Labels[discoveryv1.LabelServiceName]}); selected[k] {
+			want[global.SliceName(k, remoteName, s.Name)] = true
+		}
+	}
+	var extra, absent []string
 	seen := map[string]bool{}
 	for _, s := range have.Items {
 		seen[s.Name] = true
@@ -219,25 +230,18 @@ func checkGlobalServices(ctx context.Context, local, remote kubernetes.Interface
 			extra = append(extra, s.Name)
 		}
 	}
-	var absent []string
 	for name := range want {
 		if !seen[name] {
 			absent = append(absent, name)
 		}
 	}
-	if len(missing)+len(absent)+len(extra) == 0 {
+	what := drift(
+		finding{"global Services missing", missing},
+		finding{"slices of the remote not copied", absent},
+		finding{"copied slices the remote no longer has", extra})
+	if what == "" {
 		return pass(res, "%d global services of remote %s (selected by %s), their %d endpoint slices copied here", len(remoteSvcs.Items), remoteName, selector, len(want))
 	}
-	var what []string
-	if len(missing) > 0 {
-		what = append(what, fmt.Sprintf("%d global Services missing (%s)", len(missing), most(missing, 5)))
-	}
-	if len(absent) > 0 {
-		what = append(what, fmt.Sprintf("%d slices of the remote not copied (%s)", len(absent), most(absent, 5)))
-	}
-	if len(extra) > 0 {
-		what = append(what, fmt.Sprintf("%d copied slices the remote no longer has (%s)", len(extra), most(extra, 5)))
-	}
 	return fail(res, "check-global-services", "the global services of remote %s drift: %s; see the logs of %s %s/%s",
-		remoteName, strings.Join(what, "; "), c.Kind, c.Namespace, c.Workload)
+		remoteName, what, c.Kind, c.Namespace, c.Workload)
 }
