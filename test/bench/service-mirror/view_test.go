@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/measure"
+)
+
+// localView is the mirror namespace as a user's kubectl --watch sees it: the Services, the
+// endpoints of each slice, when the first slice appeared, and the latency of each change
+// marked with markChange.
+type localView struct {
+	services  cache.SharedIndexInformer
+	slices    sync.Map // slice name -> endpoints
+	pending   sync.Map // marker address -> change time
+	firstSeen atomic.Int64
+	latencies measure.Latencies
+}
+
+// watchMirrorNamespace starts the local view, synced, until the benchmark ends.
+func watchMirrorNamespace(b *testing.B, client kubernetes.Interface) *localView {
+	v := &localView{}
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(mirrorNS))
+	v.services = factory.Core().V1().Services().Informer()
+	record := func(obj any) {
+		s, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok {
+			return
+		}
+		v.firstSeen.CompareAndSwap(0, time.Now().UnixNano())
+		v.slices.Store(s.Name, len(s.Endpoints))
+		for _, e := range s.Endpoints {
+			if at, ok := v.pending.LoadAndDelete(e.Addresses[0]); ok {
+				v.latencies.Add(time.Since(at.(time.Time)))
+			}
+		}
+	}
+	_, _ = factory.Discovery().V1().EndpointSlices().Informer().AddEventHandler(
+		cache.ResourceEventHandlerFuncs{AddFunc: record, UpdateFunc: func(_, o any) { record(o) }})
+	stop := make(chan struct{})
+	b.Cleanup(func() { close(stop) })
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+	return v
+}
+
+// completeSlices counts the slices that hold every endpoint.
+func (v *localView) completeSlices() int {
+	complete := 0
+	v.slices.Range(func(_, n any) bool {
+		if n.(int) == endpoints {
+			complete++
+		}
+		return true
+	})
+	return complete
+}
+
+// change replaces the last endpoint of source slice s (in client's cluster) with marker, notes
+// when, and returns the updated slice; the view times the change when a local slice shows the
+// marker.
+func (v *localView) change(b *testing.B, client kubernetes.Interface, s *discoveryv1.EndpointSlice, marker string) *discoveryv1.EndpointSlice {
+	s.Endpoints[endpoints-1].Addresses = []string{marker}
+	v.pending.Store(marker, time.Now())
+	out, err := client.DiscoveryV1().EndpointSlices(s.Namespace).Update(context.Background(), s, metav1.UpdateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(changeEvery)
+	return out
+}
+
+// populate creates n Services with labels in c, spread over the namespaces team-*, each with
+// one slice of endpoints at addr(i, e), and returns them and their slices.
+func populate(b *testing.B, c *testenv.Cluster, n int, labels map[string]string, addr func(i, e int) string) ([]*corev1.Service, []*discoveryv1.EndpointSlice) {
+	ctx := context.Background()
+	client := kubernetes.NewForConfigOrDie(measure.Unthrottled(c))
+	for ns := range namespaces {
+		if err := c.EnsureNamespace(ctx, fmt.Sprintf("team-%d", ns)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	svcs := make([]*corev1.Service, n)
+	slices := make([]*discoveryv1.EndpointSlice, n)
+	measure.InParallel(b, n, func(i int) error {
+		ns, name := fmt.Sprintf("team-%d", i%namespaces), fmt.Sprintf("svc-%04d", i)
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+			Spec: corev1.ServiceSpec{
+				Selector: map[string]string{"app": name},
+				Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
+			},
+		}
+		var err error
+		if svcs[i], err = client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		s := &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Name: name + "-abcde", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
+		}
+		for e := range endpoints {
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
+				Addresses:  []string{addr(i, e)},
+				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
+			})
+		}
+		slices[i], err = client.DiscoveryV1().EndpointSlices(ns).Create(ctx, s, metav1.CreateOptions{})
+		return err
+	})
+	return svcs, slices
+}
