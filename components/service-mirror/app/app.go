@@ -16,6 +16,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/controller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/globalcontroller"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/labels"
@@ -112,11 +113,14 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One watch of each remote's EndpointSlices, for the mirrors and the global services.
+	remoteSlices := remoteslices.New(cfg.ResyncPeriod)
 	ctrls := &Controllers{Mirrors: controller.New(controller.Options{
 		Namespace:     cfg.Namespace,
 		Selector:      cfg.selector,
 		ResyncPeriod:  cfg.ResyncPeriod,
 		DriftInterval: cfg.DriftInterval,
+		RemoteSlices:  remoteSlices,
 	}, base.Local, base.Remotes, base.Health, controller.NewMetrics(base.Factory), base.Queue, log)}
 	if cfg.globalSelector != nil {
 		meta, err := metadata.NewForConfig(base.LocalConfig)
@@ -129,6 +133,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 			Selector:          cfg.globalSelector,
 			ResyncPeriod:      cfg.ResyncPeriod,
 			InventoryInterval: cfg.DriftInterval,
+			RemoteSlices:      remoteSlices,
 		}, base.Local, meta, base.Remotes, base.Health, globalcontroller.NewMetrics(base.Factory), base.Queue, log.With("global", true))
 	}
 	return &App{Leading: component.NewLeading(base, ctrls, cfg.Workers), cfg: cfg}, nil

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
@@ -37,6 +38,8 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// DriftInterval is how often the drift and inventory gauges are recomputed.
 	DriftInterval time.Duration
+	// RemoteSlices are the remotes' EndpointSlice informers, shared with global services.
+	RemoteSlices *remoteslices.Shared
 }
 
 // Controller mirrors remote Services into the local cluster.
@@ -112,18 +115,16 @@ func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
 	selector := c.opts.Selector.String()
 	svcFactory := informers.NewSharedInformerFactoryWithOptions(r.Client, c.opts.ResyncPeriod,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
-	sliceFactory := informers.NewSharedInformerFactory(r.Client, c.opts.ResyncPeriod)
+	sliceFactory, sliceInformer := c.opts.RemoteSlices.For(r)
 	svcInformer := svcFactory.Core().V1().Services()
-	sliceInformer := sliceFactory.Discovery().V1().EndpointSlices()
-	utilruntime.Must(sliceInformer.Informer().AddIndexers(cache.Indexers{mirror.ByServiceName: mirror.IndexByServiceName}))
 	rc.services = svcInformer.Lister()
-	rc.slices = sliceInformer.Informer().GetIndexer()
-	// Services are listed with the selector, slices without: two factories.
+	rc.slices = sliceInformer.GetIndexer()
+	// Services are listed with the selector, slices without (and shared): two factories.
 	rc.Watch(svcFactory, svcInformer.Informer().HasSynced)
-	rc.Watch(sliceFactory, sliceInformer.Informer().HasSynced)
+	rc.Watch(sliceFactory, sliceInformer.HasSynced)
 
 	_, _ = svcInformer.Informer().AddEventHandler(rc.Handler(func(obj any) { c.onRemoteService(rc, obj) }))
-	_, _ = sliceInformer.Informer().AddEventHandler(rc.Handler(func(obj any) { c.onRemoteSlice(rc, obj) }))
+	_, _ = sliceInformer.AddEventHandler(rc.Handler(func(obj any) { c.onRemoteSlice(rc, obj) }))
 	return rc
 }
 

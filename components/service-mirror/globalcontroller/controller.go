@@ -24,6 +24,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
@@ -42,6 +43,8 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// InventoryInterval is how often the inventory gauges are recomputed.
 	InventoryInterval time.Duration
+	// RemoteSlices are the remotes' EndpointSlice informers, shared with the mirrors.
+	RemoteSlices *remoteslices.Shared
 }
 
 // Controller serves global services in the local cluster.
@@ -173,15 +176,13 @@ func selectedServices(client kubernetes.Interface, opts Options) informers.Share
 func (c *Controller) watchRemote(r remote.Cluster) *cluster {
 	rc := &cluster{name: r.Name, remote: c.base.AddRemote(r.Name)}
 	svcFactory := selectedServices(r.Client, c.opts)
-	sliceFactory := informers.NewSharedInformerFactory(r.Client, c.opts.ResyncPeriod)
+	sliceFactory, slices := c.opts.RemoteSlices.For(r)
 	services := svcFactory.Core().V1().Services()
-	slices := sliceFactory.Discovery().V1().EndpointSlices()
-	utilruntime.Must(slices.Informer().AddIndexers(cache.Indexers{mirror.ByServiceName: mirror.IndexByServiceName}))
-	rc.services, rc.slices = services.Lister(), slices.Informer().GetIndexer()
+	rc.services, rc.slices = services.Lister(), slices.GetIndexer()
 	rc.remote.Watch(svcFactory, services.Informer().HasSynced)
-	rc.remote.Watch(sliceFactory, slices.Informer().HasSynced)
+	rc.remote.Watch(sliceFactory, slices.HasSynced)
 	_, _ = services.Informer().AddEventHandler(rc.remote.Handler(c.onService))
-	_, _ = slices.Informer().AddEventHandler(rc.remote.Handler(func(obj any) { c.onSlice(rc, obj) }))
+	_, _ = slices.AddEventHandler(rc.remote.Handler(func(obj any) { c.onSlice(rc, obj) }))
 	return rc
 }
 
