@@ -37,7 +37,12 @@ func TestCoreDNSResolvesMirror(t *testing.T) {
 	})
 
 	addr := testenv.StartCoreDNS(t, testenv.CorefileFromDocs(t, local.DirectKubeconfig, cfg.Namespace))
-	name := fmt.Sprintf("fluentd.%s.svc.cluster.aws", ns)
+	expectResolves(t, addr, fmt.Sprintf("fluentd.%s.svc.cluster.aws", ns), clusterIP)
+}
+
+// expectResolves waits until the CoreDNS at addr resolves name to ip alone.
+func expectResolves(t *testing.T, addr, name, ip string) {
+	t.Helper()
 	eventually(t, 30*time.Second, "resolving "+name, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -45,8 +50,8 @@ func TestCoreDNSResolvesMirror(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if !slices.Equal(got, []string{clusterIP}) {
-			return fmt.Errorf("%s resolves to %v, want the mirror's ClusterIP %s", name, got, clusterIP)
+		if !slices.Equal(got, []string{ip}) {
+			return fmt.Errorf("%s resolves to %v, want the ClusterIP %s", name, got, ip)
 		}
 		return nil
 	})
@@ -64,17 +69,5 @@ func TestCoreDNSResolvesGlobalService(t *testing.T) {
 	svc, _ := expectGlobal(t, cfg, global.Key{Namespace: ns, Name: "fluentd"}, map[string][]string{"local": {"198.18.1.1"}, "aws": {"198.18.2.1"}})
 
 	addr := testenv.StartCoreDNS(t, testenv.CorefileFromDocs(t, local.DirectKubeconfig, cfg.Namespace))
-	name := fmt.Sprintf("fluentd.%s.svc.cluster.global", ns)
-	eventually(t, 30*time.Second, "resolving "+name, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		got, err := testbed.LookupHost(ctx, addr, name)
-		if err != nil {
-			return err
-		}
-		if !slices.Equal(got, []string{svc.Spec.ClusterIP}) {
-			return fmt.Errorf("%s resolves to %v, want the global Service's ClusterIP %s", name, got, svc.Spec.ClusterIP)
-		}
-		return nil
-	})
+	expectResolves(t, addr, fmt.Sprintf("fluentd.%s.svc.cluster.global", ns), svc.Spec.ClusterIP)
 }
