@@ -319,6 +319,23 @@ func TestGlobalServiceLocalFirstHints(t *testing.T) {
 	if got := metricValue(t, r.App.Registry, "semaphore_service_mirror_global_local_zones", nil); got != 2 {
 		t.Errorf("local zones gauge = %v, want 2", got)
 	}
+	// A Node moved to another zone: the local endpoints follow.
+	moved, err := local.Client.CoreV1().Nodes().Get(ctx, fmt.Sprintf("%s-node-1", ns), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved.Labels[corev1.LabelTopologyZone] = zones[0][:len(zones[0])-1] + "c"
+	if _, err := local.Client.CoreV1().Nodes().Update(ctx, moved, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wantHints["local"] = []string{zones[0], moved.Labels[corev1.LabelTopologyZone]}
+	eventually(t, 30*time.Second, "zone hints after a Node moved", func() error {
+		_, sl, err := globalOf(cfg, k)
+		if err != nil {
+			return err
+		}
+		return checkHints(sl, wantHints)
+	})
 	for i := range zones {
 		if err := local.Client.CoreV1().Nodes().Delete(ctx, fmt.Sprintf("%s-node-%d", ns, i), metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)

@@ -27,7 +27,16 @@ func newZones(meta metadata.Interface, resync time.Duration, changed func()) *zo
 	z := &zones{factory: metadatainformer.NewSharedInformerFactory(meta, resync), changed: changed}
 	inf := z.factory.ForResource(corev1.SchemeGroupVersion.WithResource("nodes")).Informer()
 	z.synced, z.store = inf.HasSynced, inf.GetStore()
-	_, _ = inf.AddEventHandler(handler(func(any) { z.refresh() }))
+	// A Node's metadata changes with every status update; only a zone that changes matters.
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { z.refresh() },
+		DeleteFunc: func(any) { z.refresh() },
+		UpdateFunc: func(old, obj any) {
+			if zoneOf(old) != zoneOf(obj) {
+				z.refresh()
+			}
+		},
+	})
 	return z
 }
 
@@ -42,10 +51,8 @@ func (z *zones) List() []string {
 func (z *zones) refresh() {
 	set := map[string]bool{}
 	for _, o := range z.store.List() {
-		if m, ok := o.(interface{ GetLabels() map[string]string }); ok {
-			if zone := m.GetLabels()[corev1.LabelTopologyZone]; zone != "" {
-				set[zone] = true
-			}
+		if zone := zoneOf(o); zone != "" {
+			set[zone] = true
 		}
 	}
 	now := make([]string, 0, len(set))
@@ -60,4 +67,12 @@ func (z *zones) refresh() {
 	if !same {
 		z.changed()
 	}
+}
+
+// zoneOf is the zone label of a Node's metadata ("" when it has none).
+func zoneOf(obj any) string {
+	if m, ok := obj.(interface{ GetLabels() map[string]string }); ok {
+		return m.GetLabels()[corev1.LabelTopologyZone]
+	}
+	return ""
 }
