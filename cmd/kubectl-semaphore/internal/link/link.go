@@ -262,7 +262,9 @@ func consumerToken(ctx context.Context, c kubernetes.Interface, remote *Remote, 
 		sel[InstanceLabel] = remote.Release
 	}
 	var last error
-	get := func(ctx context.Context) (bool, error) {
+	// Each read uses ctx, not the poll's context: near the poll's deadline client-go's rate
+	// limiter would refuse to wait, and the error would hide why linking waited.
+	get := func(context.Context) (bool, error) {
 		list, err := c.CoreV1().Secrets(remote.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 		if err != nil {
 			return false, err
