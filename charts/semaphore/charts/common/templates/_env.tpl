@@ -2,7 +2,7 @@
 semaphore-common.env: the env items (no "env:" key) every component shares, in this order:
 SEMAPHORE_LOCAL_CLUSTER, SEMAPHORE_REMOTES, SEMAPHORE_REMOTES_DIR, SEMAPHORE_ADMIN_ADDR,
 SEMAPHORE_LOG_LEVEL, SEMAPHORE_CLIENT_QPS, SEMAPHORE_CLIENT_BURST, SEMAPHORE_RESYNC_PERIOD,
-SEMAPHORE_REMOTE_PROBE_INTERVAL, POD_NAME, POD_NAMESPACE (downward API). The component's own
+SEMAPHORE_REMOTE_PROBE_INTERVAL, SEMAPHORE_ADOPT_ORIGINAL (global.adoptOriginal), POD_NAME, POD_NAMESPACE (downward API). The component's own
 variables follow it, then .Values.extraEnv (see semaphore-common.extraEnv).
   $ (the including chart's root context)
 Reads (each optional, defaults as the binaries'):
@@ -36,6 +36,8 @@ Reads (each optional, defaults as the binaries'):
   value: {{ .Values.resyncPeriod | default "10m" | quote }}
 - name: SEMAPHORE_REMOTE_PROBE_INTERVAL
   value: {{ .Values.remoteProbeInterval | default "10s" | quote }}
+- name: SEMAPHORE_ADOPT_ORIGINAL
+  value: {{ $g.adoptOriginal | toString | quote }}
 - name: POD_NAME
   valueFrom:
     fieldRef:

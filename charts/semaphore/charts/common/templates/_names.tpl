@@ -104,6 +104,7 @@ image:
   pullPolicy: {{ $img.pullPolicy | default "IfNotPresent" | quote }}
 imagePullSecrets: {{ $g.imagePullSecrets | default list | toJson }}
 commonLabels: {{ $g.commonLabels | default dict | toJson }}
+adoptOriginal: {{ eq (toString $g.adoptOriginal) "true" }}
 {{- end -}}
 
 {{- /*
