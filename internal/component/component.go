@@ -1,5 +1,5 @@
 // Package component assembles what every controller deployment shares: API clients from the
-// configuration, the metrics registry, the admin server with per-remote readiness, remote
+// configuration, the metrics registry, the admin server with local readiness, remote
 // health probing and leader election. A component adds its controller and runs it while it
 // leads.
 package component
@@ -94,16 +94,9 @@ func New(name, metricsPrefix string, shared config.Shared, election config.Leade
 		admin:       admin.New(reg),
 		listener:    listener,
 	}
+	// Remote health is metrics only, never readiness: an unreachable remote must not make the
+	// pods unready, which would stall every rollout while it lasts (docs/architecture.md).
 	b.Health.AddClusters(remotes)
-	for _, r := range remotes {
-		b.admin.AddReadyCheck("remote:"+r.Name, func() error {
-			// Only the leader syncs caches; a standby is ready while the remote answers.
-			if b.leading.Load() {
-				return b.Health.Check(r.Name)
-			}
-			return b.Health.Reachable(r.Name)
-		})
-	}
 	return b, nil
 }
 

@@ -76,7 +76,7 @@ type Shared struct {
 	ClientQPS           float32       `envconfig:"SEMAPHORE_CLIENT_QPS" default:"200" desc:"client-side rate limit of each API client, requests per second (negative disables it)"`
 	ClientBurst         int           `envconfig:"SEMAPHORE_CLIENT_BURST" default:"400" desc:"burst of each API client's rate limit"`
 	ResyncPeriod        time.Duration `envconfig:"SEMAPHORE_RESYNC_PERIOD" default:"10m" desc:"how often every object is reconciled again even without a change"`
-	RemoteProbeInterval time.Duration `envconfig:"SEMAPHORE_REMOTE_PROBE_INTERVAL" default:"10s" desc:"how often each remote API server is probed for remote_up and /readyz"`
+	RemoteProbeInterval time.Duration `envconfig:"SEMAPHORE_REMOTE_PROBE_INTERVAL" default:"10s" desc:"how often each remote API server is probed for remote_up (remote health is never readiness)"`
 	AdoptOriginal       bool          `envconfig:"SEMAPHORE_ADOPT_ORIGINAL" default:"false" desc:"take over, in place, the objects the original Semaphore tools made (see docs/migration.md); off, they are never touched"`
 }
 

@@ -16,7 +16,7 @@ import (
 
 // Health tracks, for each remote, whether its API server answers and whether the component's
 // caches of it have synced. It exports <prefix>_remote_up and
-// <prefix>_remote_last_sync_timestamp_seconds and serves the per-remote readiness checks.
+// <prefix>_remote_last_sync_timestamp_seconds. Remote health is never readiness.
 type Health struct {
 	interval time.Duration
 	timeout  time.Duration
@@ -91,8 +91,9 @@ func (h *Health) Up(name string) bool {
 	return ok && s.probed && s.err == nil
 }
 
-// Reachable is nil when the remote answered its last probe.
-func (h *Health) Reachable(name string) error {
+// Check says what keeps a remote's view from being current: nil when it answered its last probe
+// and its caches synced. It is for logs and the withdraw policy, never for readiness.
+func (h *Health) Check(name string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s, ok := h.remotes[name]
@@ -103,18 +104,7 @@ func (h *Health) Reachable(name string) error {
 		return errors.New("not probed yet")
 	case s.err != nil:
 		return fmt.Errorf("unreachable: %w", s.err)
-	}
-	return nil
-}
-
-// Check is the readiness check of one remote: nil when it is reachable and synced.
-func (h *Health) Check(name string) error {
-	if err := h.Reachable(name); err != nil {
-		return err
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.remotes[name].synced {
+	case !s.synced:
 		return errors.New("caches not synced yet")
 	}
 	return nil

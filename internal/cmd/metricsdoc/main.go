@@ -30,7 +30,8 @@ func main() {
 
 Every component serves Prometheus metrics on its admin listener (` + "`SEMAPHORE_ADMIN_ADDR`" + `, default
 ` + "`:8080`" + `) at ` + "`/metrics`" + `, next to ` + "`/healthz`" + ` (the process is alive) and ` + "`/readyz`" + ` (every readiness
-check passes; the body names the failing one, e.g. ` + "`[-]remote:aws failed: unreachable: ...`" + `).
+check passes; the body names the failing one, e.g. ` + "`[-]controller failed: local caches not synced yet`" + `;
+readiness is local only: a remote's health is in the metrics below, never in ` + "`/readyz`" + `).
 
 Besides the metrics below, each component exports the standard ` + "`go_*`" + ` and ` + "`process_*`" + ` metrics.
 Per-remote series exist for the remotes in ` + "`SEMAPHORE_REMOTES`" + `; the list changes only with a restart,

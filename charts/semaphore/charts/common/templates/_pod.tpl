@@ -81,9 +81,9 @@ port, named "admin".
 
 {{- /*
 semaphore-common.probes: the container's livenessProbe (/healthz: the process is alive) and
-readinessProbe (/readyz: caches synced, remotes reachable) on the "admin" port, as two keys at
-the container's level. A remote that is down makes every replica unready but never restarts it:
-only liveness restarts, and /healthz does not depend on remotes.
+readinessProbe (/readyz: local caches synced, devices up; never the remotes, so an outage does not
+stall a rollout) on the "admin" port, as two keys at the container's level. /healthz does not
+depend on remotes either: a remote outage never restarts a pod.
   $ (the including chart's root context)
 */ -}}
 {{- define "semaphore-common.probes" -}}

@@ -6,7 +6,7 @@ Objects every Deployment-based component (service-mirror, policy) shares.
 semaphore-common.podDisruptionBudget: a policy/v1 PodDisruptionBudget (YAML document starting with
 "---") when .Values.podDisruptionBudget.enabled (default true), with
 podDisruptionBudget.minAvailable (default 1) and unhealthyPodEvictionPolicy AlwaysAllow: every
-replica fails /readyz while a remote is down, and an outage elsewhere must not block node drains.
+pod unready for a local reason must not block node drains.
 Not rendered with fewer than 2 replicas (.Values.replicas, default 2): a budget of one healthy
 pod out of one would block every drain.
   dict "ctx" $ "component" "service-mirror"
