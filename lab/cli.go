@@ -27,7 +27,8 @@ type pluginResult struct {
 
 // checkWithPlugin runs `kubectl semaphore check` in every cluster, as a user would, and expects
 // it to pass; then it revokes gcp's token in aws and expects the check in gcp to fail, naming
-// aws and no other remote. It runs last: gcp no longer reads aws afterwards.
+// aws and no other remote, and gcp's controllers to roll out during that outage
+// (checkRolloutDuringOutage). It runs last: gcp no longer reads aws afterwards.
 //
 // The plugin runs inside the underlay's network namespace: the remotes' addresses in the
 // controllers' Secrets are the API servers' underlay addresses, which only the nodes reach. It
@@ -58,7 +59,10 @@ func (l *lab) checkWithPlugin(ctx context.Context) []string {
 	if len(problems) > 0 {
 		return problems
 	}
-	return l.checkRevokedToken(ctx, kubeconfig)
+	if problems := l.checkRevokedToken(ctx, kubeconfig); len(problems) > 0 {
+		return problems
+	}
+	return l.checkRolloutDuringOutage(ctx)
 }
 
 // runCheck runs `kubectl semaphore check -o json` for cluster inside the underlay and returns
@@ -120,9 +124,7 @@ func (l *lab) checkRevokedToken(ctx context.Context, kubeconfig string) []string
 	return []string{fmt.Sprintf("kubectl semaphore --context gcp check after gcp's token was revoked in aws: want exit status 1 and failures naming only aws, got %s", last)}
 }
 
-// failureOf is the first failure naming remote, and whether no other remote failed. The
-// controllers' pods may turn unready too (their probes of the remote fail): that names no
-// remote and is fine.
+// failureOf is the first failure naming remote, and whether no other remote failed.
 func failureOf(results []pluginResult, remote string) (first string, only bool) {
 	only = true
 	for _, r := range results {

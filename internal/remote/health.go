@@ -33,6 +33,8 @@ type remoteState struct {
 	synced bool
 	err    error // last probe result; nil when the last probe succeeded
 	probed bool
+	// lastSync is when the view was last known current (what the lastSync gauge shows).
+	lastSync time.Time
 }
 
 // NewHealth creates the per-remote health metrics on f. Remotes are probed every interval.
@@ -78,7 +80,7 @@ func (h *Health) MarkSynced(name string) {
 	if s, ok := h.remotes[name]; ok {
 		s.synced = true
 		if s.probed && s.err == nil {
-			h.lastSync.WithLabelValues(name).SetToCurrentTime()
+			h.markCurrent(name, s)
 		}
 	}
 }
@@ -108,6 +110,23 @@ func (h *Health) Check(name string) error {
 		return errors.New("caches not synced yet")
 	}
 	return nil
+}
+
+// markCurrent records that the view of a remote is current now. h.mu must be held.
+func (h *Health) markCurrent(name string, s *remoteState) {
+	s.lastSync = time.Now()
+	h.lastSync.WithLabelValues(name).Set(float64(s.lastSync.UnixNano()) / 1e9)
+}
+
+// LastSync is when the view of a remote was last known current (caches synced and the API
+// server answering); zero if it never was.
+func (h *Health) LastSync(name string) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s, ok := h.remotes[name]; ok {
+		return s.lastSync
+	}
+	return time.Time{}
 }
 
 // Names returns the tracked remotes, sorted.
@@ -170,7 +189,7 @@ func (h *Health) record(name string, err error) {
 	}
 	h.up.WithLabelValues(name).Set(1)
 	if s.synced {
-		h.lastSync.WithLabelValues(name).SetToCurrentTime()
+		h.markCurrent(name, s)
 	}
 	if !wasUp {
 		h.log.Info("remote reachable", "remote", name)

@@ -17,6 +17,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/controller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/globalcontroller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/labels"
@@ -33,11 +34,12 @@ const MetricsPrefix = "semaphore_service_mirror"
 type Config struct {
 	config.Shared
 	config.LeaderElection
-	Namespace      string        `envconfig:"SEMAPHORE_MIRROR_NAMESPACE" default:"semaphore" desc:"local namespace that holds the mirror Services and EndpointSlices"`
-	LabelSelector  string        `envconfig:"SEMAPHORE_MIRROR_LABEL_SELECTOR" default:"mirror.semaphore.uw.io/mirror-service=true" desc:"label selector of the remote Services to mirror"`
-	Workers        int           `envconfig:"SEMAPHORE_MIRROR_WORKERS" default:"8" desc:"remote Services reconciled in parallel, and as many global services"`
-	DriftInterval  time.Duration `envconfig:"SEMAPHORE_MIRROR_DRIFT_INTERVAL" default:"10s" desc:"how often the mirror drift and inventory metrics are recomputed"`
-	GlobalSelector string        `envconfig:"SEMAPHORE_GLOBAL_LABEL_SELECTOR" default:"mirror.semaphore.uw.io/global-service=true" desc:"label selector of the Services, in every cluster, that are global services; empty turns global services off"`
+	Namespace      string          `envconfig:"SEMAPHORE_MIRROR_NAMESPACE" default:"semaphore" desc:"local namespace that holds the mirror Services and EndpointSlices"`
+	LabelSelector  string          `envconfig:"SEMAPHORE_MIRROR_LABEL_SELECTOR" default:"mirror.semaphore.uw.io/mirror-service=true" desc:"label selector of the remote Services to mirror"`
+	Workers        int             `envconfig:"SEMAPHORE_MIRROR_WORKERS" default:"8" desc:"remote Services reconciled in parallel, and as many global services"`
+	DriftInterval  time.Duration   `envconfig:"SEMAPHORE_MIRROR_DRIFT_INTERVAL" default:"10s" desc:"how often the mirror drift and inventory metrics are recomputed"`
+	GlobalSelector string          `envconfig:"SEMAPHORE_GLOBAL_LABEL_SELECTOR" default:"mirror.semaphore.uw.io/global-service=true" desc:"label selector of the Services, in every cluster, that are global services; empty turns global services off"`
+	WithdrawAfter  withdraw.Policy `envconfig:"SEMAPHORE_WITHDRAW_AFTER" desc:"outage policy: after this long without a successful sync with a remote, its mirrored endpoints (mirrors and global services) are marked not ready, and ready again as soon as it answers; a duration for every remote (5m), remote:duration pairs (aws:5m,gcp:30s) or both (5m,gcp:30s); empty keeps them as they are during an outage"`
 
 	selector, globalSelector k8slabels.Selector
 }
@@ -62,6 +64,9 @@ func (c *Config) Validate() error {
 		return errors.New("SEMAPHORE_MIRROR_LABEL_SELECTOR: must not be empty; mirroring every Service is never what you want")
 	}
 	c.selector = sel
+	if err := c.WithdrawAfter.CheckRemotes(c.Remotes); err != nil {
+		return fmt.Errorf("SEMAPHORE_WITHDRAW_AFTER: %w", err)
+	}
 	if err := c.validateGlobal(); err != nil {
 		return err
 	}
@@ -97,6 +102,7 @@ func MetricSpecs() []metrics.Spec {
 	return component.MetricSpecs(MetricsPrefix, func(f *metrics.Factory) {
 		controller.NewMetrics(f)
 		globalcontroller.NewMetrics(f)
+		withdraw.NewMetrics(f)
 	})
 }
 
@@ -115,12 +121,14 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	}
 	// One watch of each remote's EndpointSlices, for the mirrors and the global services.
 	remoteSlices := remoteslices.New(cfg.ResyncPeriod)
-	ctrls := &Controllers{Mirrors: controller.New(controller.Options{
+	tracker := withdraw.NewTracker(cfg.WithdrawAfter, cfg.Remotes, base.Health, withdraw.NewMetrics(base.Factory), log)
+	ctrls := &Controllers{Withdraw: tracker, WithdrawInterval: min(cfg.RemoteProbeInterval, time.Second), Mirrors: controller.New(controller.Options{
 		Namespace:     cfg.Namespace,
 		Selector:      cfg.selector,
 		ResyncPeriod:  cfg.ResyncPeriod,
 		DriftInterval: cfg.DriftInterval,
 		RemoteSlices:  remoteSlices,
+		Withdraw:      tracker,
 	}, base.Local, base.Remotes, base.Health, controller.NewMetrics(base.Factory), base.Queue, log)}
 	if cfg.globalSelector != nil {
 		meta, err := metadata.NewForConfig(base.LocalConfig)
@@ -134,6 +142,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 			ResyncPeriod:      cfg.ResyncPeriod,
 			InventoryInterval: cfg.DriftInterval,
 			RemoteSlices:      remoteSlices,
+			Withdraw:          tracker,
 		}, base.Local, meta, base.Remotes, base.Health, globalcontroller.NewMetrics(base.Factory), base.Queue, log.With("global", true))
 	}
 	return &App{Leading: component.NewLeading(base, ctrls, cfg.Workers), cfg: cfg}, nil
@@ -141,5 +150,5 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 
 // Starting are the attributes of the line logged when the component starts.
 func (a *App) Starting() []any {
-	return []any{"cluster", a.cfg.LocalCluster, "remotes", a.cfg.Remotes, "namespace", a.cfg.Namespace, "global", a.cfg.GlobalSelector, "admin", a.AdminAddr()}
+	return []any{"cluster", a.cfg.LocalCluster, "remotes", a.cfg.Remotes, "namespace", a.cfg.Namespace, "global", a.cfg.GlobalSelector, "withdraw_after", a.cfg.WithdrawAfter.String(), "admin", a.AdminAddr()}
 }

@@ -47,6 +47,11 @@ func TestBadConfiguration(t *testing.T) {
 			Want: []string{"SEMAPHORE_MIRROR_LABEL_SELECTOR"},
 		},
 		{
+			Name: "withdraw-after not a duration",
+			Env:  valid("SEMAPHORE_WITHDRAW_AFTER=aws:soon"),
+			Want: []string{"SEMAPHORE_WITHDRAW_AFTER", "aws:soon"},
+		},
+		{
 			Name: "client QPS not a number",
 			Env:  valid("SEMAPHORE_CLIENT_QPS=abc"),
 			Want: []string{"SEMAPHORE_CLIENT_QPS", "abc"},
@@ -57,5 +62,5 @@ func TestBadConfiguration(t *testing.T) {
 			Want: []string{"SEMAPHORE_LEADER_ELECT_NAMESPACE", "POD_NAMESPACE"},
 		},
 	}...))
-	fixture.ExpectHelp(t, bin, "SEMAPHORE_MIRROR_NAMESPACE", "SEMAPHORE_LOCAL_CLUSTER", "SEMAPHORE_REMOTES")
+	fixture.ExpectHelp(t, bin, "SEMAPHORE_MIRROR_NAMESPACE", "SEMAPHORE_WITHDRAW_AFTER", "SEMAPHORE_LOCAL_CLUSTER", "SEMAPHORE_REMOTES")
 }

@@ -3,9 +3,11 @@ package app
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/controller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/globalcontroller"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 )
 
 // Controllers are what the service mirror runs while it leads: the mirrors, and the global
@@ -13,11 +15,15 @@ import (
 type Controllers struct {
 	Mirrors *controller.Controller
 	Global  *globalcontroller.Controller
+	// Withdraw applies the outage policy, every WithdrawInterval, while this replica leads.
+	Withdraw         *withdraw.Tracker
+	WithdrawInterval time.Duration
 }
 
 // Run runs both controllers with workers each until ctx is done.
 func (c *Controllers) Run(ctx context.Context, workers int) {
 	var wg sync.WaitGroup
+	wg.Go(func() { c.Withdraw.Run(ctx, c.WithdrawInterval) })
 	wg.Go(func() { c.Mirrors.Run(ctx, workers) })
 	if c.Global != nil {
 		wg.Go(func() { c.Global.Run(ctx, workers) })

@@ -22,6 +22,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
@@ -40,6 +41,8 @@ type Options struct {
 	DriftInterval time.Duration
 	// RemoteSlices are the remotes' EndpointSlice informers, shared with global services.
 	RemoteSlices *remoteslices.Shared
+	// Withdraw says which remotes' endpoints are withdrawn (nil: none ever are).
+	Withdraw *withdraw.Tracker
 }
 
 // Controller mirrors remote Services into the local cluster.
@@ -100,6 +103,11 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, hea
 		UpdateService: mirror.UpdateService, Clash: c.reportClash,
 	}
 
+	if opts.Withdraw != nil {
+		opts.Withdraw.OnChange(func(remote string) {
+			c.enqueueMirrors(func(s mirror.Source) bool { return s.Cluster == remote })
+		})
+	}
 	for _, r := range remotes {
 		c.remotes[r.Name] = c.newRemoteCache(r)
 		// Zero before the first sync, so that dashboards show 0 rather than no data.

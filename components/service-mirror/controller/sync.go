@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
@@ -26,7 +27,11 @@ func (c *Controller) sync(ctx context.Context, src mirror.Source) (string, error
 	}
 	if !rc.Ready() {
 		// Until the remote's caches have synced we do not know what it holds; leave its
-		// mirrors alone. Everything is enqueued again once it has synced.
+		// mirrors alone, but for withdrawing their endpoints once the outage policy says so.
+		// Everything is enqueued again once it has synced.
+		if c.opts.Withdraw.Withdrawn(src.Cluster) {
+			return multiremote.Result(c.withdrawKept(ctx, src))
+		}
 		return reconcile.Skipped, nil
 	}
 	remoteSvc, err := rc.services.Services(src.Namespace).Get(src.Name)
@@ -49,8 +54,27 @@ func (c *Controller) sync(ctx context.Context, src mirror.Source) (string, error
 	if err != nil {
 		return reconcile.Error, err
 	}
-	clashed, err = c.write.Slices(ctx, src, mirror.EndpointSlices(src, c.opts.Namespace, slices), existing)
+	desired := mirror.EndpointSlices(src, c.opts.Namespace, slices)
+	if c.opts.Withdraw.Withdrawn(src.Cluster) {
+		withdraw.Endpoints(desired)
+	}
+	clashed, err = c.write.Slices(ctx, src, desired, existing)
 	return c.write.Result(src, clashed, err)
+}
+
+// withdrawKept marks the endpoints of the mirror slices we hold for src not ready, for a remote
+// whose caches never synced: what it holds now is unknown, what we hold is withdrawn.
+func (c *Controller) withdrawKept(ctx context.Context, src mirror.Source) error {
+	existing, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.localSlices, multiremote.BySource, src.String())
+	if err != nil {
+		return err
+	}
+	desired := make([]*discoveryv1.EndpointSlice, 0, len(existing))
+	for _, s := range existing {
+		desired = append(desired, s.DeepCopy())
+	}
+	_, err = c.write.Slices(ctx, src, withdraw.Endpoints(desired), existing)
+	return err
 }
 
 // reportClash reports a local object that has the name of a mirror of src but is not ours.

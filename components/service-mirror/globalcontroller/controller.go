@@ -25,6 +25,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
@@ -45,6 +46,8 @@ type Options struct {
 	InventoryInterval time.Duration
 	// RemoteSlices are the remotes' EndpointSlice informers, shared with the mirrors.
 	RemoteSlices *remoteslices.Shared
+	// Withdraw says which remotes' endpoints are withdrawn (nil: none ever are).
+	Withdraw *withdraw.Tracker
 }
 
 // Controller serves global services in the local cluster.
@@ -105,6 +108,9 @@ func New(opts Options, local kubernetes.Interface, meta metadata.Interface, remo
 		InventoryInterval: opts.InventoryInterval,
 	})
 	c.watchLocal(local, meta)
+	if opts.Withdraw != nil {
+		opts.Withdraw.OnChange(func(string) { c.enqueueAllOurs() })
+	}
 	m.initCluster(opts.LocalCluster)
 	for _, r := range remotes {
 		c.clusters[r.Name] = c.watchRemote(r)
@@ -128,7 +134,7 @@ func (c *Controller) watchLocal(local kubernetes.Interface, meta metadata.Interf
 		mirror.ByServiceName: mirror.IndexByServiceName,
 	}))
 	c.ours, c.slices = ours.Lister(), slices.Informer().GetIndexer()
-	c.zones = newZones(meta, c.opts.ResyncPeriod, c.onZonesChanged)
+	c.zones = newZones(meta, c.opts.ResyncPeriod, c.enqueueAllOurs)
 	localCluster := &cluster{name: c.opts.LocalCluster, services: services.Lister(), slices: c.slices}
 	c.clusters[localCluster.name] = localCluster
 
@@ -226,7 +232,7 @@ func (c *Controller) enqueueRemote(r *multiremote.Remote) {
 	for _, k := range c.postponed.take() {
 		c.base.Queue.Add(k)
 	}
-	c.enqueueOurs(func(global.Key) bool { return true })
+	c.enqueueAllOurs()
 }
 
 // enqueueOurs enqueues the global service of every local object of ours that matches.
@@ -240,8 +246,9 @@ func (c *Controller) enqueueOurs(match func(global.Key) bool) {
 	c.base.EnqueueIndexed(c.slices, match)
 }
 
-// onZonesChanged enqueues every global service we serve: local-first hints follow the zones.
-func (c *Controller) onZonesChanged() { c.enqueueOurs(func(global.Key) bool { return true }) }
+// enqueueAllOurs enqueues every global service we serve: when the local zones change
+// (local-first hints follow them), or a remote's endpoints are withdrawn or come back.
+func (c *Controller) enqueueAllOurs() { c.enqueueOurs(func(global.Key) bool { return true }) }
 
 // Run starts the informers and workers and blocks until ctx is done. A remote whose API server
 // is unreachable does not hold up the others: each remote syncs on its own, and until it has,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
@@ -137,7 +138,8 @@ func (c *Controller) unknownHolds(ours []*discoveryv1.EndpointSlice) bool {
 }
 
 // desiredSlices are the global slices of k: a copy of every slice of each cluster that has k;
-// for a cluster that cannot be read yet, the copies we hold, with hints as they must be now.
+// for a cluster that cannot be read yet, the copies we hold, with hints as they must be now;
+// those of a withdrawn remote not ready.
 // Those of clusters that dropped out or are no longer configured are not desired.
 func (c *Controller) desiredSlices(k global.Key, used global.Definition, ours []*discoveryv1.EndpointSlice) ([]*discoveryv1.EndpointSlice, error) {
 	hints := c.hints(k, used)
@@ -159,7 +161,11 @@ func (c *Controller) desiredSlices(k global.Key, used global.Definition, ours []
 		if hints != nil {
 			h = hints.For(cl.name, cl.name == c.opts.LocalCluster)
 		}
-		out = append(out, global.EndpointSlices(k, c.opts.Namespace, cl.name, source, h)...)
+		copies := global.EndpointSlices(k, c.opts.Namespace, cl.name, source, h)
+		if c.opts.Withdraw.Withdrawn(cl.name) {
+			withdraw.Endpoints(copies)
+		}
+		out = append(out, copies...)
 	}
 	return out, nil
 }
