@@ -83,6 +83,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		Resource:          resource,
 		ResyncPeriod:      cfg.ResyncPeriod,
 		InventoryInterval: cfg.InventoryInterval,
+		AdoptOriginal:     cfg.AdoptOriginal,
 	}, base.Local, dyn, base.Remotes, base.Health, controller.NewMetrics(base.Factory), base.Queue, log)
 	return &App{Leading: component.NewLeading(base, ctrl, cfg.Workers), cfg: cfg}, nil
 }

@@ -46,10 +46,12 @@ func TestPodsBecomeNetworkSets(t *testing.T) {
 				t.Errorf("set name %q, want %q", set.Name, want)
 			}
 			wantLabels := map[string]string{
-				labels.ManagedBy:      labels.Policy,
-				netset.LabelCluster:   "gcp",
-				netset.LabelNamespace: ns,
-				netset.LabelName:      "forwarder",
+				labels.ManagedBy: labels.Policy,
+				// The original's label: selectors written for it keep matching.
+				netset.OriginalManagedBy: labels.Policy,
+				netset.LabelCluster:      "gcp",
+				netset.LabelNamespace:    ns,
+				netset.LabelName:         "forwarder",
 			}
 			if diff := cmp.Diff(wantLabels, set.Labels); diff != "" {
 				t.Errorf("set labels (-want +got):\n%s", diff)

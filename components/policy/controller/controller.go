@@ -38,6 +38,9 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// InventoryInterval is how often the inventory gauges are recomputed.
 	InventoryInterval time.Duration
+	// AdoptOriginal takes over, in place, the sets the original semaphore-policy made for our
+	// remotes (netset.MadeByOriginal); without it they are name clashes, left alone.
+	AdoptOriginal bool
 }
 
 // Controller turns labelled remote pods into GlobalNetworkSets.
@@ -90,6 +93,7 @@ func New(opts Options, local kubernetes.Interface, dyn dynamic.Interface, remote
 		c.remotes[r.Name] = c.newRemoteCache(r)
 		// Zero before the first sync, so that dashboards show 0 rather than no data.
 		m.clashes.WithLabelValues(r.Name)
+		m.adopted.WithLabelValues(r.Name)
 	}
 	return c
 }
@@ -164,6 +168,24 @@ func (c *Controller) enqueueRemote(r *multiremote.Remote) {
 		if len(objs) > 0 {
 			p := objs[0].(*corev1.Pod)
 			c.base.Queue.Add(netset.Source{Cluster: r.Name, Namespace: p.Namespace, Name: p.Labels[c.opts.PodLabel]})
+		}
+	}
+	if c.opts.AdoptOriginal {
+		c.enqueueOriginals(r.Name)
+	}
+}
+
+// enqueueOriginals enqueues every set the original semaphore-policy made for remote: those no
+// pod stands for any more are adopted to be deleted, not left behind. (Ours are enqueued by
+// their index; the original's are not ours, so the index leaves them out.)
+func (c *Controller) enqueueOriginals(remote string) {
+	for _, obj := range c.localSets.List() {
+		m, err := reconcile.MetaOf(obj)
+		if err != nil {
+			continue
+		}
+		if src, ok := netset.MadeByOriginal(m.GetLabels()); ok && src.Cluster == remote {
+			c.base.Queue.Add(src)
 		}
 	}
 }

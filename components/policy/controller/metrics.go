@@ -13,6 +13,7 @@ type Metrics struct {
 	reconcile *reconcile.Metrics
 	writes    *prometheus.CounterVec
 	clashes   *prometheus.CounterVec
+	adopted   *prometheus.CounterVec
 	inventory []multiremote.Gauge[Inventory]
 }
 
@@ -24,6 +25,8 @@ func NewMetrics(f *metrics.Factory) *Metrics {
 			"Write requests for GlobalNetworkSets made to the local cluster, by verb (create, update, delete).", "verb"),
 		clashes: f.CounterVec("clashes_total",
 			"Times a GlobalNetworkSet had a set's name but was not created by semaphore-policy; it is left alone.", "remote"),
+		adopted: f.CounterVec("adopted_total",
+			"GlobalNetworkSets the original semaphore-policy made that were taken over (SEMAPHORE_ADOPT_ORIGINAL), by remote.", "remote"),
 		inventory: []multiremote.Gauge[Inventory]{
 			multiremote.NewGauge(f, "sets", "GlobalNetworkSets present in the local cluster for pods of a remote, by remote.", func(i Inventory) int { return i.Sets }),
 			multiremote.NewGauge(f, "addresses", "Addresses (nets) in the GlobalNetworkSets of a remote, by remote.", func(i Inventory) int { return i.Addresses }),

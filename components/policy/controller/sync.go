@@ -79,7 +79,7 @@ func metaOrNil(u *unstructured.Unstructured) metav1.Object {
 // owned reports whether the set is ours and stands for src; otherwise the clash is reported
 // once and the set left alone.
 func (c *Controller) owned(src netset.Source, u *unstructured.Unstructured) bool {
-	if c.base.Owns(src, u) {
+	if c.base.Owns(src, u) || c.adopts(src, u) {
 		return true
 	}
 	c.metrics.clashes.WithLabelValues(src.Cluster).Inc()
@@ -91,6 +91,20 @@ func (c *Controller) owned(src netset.Source, u *unstructured.Unstructured) bool
 			u.GetName(), src, labels.Policy)
 	}
 	return false
+}
+
+// adopts reports whether the set, made by the original semaphore-policy for src, one of our
+// remotes, is to be taken over: the sync then writes our labels on it in place (one update),
+// or deletes it when no pod stands for it any more.
+func (c *Controller) adopts(src netset.Source, u *unstructured.Unstructured) bool {
+	made, ok := netset.MadeByOriginal(u.GetLabels())
+	if !c.opts.AdoptOriginal || !ok || made != src || c.remotes[src.Cluster] == nil {
+		return false
+	}
+	c.metrics.adopted.WithLabelValues(src.Cluster).Inc()
+	c.log.Info("adopting a GlobalNetworkSet the original semaphore-policy made",
+		"remote", src.Cluster, "name", u.GetName(), "source", src.String())
+	return true
 }
 
 func (c *Controller) create(ctx context.Context, src netset.Source, name string, nets []string) error {

@@ -22,6 +22,11 @@ const (
 	LabelName      = "policy.semaphore.uw.io/name"
 )
 
+// OriginalManagedBy is the label the original semaphore-policy put on its sets, with the value
+// labels.Policy. Our sets carry it too, so that selectors written for the original keep
+// matching; it never decides ownership (labels.ManagedBy does).
+const OriginalManagedBy = "managed-by"
+
 // Source identifies a set: the pods of one remote cluster and namespace whose policy label has
 // one value.
 type Source = labels.Source
@@ -30,7 +35,18 @@ type Source = labels.Source
 var sourceKeys = labels.SourceKeys{Component: labels.Policy, Cluster: LabelCluster, Namespace: LabelNamespace, Name: LabelName}
 
 // Labels are the labels of the set of s.
-func Labels(s Source) map[string]string { return sourceKeys.Labels(s) }
+func Labels(s Source) map[string]string {
+	l := sourceKeys.Labels(s)
+	l[OriginalManagedBy] = labels.Policy
+	return l
+}
+
+// MadeByOriginal reports whether a set's labels are those the original semaphore-policy gave
+// its sets, and not ours: what adoption takes over. The original named its sets as we do.
+func MadeByOriginal(l map[string]string) (Source, bool) {
+	src, ok := SourceOf(l)
+	return src, ok && l[OriginalManagedBy] == labels.Policy && l[labels.ManagedBy] == ""
+}
 
 // SourceOf reads the source labels of a set.
 func SourceOf(l map[string]string) (Source, bool) { return sourceKeys.SourceOf(l) }

@@ -1,6 +1,7 @@
 package netset_test
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -105,10 +106,11 @@ func TestSetNameDistinctForValuesThatMapAlike(t *testing.T) {
 func TestLabelsAndSourceOf(t *testing.T) {
 	src := netset.Source{Cluster: "gcp", Namespace: "sys-log", Name: "Fwd_A"}
 	want := map[string]string{
-		labels.ManagedBy:      labels.Policy,
-		netset.LabelCluster:   "gcp",
-		netset.LabelNamespace: "sys-log",
-		netset.LabelName:      "Fwd_A",
+		labels.ManagedBy:         labels.Policy,
+		netset.OriginalManagedBy: labels.Policy,
+		netset.LabelCluster:      "gcp",
+		netset.LabelNamespace:    "sys-log",
+		netset.LabelName:         "Fwd_A",
 	}
 	got := netset.Labels(src)
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -306,5 +308,29 @@ func TestNets(t *testing.T) {
 				t.Errorf("Nets() changed its input (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A set carrying the original semaphore-policy's labels and not ours was made by the original;
+// ours, or one missing part of its source, was not.
+func TestMadeByOriginal(t *testing.T) {
+	src := netset.Source{Cluster: "gcp", Namespace: "sys-log", Name: "forwarder"}
+	original := netset.Labels(src)
+	delete(original, labels.ManagedBy)
+	if got, ok := netset.MadeByOriginal(original); !ok || got != src {
+		t.Errorf("MadeByOriginal(original's labels) = %v, %v; want %v, true", got, ok, src)
+	}
+	if _, ok := netset.MadeByOriginal(netset.Labels(src)); ok {
+		t.Error("MadeByOriginal(our labels) = true")
+	}
+	partial := maps.Clone(original)
+	delete(partial, netset.LabelName)
+	if _, ok := netset.MadeByOriginal(partial); ok {
+		t.Error("MadeByOriginal(without the name label) = true")
+	}
+	other := maps.Clone(original)
+	other[netset.OriginalManagedBy] = "someone-else"
+	if _, ok := netset.MadeByOriginal(other); ok {
+		t.Error("MadeByOriginal(managed-by someone else) = true")
 	}
 }
