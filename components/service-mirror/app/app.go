@@ -16,6 +16,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/controller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/globalcontroller"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/component"
@@ -103,6 +104,7 @@ func MetricSpecs() []metrics.Spec {
 		controller.NewMetrics(f)
 		globalcontroller.NewMetrics(f)
 		withdraw.NewMetrics(f)
+		original.NewMetrics(f)
 	})
 }
 
@@ -121,14 +123,19 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	}
 	// One watch of each remote's EndpointSlices, for the mirrors and the global services.
 	remoteSlices := remoteslices.New(cfg.ResyncPeriod)
+	var adopter *original.Adopter
+	if cfg.AdoptOriginal {
+		adopter = original.NewAdopter(base.Local, cfg.Namespace, cfg.ResyncPeriod, base.Factory, log)
+	}
 	tracker := withdraw.NewTracker(cfg.WithdrawAfter, cfg.Remotes, base.Health, withdraw.NewMetrics(base.Factory), log)
-	ctrls := &Controllers{Withdraw: tracker, WithdrawInterval: min(cfg.RemoteProbeInterval, time.Second), Mirrors: controller.New(controller.Options{
+	ctrls := &Controllers{Adopter: adopter, Withdraw: tracker, WithdrawInterval: min(cfg.RemoteProbeInterval, time.Second), Mirrors: controller.New(controller.Options{
 		Namespace:     cfg.Namespace,
 		Selector:      cfg.selector,
 		ResyncPeriod:  cfg.ResyncPeriod,
 		DriftInterval: cfg.DriftInterval,
 		RemoteSlices:  remoteSlices,
 		Withdraw:      tracker,
+		Adopter:       adopter,
 	}, base.Local, base.Remotes, base.Health, controller.NewMetrics(base.Factory), base.Queue, log)}
 	if cfg.globalSelector != nil {
 		meta, err := metadata.NewForConfig(base.LocalConfig)
@@ -143,6 +150,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 			InventoryInterval: cfg.DriftInterval,
 			RemoteSlices:      remoteSlices,
 			Withdraw:          tracker,
+			Adopter:           adopter,
 		}, base.Local, meta, base.Remotes, base.Health, globalcontroller.NewMetrics(base.Factory), base.Queue, log.With("global", true))
 	}
 	return &App{Leading: component.NewLeading(base, ctrls, cfg.Workers), cfg: cfg}, nil

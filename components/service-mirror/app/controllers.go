@@ -7,12 +7,15 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/controller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/globalcontroller"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 )
 
 // Controllers are what the service mirror runs while it leads: the mirrors, and the global
 // services unless they are turned off (Global nil). Each has its own queue and workers.
 type Controllers struct {
+	// Adopter, when set, watches what the original tool left; it syncs before the controllers run.
+	Adopter *original.Adopter
 	Mirrors *controller.Controller
 	Global  *globalcontroller.Controller
 	// Withdraw applies the outage policy, every WithdrawInterval, while this replica leads.
@@ -22,6 +25,9 @@ type Controllers struct {
 
 // Run runs both controllers with workers each until ctx is done.
 func (c *Controllers) Run(ctx context.Context, workers int) {
+	if !c.Adopter.Start(ctx) {
+		return
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { c.Withdraw.Run(ctx, c.WithdrawInterval) })
 	wg.Go(func() { c.Mirrors.Run(ctx, workers) })

@@ -47,6 +47,9 @@ type Writer[K comparable] struct {
 	// Clash reports a local object that has the name of one of ours but is not ours; it is
 	// left alone.
 	Clash func(key K, obj runtime.Object, m metav1.Object, kind string)
+	// Adopt, when set, says whether a Service that is not ours but holds the name of key's is
+	// to be taken over in place (the original tool's, with SEMAPHORE_ADOPT_ORIGINAL).
+	Adopt func(key K, svc metav1.Object) bool
 }
 
 // ServiceKey is the expectation key of our writes of the Service name.
@@ -57,7 +60,7 @@ func SliceKey(name string) string { return KindEndpointSlice + "/" + name }
 
 // owned reports whether obj is ours and stands for key; when it is not, the clash is reported.
 func (w *Writer[K]) owned(key K, obj runtime.Object, m metav1.Object, kind string) bool {
-	if w.Base.Owns(key, m) {
+	if w.Base.Owns(key, m) || (kind == KindService && w.Adopt != nil && w.Adopt(key, m)) {
 		return true
 	}
 	w.Clash(key, obj, m, kind)

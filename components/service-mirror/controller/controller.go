@@ -21,6 +21,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/labels"
@@ -43,6 +44,8 @@ type Options struct {
 	RemoteSlices *remoteslices.Shared
 	// Withdraw says which remotes' endpoints are withdrawn (nil: none ever are).
 	Withdraw *withdraw.Tracker
+	// Adopter takes over the original tool's mirrors (nil: never).
+	Adopter *original.Adopter
 }
 
 // Controller mirrors remote Services into the local cluster.
@@ -101,6 +104,7 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, hea
 		Base: c.base, Client: local, Namespace: opts.Namespace,
 		ServiceCache: c.localServices, SliceCache: c.localSlices,
 		UpdateService: mirror.UpdateService, Clash: c.reportClash,
+		Adopt: func(src mirror.Source, svc metav1.Object) bool { return opts.Adopter.AdoptMirror(src.Cluster, svc) },
 	}
 
 	if opts.Withdraw != nil {

@@ -59,6 +59,10 @@ func (c *Controller) sync(ctx context.Context, src mirror.Source) (string, error
 		withdraw.Endpoints(desired)
 	}
 	clashed, err = c.write.Slices(ctx, src, desired, existing)
+	if err == nil && !clashed {
+		// Ours are written: what the original tool made for this mirror can go.
+		err = c.opts.Adopter.RemoveLeftovers(ctx, mirror.ServiceName(src))
+	}
 	return c.write.Result(src, clashed, err)
 }
 

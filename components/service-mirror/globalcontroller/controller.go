@@ -24,6 +24,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/labels"
@@ -48,6 +49,8 @@ type Options struct {
 	RemoteSlices *remoteslices.Shared
 	// Withdraw says which remotes' endpoints are withdrawn (nil: none ever are).
 	Withdraw *withdraw.Tracker
+	// Adopter takes over the original tool's global Services (nil: never).
+	Adopter *original.Adopter
 }
 
 // Controller serves global services in the local cluster.
@@ -153,6 +156,7 @@ func (c *Controller) watchLocal(local kubernetes.Interface, meta metadata.Interf
 		Base: c.base, Client: local, Namespace: c.opts.Namespace,
 		ServiceCache: c.ours, SliceCache: c.slices,
 		UpdateService: global.UpdateService, Clash: c.reportClash,
+		Adopt: func(_ global.Key, svc metav1.Object) bool { return c.opts.Adopter.AdoptGlobal(svc) },
 	}
 }
 

@@ -58,6 +58,10 @@ func (c *Controller) sync(ctx context.Context, k global.Key) (string, error) {
 		return reconcile.Error, err
 	}
 	clashed, err = c.write.Slices(ctx, k, desired, ours)
+	if err == nil && !clashed {
+		// Ours are written: what the original tool made for this global Service can go.
+		err = c.opts.Adopter.RemoveLeftovers(ctx, global.ServiceName(k))
+	}
 	return c.write.Result(k, clashed, err)
 }
 
