@@ -12,6 +12,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
@@ -96,7 +98,10 @@ func (c *Config) Validate() error {
 // MetricSpecs describes every metric the component exports (besides the standard go_* and
 // process_* ones), for the generated metrics reference.
 func MetricSpecs() []metrics.Spec {
-	return component.MetricSpecs(MetricsPrefix, func(f *metrics.Factory) { controller.NewMetrics(f, nil) })
+	return component.MetricSpecs(MetricsPrefix, func(f *metrics.Factory) {
+		controller.NewMetrics(f, nil)
+		newReplacedMetric(f)
+	})
 }
 
 // App is a configured semaphore-wireguard, ready to run.
@@ -106,6 +111,41 @@ type App struct {
 	devices *device.Manager
 	ctrl    *controller.Controller
 	stale   []string
+	// replaced counts the original semaphore-wireguard's devices replaced by ours.
+	replaced prometheus.Counter
+}
+
+// originalDevice is the name the original semaphore-wireguard gave its device for remote.
+func originalDevice(remote string) string { return "wireguard." + remote }
+
+func newReplacedMetric(f *metrics.Factory) prometheus.Counter {
+	return f.Counter("original_devices_replaced_total", "WireGuard devices of the original semaphore-wireguard (wireguard.<remote>) deleted to make way for ours (SEMAPHORE_ADOPT_ORIGINAL).")
+}
+
+// replaceOriginals deletes the original semaphore-wireguard's device of each of our remotes
+// (its routes go with it), just before ours are set up: they may listen on the same port and
+// route the same pod addresses. Its key file goes too: our device holds that key now.
+func (a *App) replaceOriginals() error {
+	if !a.cfg.AdoptOriginal {
+		return nil
+	}
+	existing, err := a.devices.Devices("wireguard.")
+	if err != nil {
+		return err
+	}
+	for _, r := range a.cfg.Remotes {
+		name := originalDevice(r)
+		if !slices.Contains(existing, name) {
+			continue
+		}
+		if err := a.devices.Delete(name); err != nil {
+			return fmt.Errorf("replacing the original semaphore-wireguard's device %s: %w", name, err)
+		}
+		_ = os.Remove(filepath.Join(a.cfg.KeyDir, name+".key"))
+		a.replaced.Inc()
+		a.Log.Info("deleted the original semaphore-wireguard's device; ours replaces it", "device", name, "remote", r)
+	}
+	return nil
 }
 
 // New loads or creates the keys, opens the device manager and builds the controller. cfg must
@@ -118,6 +158,15 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	var devs []controller.RemoteDevice
 	for _, r := range cfg.Remotes {
 		name := peers.DeviceName(r)
+		if cfg.AdoptOriginal {
+			imported, err := device.ImportKey(cfg.KeyDir, originalDevice(r), name)
+			if err != nil {
+				return nil, fmt.Errorf("SEMAPHORE_WG_KEY_DIR: the original semaphore-wireguard's key: %w", err)
+			}
+			if imported {
+				log.Info("reusing the original semaphore-wireguard's private key: the node's public key does not change", "device", name, "remote", r)
+			}
+		}
 		key, created, err := device.LoadOrCreateKey(cfg.KeyDir, name)
 		if err != nil {
 			return nil, fmt.Errorf("SEMAPHORE_WG_KEY_DIR: %w", err)
@@ -131,7 +180,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("SEMAPHORE_WG_MODE: %w", err)
 	}
-	a := &App{Base: base, cfg: cfg, devices: mgr}
+	a := &App{Base: base, cfg: cfg, devices: mgr, replaced: newReplacedMetric(base.Factory)}
 	a.stale, err = a.staleDevices(devs)
 	if err != nil {
 		return nil, err
@@ -185,6 +234,9 @@ func (a *App) Run(ctx context.Context) error {
 		}
 		_ = os.Remove(filepath.Join(a.cfg.KeyDir, name+".key"))
 		a.Log.Info("removed the device of a remote no longer configured", "device", name)
+	}
+	if err := a.replaceOriginals(); err != nil {
+		return err
 	}
 	if err := a.ctrl.Setup(ctx); err != nil {
 		return err

@@ -52,6 +52,29 @@ func LoadOrCreateKey(dir, name string) (key wgtypes.Key, created bool, err error
 	return key, true, nil
 }
 
+// ImportKey makes <dir>/<to>.key hold the key of <dir>/<from>.key, unless it exists already or
+// there is no such key to import; imported reports whether it did. The source is checked as
+// strictly as our own key files and left in place.
+func ImportKey(dir, from, to string) (imported bool, err error) {
+	if _, err := os.Stat(filepath.Join(dir, to+".key")); !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	key, err := readKey(filepath.Join(dir, from+".key"))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := writeKeyOnce(filepath.Join(dir, to+".key"), key); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
 // readKey reads and checks a key file; a missing file is an os.ErrNotExist error.
 func readKey(path string) (wgtypes.Key, error) {
 	fi, err := os.Stat(path)
