@@ -87,7 +87,7 @@ func TestReplacesTheOriginalsDevices(t *testing.T) {
 	testenv.Eventually(t, 30*time.Second, "ours replaces the original's device, with its key", func() error {
 		var notFound netlink.LinkNotFoundError
 		if _, err := netlink.LinkByName("wireguard.aws"); !errors.As(err, &notFound) {
-			return fmt.Errorf("the original's device: %v", err)
+			return fmt.Errorf("the original's device: %w", err)
 		}
 		routes, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Dst: podRange}, netlink.RT_FILTER_DST)
 		if err != nil {
@@ -97,7 +97,7 @@ func TestReplacesTheOriginalsDevices(t *testing.T) {
 			return fmt.Errorf("the original's route is still there: %v", routes)
 		}
 		if got, err := peerKeys(host, dev); err != nil || !slices.Equal(got, []string{remoteKey.PublicKey().String()}) {
-			return fmt.Errorf("peers of %s: %v (%v)", dev, got, err)
+			return fmt.Errorf("peers of %s: %v (%w)", dev, got, err)
 		}
 		n, err := gcp.Client.CoreV1().Nodes().Get(ctx, "gcp-node-1", metav1.GetOptions{})
 		if err != nil {
