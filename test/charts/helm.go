@@ -132,6 +132,26 @@ func Install(cfg *action.Configuration, dir, name, namespace string, vals map[st
 	return Parse(rel)
 }
 
+// Upgrade upgrades release name in namespace to chart dir with vals through cfg, as `helm
+// upgrade` would (without --wait), and returns what it installed.
+func Upgrade(cfg *action.Configuration, dir, name, namespace string, vals map[string]any) (*Manifest, error) {
+	ch, err := Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	up := action.NewUpgrade(cfg)
+	up.Namespace = namespace
+	up.Timeout = time.Minute
+	rel, err := up.Run(name, ch, vals)
+	if err != nil {
+		return nil, fmt.Errorf("helm upgrade %s: %w", name, err)
+	}
+	if rel.Info.Status != release.StatusDeployed {
+		return nil, fmt.Errorf("release %s is %s: %s", name, rel.Info.Status, rel.Info.Description)
+	}
+	return Parse(rel)
+}
+
 // Manifest is what a release renders: its objects (hooks included), in order.
 type Manifest struct {
 	Release *release.Release

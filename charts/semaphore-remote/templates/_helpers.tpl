@@ -41,8 +41,15 @@ derived from the release so that NOTES.txt, docs and the consuming side can name
 semaphore-remote-{{ . }}
 {{- end }}
 
+{{/*
+The name of a consumer's token Secret of a generation: semaphore-remote-<name>-token for
+generation 1 (the first, and every release before generations existed), with -<generation>
+appended after it. Rotating the token is moving to the next generation (docs/operations.md).
+  list <consumer name> <generation>
+*/}}
 {{- define "semaphore-remote.tokenSecretName" -}}
-semaphore-remote-{{ . }}-token
+{{- $gen := index . 1 | int -}}
+semaphore-remote-{{ index . 0 }}-token{{ if gt $gen 1 }}-{{ $gen }}{{ end }}
 {{- end }}
 
 {{/*

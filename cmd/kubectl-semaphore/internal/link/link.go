@@ -32,6 +32,10 @@ const (
 	LinkLabel = "semaphore.uw.io/remote-link"
 	// ConsumerLabel names the consumer of semaphore-remote's per-consumer objects.
 	ConsumerLabel = "semaphore.uw.io/consumer"
+	// TokenLabel says whether a token Secret is the consumer's current token or the previous
+	// one, kept valid during a rotation (PreviousToken); link hands out the current one.
+	TokenLabel    = "semaphore.uw.io/token"
+	PreviousToken = "previous"
 	// InstanceLabel is the Helm release of an object.
 	InstanceLabel = "app.kubernetes.io/instance"
 	// TokenKey is the key of the token in the consumer's Secret (global.remotes[].tokenSecret.key).
@@ -271,7 +275,7 @@ func consumerToken(ctx context.Context, c kubernetes.Interface, remote *Remote, 
 		}
 		var secrets []corev1.Secret
 		for _, s := range list.Items {
-			if s.Type == corev1.SecretTypeServiceAccountToken {
+			if s.Type == corev1.SecretTypeServiceAccountToken && s.Labels[TokenLabel] != PreviousToken {
 				secrets = append(secrets, s)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -91,9 +92,15 @@ func fillToken(t *testing.T, c *testenv.Cluster, consumer string) string {
 
 func setToken(t *testing.T, c *testenv.Cluster, consumer, token string) {
 	t.Helper()
+	setTokenOf(t, c, "semaphore-remote-"+consumer+"-token", token)
+}
+
+// setTokenOf fills the token Secret secret with token and the cluster's CA.
+func setTokenOf(t *testing.T, c *testenv.Cluster, secret, token string) {
+	t.Helper()
 	ctx := context.Background()
 	secrets := c.Client.CoreV1().Secrets(remoteNamespace)
-	s, err := secrets.Get(ctx, "semaphore-remote-"+consumer+"-token", metav1.GetOptions{})
+	s, err := secrets.Get(ctx, secret, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,5 +318,42 @@ func TestLink(t *testing.T) {
 
 	t.Run("several releases", func(t *testing.T) {
 		fails(t, kc, append(args, "--remote-namespace", "elsewhere"), "no semaphore-remote release in namespace elsewhere")
+	})
+
+	// Last: it moves gcp's token to generation 2. The rotation of docs/operations.md: a new
+	// generation with the previous one kept, link, then the previous one dropped.
+	t.Run("rotation to a new token generation", func(t *testing.T) {
+		previous, _ := copied(t, gcp)
+		consumers := func(keep bool) map[string]any {
+			return map[string]any{"clusterName": "aws", "apiServer": aws.Config.Host, "consumers": []any{
+				map[string]any{"name": "gcp", "tokenGeneration": 2, "keepPreviousToken": keep}, map[string]any{"name": "merit"},
+			}}
+		}
+		if _, err := charts.Upgrade(cfg, filepath.Join(testbed.RepoRoot(), charts.RemoteDir), "semaphore-remote", remoteNamespace, consumers(true)); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := aws.Client.CoreV1().ServiceAccounts(remoteNamespace).CreateToken(ctx, "semaphore-remote-gcp", &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		setTokenOf(t, aws, "semaphore-remote-gcp-token-2", tr.Status.Token)
+		code, _, errOut := run(t, kc, args...)
+		if code != 0 {
+			t.Fatalf("link with two token generations: exit %d: %s", code, errOut)
+		}
+		if got, _ := copied(t, gcp); got != tr.Status.Token || got == previous {
+			t.Errorf("gcp's copy holds %q, want generation 2's token, not the previous one", got)
+		}
+		if _, err := aws.Client.CoreV1().Secrets(remoteNamespace).Get(ctx, "semaphore-remote-gcp-token", metav1.GetOptions{}); err != nil {
+			t.Errorf("the previous token Secret, kept during the rotation: %v", err)
+		}
+		if _, err := charts.Upgrade(cfg, filepath.Join(testbed.RepoRoot(), charts.RemoteDir), "semaphore-remote", remoteNamespace, consumers(false)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := aws.Client.CoreV1().Secrets(remoteNamespace).Get(ctx, "semaphore-remote-gcp-token", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the previous token Secret once the rotation ends: %v, want it deleted (which revokes its token)", err)
+		}
 	})
 }
