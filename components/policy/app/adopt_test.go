@@ -25,20 +25,7 @@ func originalSet(t *testing.T, api string, src netset.Source, nets ...string) *u
 	t.Helper()
 	l := netset.Labels(src)
 	delete(l, labels.ManagedBy)
-	u, err := calico.ToUnstructured(&calico.GlobalNetworkSet{
-		ObjectMeta: metav1.ObjectMeta{Name: netset.SetName(src), Labels: l},
-		Spec:       calico.GlobalNetworkSetSpec{Nets: nets},
-	}, api)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, _ := calico.Resource(api)
-	out, err := dyn.Resource(res).Create(context.Background(), u, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dyn.Resource(res).Delete(context.Background(), out.GetName(), metav1.DeleteOptions{}) })
-	return out
+	return createSet(t, api, netset.SetName(src), l, nets...)
 }
 
 // Migrating from the original semaphore-policy, step by step: with the original's sets in the

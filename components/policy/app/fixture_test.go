@@ -169,9 +169,15 @@ func setGone(api string, src netset.Source) error {
 // createForeignSet creates a set we do not own in api.
 func createForeignSet(t *testing.T, api, name string) *unstructured.Unstructured {
 	t.Helper()
+	return createSet(t, api, name, map[string]string{"owner": "someone-else"}, "192.0.2.0/24")
+}
+
+// createSet creates a set named name with labels and nets in api, removed when the test ends.
+func createSet(t *testing.T, api, name string, labels map[string]string, nets ...string) *unstructured.Unstructured {
+	t.Helper()
 	u, err := calico.ToUnstructured(&calico.GlobalNetworkSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"owner": "someone-else"}},
-		Spec:       calico.GlobalNetworkSetSpec{Nets: []string{"192.0.2.0/24"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec:       calico.GlobalNetworkSetSpec{Nets: nets},
 	}, api)
 	if err != nil {
 		t.Fatal(err)
