@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/app"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
 	"github.com/kube-semaphore/semaphore/internal/labels"
@@ -125,6 +126,53 @@ func TestAdoptsTheOriginalsMirrors(t *testing.T) {
 	}
 	if _, err := local.Client.CoreV1().Endpoints(cfg.Namespace).Get(ctx, elsewhere.Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("the original's Endpoints of merit's mirror: %v", err)
+	}
+	expectNoWrites(t, cfg, "at rest once adopted")
+}
+
+// The original's global Service (gl-<namespace>-73736d-<name>, labelled global-svc=true) and its
+// EndpointSlice: with SEMAPHORE_ADOPT_ORIGINAL the global-services controller adopts the Service
+// in place (same ClusterIP, the original's label and annotation gone) and deletes the original's
+// slice once ours hold every cluster's endpoints.
+func TestAdoptsTheOriginalsGlobalServices(t *testing.T) {
+	cfg := newGlobalConfig(t, "aws")
+	cfg.AdoptOriginal = true
+	ns := fixture.Namespace(t, "app")
+	k := global.Key{Namespace: ns, Name: "api"}
+	globalService(t, aws, ns, "api", nil, "198.18.2.1")
+	ctx := context.Background()
+	name := global.ServiceName(k)
+	before, err := local.Client.CoreV1().Services(cfg.Namespace).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{original.LabelGlobal: "true"},
+			Annotations: map[string]string{original.AnnotationGlobalClusters: "aws"}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
+			{Name: "forward", Port: 8888, Protocol: corev1.ProtocolTCP},
+			{Name: "http", Port: 8889, Protocol: corev1.ProtocolTCP},
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := local.Client.DiscoveryV1().EndpointSlices(cfg.Namespace).Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "gl-api-orig1", Labels: map[string]string{
+			discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: original.SliceManager,
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{endpoint("198.18.2.1")},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	r := start(t, cfg)
+	svc, _ := expectGlobal(t, cfg, k, map[string][]string{"aws": {"198.18.2.1"}})
+	if svc.UID != before.UID || svc.Spec.ClusterIP != before.Spec.ClusterIP {
+		t.Errorf("global Service %s/%s, was %s/%s: not adopted in place", svc.UID, svc.Spec.ClusterIP, before.UID, before.Spec.ClusterIP)
+	}
+	if _, ok := svc.Labels[original.LabelGlobal]; ok || svc.Annotations[original.AnnotationGlobalClusters] != "" {
+		t.Errorf("the original's marks are still there: %v %v", svc.Labels, svc.Annotations)
+	}
+	if v := metricValue(t, r.App.Registry, "semaphore_service_mirror_adopted_total", map[string]string{"kind": "global"}); v != 1 {
+		t.Errorf("adopted_total{kind=global} = %v, want 1", v)
 	}
 	expectNoWrites(t, cfg, "at rest once adopted")
 }
