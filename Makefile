@@ -244,6 +244,13 @@ lab-down: ## Tear down a lab started in another terminal
 lab-status: ## Show the status of the running lab
 	@bash ci/lab status
 
+# How long `make soak` churns the lab.
+SOAK_DURATION ?= 10m
+
+.PHONY: soak
+soak: ## Soak the lab: churn, remote cuts and controller pods deleted for SOAK_DURATION (10m), then check mesh, footprint, alerts (not in make test)
+	@bash ci/lab -duration $(SOAK_DURATION) soak
+
 .PHONY: lab-check
 lab-check: ## Bring the lab up, assert what it shows, tear it down (ci/lab-check; as root, also without nodes)
 	@bash ci/lab-check

@@ -71,7 +71,7 @@ func (l *lab) createGlobalService(ctx context.Context) error {
 	}
 	url := fmt.Sprintf("http://%s:%d/", globalDNSName(), globalPort)
 	ctr := l.sampleContainer(globalClientName, "send", "-url", url, "-interval", globalInterval.String(), "-timeout", "1s")
-	if err := l.createSampleDeployment(ctx, l.clusters[globalCluster], globalClientName, 1, nil, nil, ctr); err != nil {
+	if err := l.createSampleDeployment(ctx, l.clusters[globalCluster], sampleNamespace, globalClientName, 1, nil, nil, ctr); err != nil {
 		return fmt.Errorf("%s: %w", globalCluster, err)
 	}
 	return nil
@@ -86,7 +86,7 @@ func (l *lab) createEcho(ctx context.Context, c *testbed.Cluster) error {
 		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString(globalPortName)}},
 		PeriodSeconds: 1,
 	}
-	if err := l.createSampleDeployment(ctx, c, globalName, globalReplicas, nil, nil, ctr); err != nil {
+	if err := l.createSampleDeployment(ctx, c, sampleNamespace, globalName, globalReplicas, nil, nil, ctr); err != nil {
 		return err
 	}
 	_, err := c.Client.CoreV1().Services(sampleNamespace).Create(ctx, &corev1.Service{

@@ -32,6 +32,8 @@ type lab struct {
 	registry, imageTag string
 	// withNodes is false when the lab must not create its nodes (-nodes=false).
 	withNodes bool
+	// soakFor is how long the soak churns the lab (soak.go); 0 for up and check.
+	soakFor time.Duration
 	// remoteEntries are the global.remotes entries of each cluster's umbrella release, as
 	// kubectl semaphore link writes them.
 	remoteEntries map[string][]remoteEntry
@@ -84,8 +86,9 @@ func (l *lab) parts() []part {
 }
 
 // up brings the lab up and prints its status. When check is set it tears the lab down at once
-// and reports whether everything worked; otherwise it keeps the lab running until a signal.
-func up(dir string, timeout time.Duration, withNodes, check bool) int {
+// and reports whether everything worked (after soaking it for soakFor, when that is set);
+// otherwise it keeps the lab running until a signal.
+func up(dir string, timeout time.Duration, withNodes, check bool, soakFor time.Duration) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	l, err := newLab(dir, os.Stdout)
@@ -94,7 +97,11 @@ func up(dir string, timeout time.Duration, withNodes, check bool) int {
 		return 1
 	}
 	defer l.teardown() // also on a panic; it runs once
-	l.withNodes = withNodes
+	l.withNodes, l.soakFor = withNodes, soakFor
+	job := "lab check"
+	if soakFor > 0 {
+		job = "lab soak"
+	}
 	before := machineNow()
 
 	code := l.run(ctx, timeout, check)
@@ -105,12 +112,12 @@ func up(dir string, timeout time.Duration, withNodes, check bool) int {
 			printProblems(l.out, left)
 			code = 1
 		} else {
-			fmt.Fprintf(l.out, "lab check: nothing left behind (processes, network namespaces, cgroups, links, sysctls, runtime files)\n")
+			fmt.Fprintf(l.out, "%s: nothing left behind (processes, network namespaces, cgroups, links, sysctls, runtime files)\n", job)
 		}
 		if code == 0 {
-			fmt.Fprintf(l.out, "lab check: PASSED in %s\n", l.elapsed())
+			fmt.Fprintf(l.out, "%s: PASSED in %s\n", job, l.elapsed())
 		} else {
-			fmt.Fprintf(l.out, "lab check: FAILED after %s\n", l.elapsed())
+			fmt.Fprintf(l.out, "%s: FAILED after %s\n", job, l.elapsed())
 		}
 	}
 	return code
@@ -145,6 +152,17 @@ func (l *lab) run(ctx context.Context, timeout time.Duration, check bool) int {
 	fmt.Fprintln(l.out)
 	printStatus(l.out, l.snapshot(), st)
 	printProblems(l.out, problems)
+	if check && l.soakFor > 0 {
+		if len(problems) == 0 {
+			problems = l.soak(ctx, l.soakFor)
+			printProblems(l.out, problems)
+		}
+		if len(problems) > 0 {
+			l.printLogTails()
+			return 1
+		}
+		return 0
+	}
 	if check {
 		if len(problems) == 0 {
 			problems = l.checkIdentities(ctx)

@@ -10,6 +10,7 @@
 //	lab [-dir DIR] down   stop the running lab (from another terminal)
 //	lab [-dir DIR] status print the status of the running lab
 //	lab [-dir DIR] check  bring the lab up, check what it prints, tear it down; exit 0 or 1
+//	lab [-dir DIR] [-duration D] soak  bring the lab up, churn it for D, check it, tear it down
 //
 // Each piece is one part (see lab.parts); without root the lab runs without the nodes, and so
 // without pods, and says why.
@@ -37,6 +38,8 @@ Commands:
   down    stop the running lab
   status  print the status of the running lab (exit 1 when it is not running or not healthy)
   check   bring the lab up, check that it works, tear it down; exit 0 when it works, 1 otherwise
+  soak    bring the lab up, churn it for -duration (changes, remote cuts, controller pods
+          deleted), check the mesh, footprint and alerts afterwards, tear it down; exit 0 or 1
 
 Flags:
 `
@@ -50,6 +53,7 @@ func run(args []string) int {
 	dir := fs.String("dir", filepath.Join(testbed.RepoRoot(), ".lab"), "lab `directory`: runtime state, kubeconfigs, logs")
 	nodes := fs.Bool("nodes", true, "run the nodes (network namespaces with semaphore-wireguard and the ping), which need root; false runs the control-plane part only")
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long up and check wait for the lab to work once everything has started")
+	duration := fs.Duration("duration", 10*time.Minute, "how long soak churns the lab")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
@@ -79,9 +83,15 @@ func run(args []string) int {
 
 	switch command {
 	case "up":
-		return up(abs, *timeout, *nodes, false)
+		return up(abs, *timeout, *nodes, false, 0)
 	case "check":
-		return up(abs, *timeout, *nodes, true)
+		return up(abs, *timeout, *nodes, true, 0)
+	case "soak":
+		if *duration <= 0 {
+			fmt.Fprintf(os.Stderr, "lab: -duration must be positive, got %s\n", *duration)
+			return 2
+		}
+		return up(abs, *timeout, *nodes, true, *duration)
 	case "down":
 		return down(abs)
 	case "status":

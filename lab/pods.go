@@ -68,8 +68,21 @@ func (l *lab) waitForPods(ctx context.Context) error {
 		return nil // startNodes said why: without nodes, no pod runs
 	}
 	l.logf("waiting for the scheduler and the kubelets to run every pod (images pulled from %s)…", l.registry)
+	if err := l.waitAvailable(ctx, 3*time.Minute); err != nil {
+		return err
+	}
+	if err := l.recordPods(ctx); err != nil {
+		return err
+	}
+	l.logf("every pod runs: %d pods on %d nodes", len(l.snapshot().Pods), len(l.snapshot().Nodes.Nodes))
+	return nil
+}
+
+// waitAvailable waits up to timeout until every Deployment and DaemonSet of every cluster is
+// available with all its replicas up to date.
+func (l *lab) waitAvailable(ctx context.Context, timeout time.Duration) error {
 	var pending []string
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		pending = nil
 		for _, name := range clusterNames() {
 			// An error (the API server busy) is asked again.
@@ -85,10 +98,6 @@ func (l *lab) waitForPods(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("not available: %s (see logs/kubelet-*.log and the pods' events)", strings.Join(pending, ", "))
 	}
-	if err := l.recordPods(ctx); err != nil {
-		return err
-	}
-	l.logf("every pod runs: %d pods on %d nodes", len(l.snapshot().Pods), len(l.snapshot().Nodes.Nodes))
 	return nil
 }
 
@@ -132,10 +141,12 @@ func ptrValue(p *int32, def int32) int32 {
 }
 
 // recordPods records every running pod of the lab's workloads, the controllers among them with
-// a forward to their admin port, and each cluster's CoreDNS.
+// a forward to their admin port (the one they have when recorded before), and each cluster's
+// CoreDNS.
 func (l *lab) recordPods(ctx context.Context) error {
+	before := l.snapshot()
 	nodeDirs := map[string]string{}
-	for _, n := range l.snapshot().Nodes.Nodes {
+	for _, n := range before.Nodes.Nodes {
 		nodeDirs[n.Cluster+"/"+n.Name] = n.Dir
 	}
 	var pods []PodState
@@ -159,6 +170,10 @@ func (l *lab) recordPods(ctx context.Context) error {
 			pods = append(pods, p)
 			switch {
 			case strings.HasPrefix(p.App, "semaphore-") && pod.Namespace == semaphoreNamespace:
+				if i := slices.IndexFunc(before.Controllers, func(c ControllerState) bool { return c.PodUID == p.UID }); i >= 0 {
+					controllers = append(controllers, before.Controllers[i])
+					continue
+				}
 				c, err := l.controllerOf(&pod, p)
 				if err != nil {
 					return fmt.Errorf("%s: pod %s: %w", cluster, pod.Name, err)

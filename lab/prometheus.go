@@ -33,6 +33,8 @@ type PrometheusState struct {
 	PID    int    `json:"pid"`
 	// Rules is how many rules the files of alerts/ hold: all must be loaded.
 	Rules int `json:"rules"`
+	// RuleFiles are the copies of alerts/ the configuration names.
+	RuleFiles []string `json:"ruleFiles"`
 }
 
 // PromStatus is what the lab's Prometheus reports: its targets and its rule groups.
@@ -93,12 +95,41 @@ func (l *lab) startPrometheus(ctx context.Context) error {
 	})
 	u := "http://" + addr
 	l.mu.Lock()
-	l.state.Prometheus = &PrometheusState{URL: u, Config: conf, Log: log, PID: c.cmd.Process.Pid, Rules: rules}
+	l.state.Prometheus = &PrometheusState{URL: u, Config: conf, Log: log, PID: c.cmd.Process.Pid, Rules: rules, RuleFiles: ruleFiles}
 	l.mu.Unlock()
 	if err := waitPrometheusReady(ctx, u, c, log); err != nil {
 		return err
 	}
 	l.logf("started Prometheus on %s", u)
+	return nil
+}
+
+// reloadPrometheus points Prometheus at the controllers that run now (after a pod was
+// replaced): it rewrites the configuration and has Prometheus reload it.
+func (l *lab) reloadPrometheus(ctx context.Context) error {
+	st := l.snapshot()
+	if st.Prometheus == nil {
+		return nil
+	}
+	p := st.Prometheus
+	if err := os.WriteFile(p.Config, []byte(prometheusConfig(st.Controllers, p.RuleFiles)), 0o644); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL+"/-/reload", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return fmt.Errorf("reloading Prometheus: %s: %s", resp.Status, body)
+	}
 	return nil
 }
 

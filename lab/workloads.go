@@ -87,7 +87,7 @@ func (l *lab) createFluentd(ctx context.Context) error {
 	// On the node whose pods' addresses are borrowed (calicoBorrowed): the forwarders' requests
 	// reach them through single-address routes inside another node's block.
 	onNode := map[string]string{corev1.LabelHostname: nodeName(calicoCluster, nodesPerCluster-1)}
-	if err := l.createSampleDeployment(ctx, c, fluentdName, fluentdReplicas, nil, onNode, ctr); err != nil {
+	if err := l.createSampleDeployment(ctx, c, sampleNamespace, fluentdName, fluentdReplicas, nil, onNode, ctr); err != nil {
 		return err
 	}
 	_, err := c.Client.CoreV1().Services(sampleNamespace).Create(ctx, svc, metav1.CreateOptions{})
@@ -100,7 +100,7 @@ func (l *lab) createFluentd(ctx context.Context) error {
 func (l *lab) createForwarders(ctx context.Context) error {
 	url := fmt.Sprintf("http://%s.%s.svc.cluster.%s:%d/", fluentdName, sampleNamespace, fluentdCluster, fluentdPorts[0].port)
 	ctr := l.sampleContainer(forwarderName, "send", "-url", url, "-interval", "1s")
-	return l.createSampleDeployment(ctx, l.clusters[forwarderCluster], forwarderName, forwarderCount,
+	return l.createSampleDeployment(ctx, l.clusters[forwarderCluster], sampleNamespace, forwarderName, forwarderCount,
 		map[string]string{policyLabel: forwarderName}, nil, ctr)
 }
 
@@ -116,16 +116,16 @@ func (l *lab) sampleContainer(name string, args ...string) corev1.Container {
 	}
 }
 
-// createSampleDeployment creates a Deployment of replicas pods of ctr in the sample namespace,
+// createSampleDeployment creates a Deployment of replicas pods of ctr in namespace,
 // spread over the nodes nodeSelector selects (all when nil).
-func (l *lab) createSampleDeployment(ctx context.Context, c *testbed.Cluster, name string, replicas int32, extraLabels, nodeSelector map[string]string, ctr corev1.Container) error {
-	if err := c.EnsureNamespace(ctx, sampleNamespace); err != nil {
+func (l *lab) createSampleDeployment(ctx context.Context, c *testbed.Cluster, namespace, name string, replicas int32, extraLabels, nodeSelector map[string]string, ctr corev1.Container) error {
+	if err := c.EnsureNamespace(ctx, namespace); err != nil {
 		return err
 	}
 	app := map[string]string{"app.kubernetes.io/name": name}
 	podLabels := maps.Clone(app)
 	maps.Copy(podLabels, extraLabels)
-	_, err := c.Client.AppsV1().Deployments(sampleNamespace).Create(ctx, &appsv1.Deployment{
+	_, err := c.Client.AppsV1().Deployments(namespace).Create(ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: app},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas),
