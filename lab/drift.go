@@ -10,13 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/internal/labels"
 )
 
 // The mesh's drift: every mirror, global service and network set of every cluster compared
@@ -55,24 +53,8 @@ func (l *lab) listClusterObjects(ctx context.Context, cluster string) (*clusterO
 		return nil, err
 	}
 	o.policyPods = pods.Items
-	dyn, err := dynamic.NewForConfig(c.Config)
-	if err != nil {
+	if o.sets, err = policySets(ctx, c.Config); err != nil {
 		return nil, err
-	}
-	resource, err := calico.Resource(calicoAPI)
-	if err != nil {
-		return nil, err
-	}
-	sets, err := dyn.Resource(resource).List(ctx, metav1.ListOptions{LabelSelector: labels.ManagedBy + "=" + labels.Policy})
-	if err != nil {
-		return nil, err
-	}
-	for i := range sets.Items {
-		set, err := calico.FromUnstructured(&sets.Items[i])
-		if err != nil {
-			return nil, fmt.Errorf("GlobalNetworkSet %s: %w", sets.Items[i].GetName(), err)
-		}
-		o.sets = append(o.sets, *set)
 	}
 	return &o, nil
 }

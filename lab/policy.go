@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
@@ -74,6 +75,22 @@ func listNetworkSets(ctx context.Context, kubeconfig string) ([]NetSetStatus, er
 	if err != nil {
 		return nil, err
 	}
+	sets, err := policySets(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var out []NetSetStatus
+	for _, set := range sets {
+		s := NetSetStatus{Name: set.Name, Nets: set.Spec.Nets}
+		s.Source, s.SourceOK = netset.SourceOf(set.Labels)
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b NetSetStatus) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// policySets are semaphore-policy's GlobalNetworkSets (of calicoAPI) in the cluster cfg reaches.
+func policySets(ctx context.Context, cfg *rest.Config) ([]calico.GlobalNetworkSet, error) {
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -86,17 +103,14 @@ func listNetworkSets(ctx context.Context, kubeconfig string) ([]NetSetStatus, er
 	if err != nil {
 		return nil, err
 	}
-	var out []NetSetStatus
+	out := make([]calico.GlobalNetworkSet, 0, len(list.Items))
 	for i := range list.Items {
 		set, err := calico.FromUnstructured(&list.Items[i])
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("GlobalNetworkSet %s: %w", list.Items[i].GetName(), err)
 		}
-		s := NetSetStatus{Name: set.Name, Nets: set.Spec.Nets}
-		s.Source, s.SourceOK = netset.SourceOf(set.Labels)
-		out = append(out, s)
+		out = append(out, *set)
 	}
-	slices.SortFunc(out, func(a, b NetSetStatus) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
