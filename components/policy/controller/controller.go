@@ -25,6 +25,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/internal/remote"
+	"github.com/kube-semaphore/semaphore/internal/trim"
 )
 
 // Options configure a Controller.
@@ -85,6 +86,7 @@ func New(opts Options, local kubernetes.Interface, dyn dynamic.Interface, remote
 	})
 	localFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, opts.ResyncPeriod)
 	setInformer := localFactory.ForResource(opts.Resource).Informer()
+	utilruntime.Must(setInformer.SetTransform(trim.ManagedFields))
 	utilruntime.Must(setInformer.AddIndexers(cache.Indexers{multiremote.BySource: c.base.IndexBySource}))
 	c.localSets = setInformer.GetIndexer()
 	c.base.WatchLocal(localFactory, setInformer.HasSynced)
@@ -104,7 +106,7 @@ func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = c.opts.PodLabel }))
 	podInformer := factory.Core().V1().Pods().Informer()
 	// Only what the sets need is kept of each pod: a remote with thousands of pods costs little.
-	utilruntime.Must(podInformer.SetTransform(trimPod))
+	utilruntime.Must(podInformer.SetTransform(trim.RemotePod))
 	utilruntime.Must(podInformer.AddIndexers(cache.Indexers{bySet: c.indexBySet}))
 	rc.pods = podInformer.GetIndexer()
 	rc.Watch(factory, podInformer.HasSynced)
@@ -123,19 +125,6 @@ func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
 		DeleteFunc: enqueue,
 	})
 	return rc
-}
-
-// trimPod keeps of a pod only its name, namespace, labels, resourceVersion, phase and
-// addresses.
-func trimPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, ResourceVersion: p.ResourceVersion, UID: p.UID},
-		Status:     corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
-	}, nil
 }
 
 func (c *Controller) indexBySet(obj any) ([]string, error) {

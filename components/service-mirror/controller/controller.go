@@ -28,6 +28,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/internal/remote"
+	"github.com/kube-semaphore/semaphore/internal/trim"
 )
 
 // Options configure a Controller.
@@ -91,7 +92,8 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, hea
 		InventoryInterval: opts.DriftInterval,
 	})
 
-	localFactory := informers.NewSharedInformerFactoryWithOptions(local, opts.ResyncPeriod, informers.WithNamespace(opts.Namespace))
+	localFactory := informers.NewSharedInformerFactoryWithOptions(local, opts.ResyncPeriod, informers.WithNamespace(opts.Namespace),
+		informers.WithTransform(trim.ManagedFields))
 	svcInformer := localFactory.Core().V1().Services()
 	sliceInformer := localFactory.Discovery().V1().EndpointSlices()
 	utilruntime.Must(sliceInformer.Informer().AddIndexers(cache.Indexers{multiremote.BySource: c.base.IndexBySource}))
@@ -126,7 +128,8 @@ func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
 	rc := &remoteCache{Remote: c.base.AddRemote(r.Name)}
 	selector := c.opts.Selector.String()
 	svcFactory := informers.NewSharedInformerFactoryWithOptions(r.Client, c.opts.ResyncPeriod,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
+		informers.WithTransform(trim.RemoteService))
 	sliceFactory, sliceInformer := c.opts.RemoteSlices.For(r)
 	svcInformer := svcFactory.Core().V1().Services()
 	rc.services = svcInformer.Lister()

@@ -31,6 +31,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/internal/remote"
+	"github.com/kube-semaphore/semaphore/internal/trim"
 )
 
 // Options configure a Controller.
@@ -126,8 +127,12 @@ func New(opts Options, local kubernetes.Interface, meta metadata.Interface, remo
 // EndpointSlice (ours and the sources of the local cluster's global services), the local
 // cluster's selected Services and the Nodes' zones.
 func (c *Controller) watchLocal(local kubernetes.Interface, meta metadata.Interface) {
-	ns := informers.NewSharedInformerFactoryWithOptions(local, c.opts.ResyncPeriod, informers.WithNamespace(c.opts.Namespace))
-	all := informers.NewSharedInformerFactory(local, c.opts.ResyncPeriod)
+	ns := informers.NewSharedInformerFactoryWithOptions(local, c.opts.ResyncPeriod, informers.WithNamespace(c.opts.Namespace),
+		informers.WithTransform(trim.ManagedFields))
+	// Every local slice: ours, which are written back, and the sources of the local cluster's
+	// global services, which are only read.
+	all := informers.NewSharedInformerFactoryWithOptions(local, c.opts.ResyncPeriod,
+		informers.WithTransform(trim.InNamespace(c.opts.Namespace, trim.ManagedFields, trim.RemoteSlice)))
 	selected := selectedServices(local, c.opts)
 	ours := ns.Core().V1().Services()
 	slices := all.Discovery().V1().EndpointSlices()
@@ -180,7 +185,8 @@ func (c *Controller) isInNamespace(obj any) bool {
 func selectedServices(client kubernetes.Interface, opts Options) informers.SharedInformerFactory {
 	selector := opts.Selector.String()
 	return informers.NewSharedInformerFactoryWithOptions(client, opts.ResyncPeriod,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
+		informers.WithTransform(trim.RemoteService))
 }
 
 func (c *Controller) watchRemote(r remote.Cluster) *cluster {

@@ -6,9 +6,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kube-semaphore/semaphore/internal/trim"
 )
 
 // zones are the zones of the local cluster's Nodes (topology.kubernetes.io/zone), read from
@@ -26,6 +29,7 @@ type zones struct {
 func newZones(meta metadata.Interface, resync time.Duration, changed func()) *zones {
 	z := &zones{factory: metadatainformer.NewSharedInformerFactory(meta, resync), changed: changed}
 	inf := z.factory.ForResource(corev1.SchemeGroupVersion.WithResource("nodes")).Informer()
+	utilruntime.Must(inf.SetTransform(trim.ManagedFields))
 	z.synced, z.store = inf.HasSynced, inf.GetStore()
 	// A Node's metadata changes with every status update; only a zone that changes matters.
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{

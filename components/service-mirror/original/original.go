@@ -25,6 +25,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
+	"github.com/kube-semaphore/semaphore/internal/trim"
 )
 
 // The original's labels and annotation, and its EndpointSlices' managed-by value.
@@ -94,7 +95,8 @@ func NewAdopter(client kubernetes.Interface, namespace string, resync time.Durat
 // selected is a factory of informers of namespace that list only what selector selects.
 func selected(client kubernetes.Interface, resync time.Duration, namespace, selector string) informers.SharedInformerFactory {
 	return informers.NewSharedInformerFactoryWithOptions(client, resync, informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
+		informers.WithTransform(trim.ManagedFields))
 }
 
 // Start runs the watches until ctx is done and waits for them to sync: the controllers start

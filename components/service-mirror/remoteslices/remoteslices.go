@@ -13,6 +13,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/remote"
+	"github.com/kube-semaphore/semaphore/internal/trim"
 )
 
 // Shared are the remotes' slice informers, made on first use.
@@ -36,7 +37,7 @@ func (s *Shared) For(r remote.Cluster) (informers.SharedInformerFactory, cache.S
 	defer s.mu.Unlock()
 	f, ok := s.factories[r.Name]
 	if !ok {
-		f = informers.NewSharedInformerFactory(r.Client, s.resync)
+		f = informers.NewSharedInformerFactoryWithOptions(r.Client, s.resync, informers.WithTransform(trim.RemoteSlice))
 		s.factories[r.Name] = f
 	}
 	inf := f.Discovery().V1().EndpointSlices().Informer()

@@ -34,6 +34,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/internal/remote"
+	"github.com/kube-semaphore/semaphore/internal/trim"
 )
 
 // Devices is what the controller needs of the host's WireGuard devices and routes.
@@ -123,7 +124,7 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, dev
 	for _, r := range remotes {
 		rc := &remoteCache{Remote: c.base.AddRemote(r.Name), dev: byName[r.Name], byKey: map[wgtypes.Key]string{}, skipped: map[string]string{}, skippedBlocks: map[string]string{}}
 		handler := rc.Handler(func(any) { c.base.Queue.Add(r.Name) })
-		factory := informers.NewSharedInformerFactory(r.Client, opts.ResyncPeriod)
+		factory := informers.NewSharedInformerFactoryWithOptions(r.Client, opts.ResyncPeriod, informers.WithTransform(trim.RemoteNode))
 		inf := factory.Core().V1().Nodes()
 		rc.nodes = inf.Lister()
 		rc.Watch(factory, inf.Informer().HasSynced)

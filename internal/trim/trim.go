@@ -1,0 +1,114 @@
+// Package trim holds informer transforms (cache.TransformFunc) that keep in the controllers'
+// caches only what they read: every cached object costs memory for as long as it exists, and
+// a remote cluster's Services and EndpointSlices are the bulk of it.
+//
+// Objects a controller writes back (its own mirrors, slices and sets) lose only their
+// managedFields: an update without them keeps the server's, whereas an update of a copy without
+// its finalizers, owner references or status would remove those. Objects only read (a remote
+// cluster's) keep only the fields the controllers read.
+package trim
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// lastApplied is the annotation kubectl apply writes: the whole object again, as JSON.
+const lastApplied = corev1.LastAppliedConfigAnnotation
+
+// ManagedFields drops the managedFields of any object: server-side apply's bookkeeping, which
+// no controller here reads, often larger than the rest of the object's metadata.
+func ManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// readMeta is the metadata a read-only copy keeps: identity, labels, and annotations but
+// kubectl's copy of the whole object.
+func readMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Generation: m.Generation, Labels: m.Labels, DeletionTimestamp: m.DeletionTimestamp,
+	}
+	for k, v := range m.Annotations {
+		if k == lastApplied {
+			continue
+		}
+		if out.Annotations == nil {
+			out.Annotations = make(map[string]string, len(m.Annotations))
+		}
+		out.Annotations[k] = v
+	}
+	return out
+}
+
+// RemoteService keeps of a Service only to be read its metadata (readMeta) and spec: not its
+// status (load balancer ingress) nor managedFields.
+func RemoteService(obj any) (any, error) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Service{ObjectMeta: readMeta(svc.ObjectMeta), Spec: svc.Spec}, nil
+}
+
+// RemoteSlice keeps of an EndpointSlice only to be read its metadata (readMeta), address type,
+// ports and, of each endpoint, its addresses, conditions and hostname: what a mirror copies.
+// Target references, node names, zones and hints stay behind.
+func RemoteSlice(obj any) (any, error) {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return obj, nil
+	}
+	out := &discoveryv1.EndpointSlice{ObjectMeta: readMeta(s.ObjectMeta), AddressType: s.AddressType, Ports: s.Ports}
+	if s.Endpoints != nil {
+		out.Endpoints = make([]discoveryv1.Endpoint, len(s.Endpoints))
+		for i, e := range s.Endpoints {
+			out.Endpoints[i] = discoveryv1.Endpoint{Addresses: e.Addresses, Conditions: e.Conditions, Hostname: e.Hostname}
+		}
+	}
+	return out, nil
+}
+
+// RemoteNode keeps of a Node only to be read its metadata (readMeta: the WireGuard annotations
+// among it), pod CIDRs and addresses. A Node's status (images, conditions, capacity) is most
+// of it.
+func RemoteNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Node{
+		ObjectMeta: readMeta(n.ObjectMeta),
+		Spec:       corev1.NodeSpec{PodCIDR: n.Spec.PodCIDR, PodCIDRs: n.Spec.PodCIDRs},
+		Status:     corev1.NodeStatus{Addresses: n.Status.Addresses},
+	}, nil
+}
+
+// InNamespace applies ours to the objects of namespace (those a controller writes) and others
+// to the rest (those it only reads), for an informer that watches both.
+func InNamespace(namespace string, ours, others func(any) (any, error)) func(any) (any, error) {
+	return func(obj any) (any, error) {
+		if m, err := meta.Accessor(obj); err == nil && m.GetNamespace() == namespace {
+			return ours(obj)
+		}
+		return others(obj)
+	}
+}
+
+// RemotePod keeps of a pod only its name, namespace, UID, labels, resourceVersion, phase and
+// addresses: what a network set is made of.
+func RemotePod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, ResourceVersion: p.ResourceVersion, UID: p.UID},
+		Status:     corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
+	}, nil
+}

@@ -1,0 +1,162 @@
+package trim_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/trim"
+)
+
+// Everything that fills a real object and no controller reads.
+var noise = metav1.ObjectMeta{
+	ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}},
+	OwnerReferences: []metav1.OwnerReference{{Name: "owner"}},
+	Annotations:     map[string]string{corev1.LastAppliedConfigAnnotation: `{"big":"json"}`, "keep": "me"},
+}
+
+func meta(name string) metav1.ObjectMeta {
+	m := *noise.DeepCopy()
+	m.Name, m.Namespace, m.UID, m.ResourceVersion = name, "app", "uid-1", "42"
+	m.Labels = map[string]string{mirror.LabelName: "x", global.LabelRoutingStrategy: global.LocalFirst}
+	return m
+}
+
+func apply(t *testing.T, f func(any) (any, error), obj any) any {
+	t.Helper()
+	out, err := f(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := f(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Informers may transform an object more than once (a re-list of what is cached).
+	if diff := cmp.Diff(out, again); diff != "" {
+		t.Errorf("not idempotent (-once +twice):\n%s", diff)
+	}
+	return out
+}
+
+// A remote Service trimmed makes the same mirror and the same global definition as in full,
+// and holds no managedFields, status or kubectl's copy of itself.
+func TestRemoteServiceKeepsWhatMirrorsAndGlobalServicesRead(t *testing.T) {
+	svc := &corev1.Service{
+		ObjectMeta: meta("web"),
+		Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.0.0.5", SessionAffinity: corev1.ServiceAffinityClientIP,
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: 30080, Protocol: corev1.ProtocolTCP}},
+		},
+		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "203.0.113.1"}}}},
+	}
+	got := apply(t, trim.RemoteService, svc.DeepCopy()).(*corev1.Service)
+	src := mirror.Source{Cluster: "aws", Namespace: "app", Name: "web"}
+	if diff := cmp.Diff(mirror.Service(src, "semaphore", svc), mirror.Service(src, "semaphore", got)); diff != "" {
+		t.Errorf("mirror of the trimmed Service differs (-full +trimmed):\n%s", diff)
+	}
+	if diff := cmp.Diff(global.DefinitionOf("aws", svc), global.DefinitionOf("aws", got)); diff != "" {
+		t.Errorf("global definition differs (-full +trimmed):\n%s", diff)
+	}
+	if got.ManagedFields != nil || got.OwnerReferences != nil || len(got.Status.LoadBalancer.Ingress) > 0 {
+		t.Errorf("kept what no controller reads: %+v", got)
+	}
+	if _, ok := got.Annotations[corev1.LastAppliedConfigAnnotation]; ok || got.Annotations["keep"] != "me" {
+		t.Errorf("annotations %v: want kubectl's copy gone, the others kept", got.Annotations)
+	}
+}
+
+// A remote EndpointSlice trimmed makes the same mirror slice as in full.
+func TestRemoteSliceKeepsWhatAMirrorCopies(t *testing.T) {
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta:  meta("web-abc"),
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}},
+		Endpoints: []discoveryv1.Endpoint{{
+			Addresses:  []string{"198.18.1.5"},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true), Terminating: ptr.To(true)},
+			Hostname:   ptr.To("web-0"),
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Name: "web-0"},
+			NodeName:   ptr.To("node-1"),
+			Zone:       ptr.To("a"),
+			Hints:      &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: "a"}}},
+		}},
+	}
+	got := apply(t, trim.RemoteSlice, s.DeepCopy()).(*discoveryv1.EndpointSlice)
+	to := metav1.ObjectMeta{Name: "m", Namespace: "semaphore"}
+	if diff := cmp.Diff(mirror.CopySlice(s, to), mirror.CopySlice(got, to)); diff != "" {
+		t.Errorf("mirror of the trimmed slice differs (-full +trimmed):\n%s", diff)
+	}
+	if e := got.Endpoints[0]; e.TargetRef != nil || e.NodeName != nil || e.Zone != nil || e.Hints != nil || got.ManagedFields != nil {
+		t.Errorf("kept what no controller reads: %+v", got)
+	}
+}
+
+// A remote Node keeps its annotations (the WireGuard keys and endpoints), pod CIDRs and
+// addresses; its status otherwise goes.
+func TestRemoteNodeKeepsKeysCIDRsAndAddresses(t *testing.T) {
+	n := &corev1.Node{
+		ObjectMeta: meta("node-1"),
+		Spec:       corev1.NodeSpec{PodCIDR: "10.2.0.0/24", PodCIDRs: []string{"10.2.0.0/24"}, ProviderID: "aws:///i-1"},
+		Status: corev1.NodeStatus{
+			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.1"}},
+			Images:     []corev1.ContainerImage{{Names: []string{"registry/some-image:1"}, SizeBytes: 1 << 20}},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
+	}
+	got := apply(t, trim.RemoteNode, n.DeepCopy()).(*corev1.Node)
+	want := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "node-1", Namespace: "app", UID: "uid-1", ResourceVersion: "42", Labels: n.Labels,
+			Annotations: map[string]string{"keep": "me"},
+		},
+		Spec:   corev1.NodeSpec{PodCIDR: "10.2.0.0/24", PodCIDRs: []string{"10.2.0.0/24"}},
+		Status: corev1.NodeStatus{Addresses: n.Status.Addresses},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("trimmed Node (-want +got):\n%s", diff)
+	}
+}
+
+// What a controller writes back loses only its managedFields: an update of the cached copy must
+// not remove finalizers, owner references or annotations. Other objects (a tombstone) pass.
+func TestManagedFieldsOnlyForWhatIsWrittenBack(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: meta("ours")}
+	svc.Finalizers = []string{"example.com/keep"}
+	got := apply(t, trim.ManagedFields, svc.DeepCopy()).(*corev1.Service)
+	want := svc.DeepCopy()
+	want.ManagedFields = nil
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	tomb := cache.DeletedFinalStateUnknown{Key: "app/x", Obj: svc}
+	for _, f := range []func(any) (any, error){trim.ManagedFields, trim.RemoteService, trim.RemoteSlice, trim.RemoteNode, trim.RemotePod} {
+		if out, err := f(tomb); err != nil || !cmp.Equal(out, tomb) {
+			t.Errorf("a tombstone changed: %v, %v", out, err)
+		}
+	}
+}
+
+// An informer of both kinds treats the controller's namespace as written back, the rest as
+// only read.
+func TestInNamespaceSplitsOursFromOthers(t *testing.T) {
+	f := trim.InNamespace("semaphore", trim.ManagedFields, trim.RemoteSlice)
+	ours := &discoveryv1.EndpointSlice{ObjectMeta: meta("ours"), Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"a"}, Hints: &discoveryv1.EndpointHints{}}}}
+	ours.Namespace = "semaphore"
+	if got := apply(t, f, ours.DeepCopy()).(*discoveryv1.EndpointSlice); got.Endpoints[0].Hints == nil || got.Annotations[corev1.LastAppliedConfigAnnotation] == "" {
+		t.Errorf("our slice lost more than managedFields: %+v", got)
+	}
+	theirs := ours.DeepCopy()
+	theirs.Namespace = "app"
+	if got := apply(t, f, theirs).(*discoveryv1.EndpointSlice); got.Endpoints[0].Hints != nil {
+		t.Errorf("another namespace's slice kept its hints: %+v", got)
+	}
+}
