@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -29,6 +30,12 @@ func (o ClientOptions) apply(cfg *rest.Config) {
 	cfg.UserAgent = o.UserAgent
 	cfg.QPS = o.QPS
 	cfg.Burst = o.Burst
+	// Protobuf for the built-in types: decoding a list of thousands of Services or
+	// EndpointSlices allocates a fraction of what JSON does, and the peak memory of a start is
+	// that decoding. The dynamic client (Calico's resources, which have no protobuf) asks for
+	// JSON by itself.
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 }
 
 // KubeconfigPath is where a remote's kubeconfig is mounted: <dir>/<name>/kubeconfig.
