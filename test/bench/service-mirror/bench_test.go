@@ -8,6 +8,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -27,9 +28,24 @@ const (
 	userAgent    = "semaphore-service-mirror"
 	mirrorLabel  = "mirror.semaphore.uw.io/mirror-service"
 	convergeWait = 5 * time.Minute
+	// longEnv set to 1 runs BenchmarkServiceMirror at 5,000 and 10,000 Services too, to show
+	// how memory grows: minutes more, so not by default.
+	longEnv = "SEMAPHORE_BENCH_LONG"
 )
 
+// BenchmarkServiceMirror measures the service mirror on 1,000 remote Services (and, with
+// SEMAPHORE_BENCH_LONG=1, on 5,000 and 10,000) of 10 endpoints each.
 func BenchmarkServiceMirror(b *testing.B) {
+	sizes := []int{services}
+	if os.Getenv(longEnv) == "1" {
+		sizes = append(sizes, 5000, 10000)
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) { benchServiceMirror(b, n) })
+	}
+}
+
+func benchServiceMirror(b *testing.B, n int) {
 	b.StopTimer()
 	dir := b.TempDir()
 	clusters := testenv.Start(b, testenv.Options{Audit: true}, "local", "aws")
@@ -41,9 +57,9 @@ func BenchmarkServiceMirror(b *testing.B) {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	_, remoteSlices := populate(b, aws, services, map[string]string{mirrorLabel: "true"},
-		func(i, e int) string { return fmt.Sprintf("198.18.%d.%d", i/25, (i%25)*10+e+1) })
-	b.Logf("created %d remote Services with %d endpoints each in %v", services, endpoints, time.Since(start).Round(time.Millisecond))
+	_, remoteSlices := populate(b, aws, n, map[string]string{mirrorLabel: "true"},
+		func(i, e int) string { return fmt.Sprintf("10.%d.%d.%d", i/250, i%250, e+1) })
+	b.Logf("created %d remote Services with %d endpoints each in %v", n, endpoints, time.Since(start).Round(time.Millisecond))
 
 	// The local view: an informer on the mirror namespace, as a user's kubectl --watch would be.
 	view := watchMirrorNamespace(b, local.Client)
@@ -52,7 +68,7 @@ func BenchmarkServiceMirror(b *testing.B) {
 
 	// Phase 1: a fresh local cluster converges on the remote.
 	convergence, convergeWrites := proc.Converge(b, convergeWait, func() (bool, string) {
-		return converged(view), fmt.Sprintf("%d services", len(view.services.GetStore().List()))
+		return converged(view, n), fmt.Sprintf("%d services", len(view.services.GetStore().List()))
 	})
 
 	// Phase 2: at rest, nothing is written.
@@ -72,13 +88,13 @@ func BenchmarkServiceMirror(b *testing.B) {
 	p50, p99, _ := view.latencies.Percentiles()
 	measure.Report(b, convergence, &view.latencies, float64(steadyWrites)/changes, idleWrites, rss)
 	fmt.Printf("service-mirror: %d Services x %d endpoints converged in %v with %d writes (%d objects)\n",
-		services, endpoints, convergence.Round(time.Millisecond), convergeWrites, 2*services)
+		n, endpoints, convergence.Round(time.Millisecond), convergeWrites, 2*n)
 	fmt.Printf("service-mirror: steady state, %d changes at %v intervals: p50 %v, p99 %v, %.2f writes per change\n",
 		changes, changeEvery, p50.Round(100*time.Microsecond), p99.Round(100*time.Microsecond), float64(steadyWrites)/changes)
-	fmt.Printf("service-mirror: writes at rest over 5s: %d; controller peak RSS %.1f MiB\n", idleWrites, rss/(1<<20))
+	fmt.Printf("service-mirror: %d Services: writes at rest over 5s: %d; controller peak RSS %.1f MiB\n", n, idleWrites, rss/(1<<20))
 }
 
-// converged reports whether every mirror Service and slice is complete.
-func converged(v *localView) bool {
-	return len(v.services.GetStore().List()) >= services && v.completeSlices() >= services
+// converged reports whether every one of the n mirror Services and slices is complete.
+func converged(v *localView, n int) bool {
+	return len(v.services.GetStore().List()) >= n && v.completeSlices() >= n
 }
