@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -32,9 +33,7 @@ func Load(args []string, out io.Writer, spec Validator) error {
 	for _, a := range args {
 		switch a {
 		case "-h", "-help", "--help":
-			if err := envconfig.Usagef("", spec, out, usageFormat); err != nil {
-				return err
-			}
+			printUsage(out, spec)
 			return ErrHelp
 		}
 	}
@@ -44,10 +43,36 @@ func Load(args []string, out io.Writer, spec Validator) error {
 	return spec.Validate()
 }
 
-const usageFormat = `Environment variables:
-{{range .}}  {{usage_key .}}
-      {{usage_description .}}{{if usage_default .}} (default {{usage_default .}}){{end}}{{if usage_required .}} (required){{end}}
-{{end}}`
+// printUsage lists the variables of spec (its fields with an envconfig tag, those of embedded
+// and nested structs included) with their descriptions, defaults and whether they are required.
+// It is written out rather than taken from envconfig.Usagef: that one runs a text/template, and a
+// template's reflective method calls make the linker keep every exported method of every type in
+// the binary (client-go's informers for every API group): megabytes each process maps.
+func printUsage(out io.Writer, spec any) {
+	fmt.Fprintln(out, "Environment variables:")
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for f := range t.Fields() {
+			key := f.Tag.Get("envconfig")
+			if key == "" && f.Type.Kind() == reflect.Struct {
+				walk(f.Type)
+				continue
+			}
+			if key == "" || !f.IsExported() {
+				continue
+			}
+			line := "      " + f.Tag.Get("desc")
+			if d := f.Tag.Get("default"); d != "" {
+				line += " (default " + d + ")"
+			}
+			if f.Tag.Get("required") == "true" {
+				line += " (required)"
+			}
+			fmt.Fprintf(out, "  %s\n%s\n", key, line)
+		}
+	}
+	walk(reflect.TypeOf(spec).Elem())
+}
 
 // cleanEnvconfigError turns envconfig's errors into one line that starts with the variable.
 func cleanEnvconfigError(err error) error {
