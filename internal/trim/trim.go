@@ -112,3 +112,23 @@ func RemotePod(obj any) (any, error) {
 		Status:     corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
 	}, nil
 }
+
+// MetaOnlyIf keeps only the metadata (readMeta, and a slice's address type) of the objects
+// whose labels other accepts, and applies full to the rest: for an informer that sees, next to
+// what its controller writes, objects another controller writes in the same namespace, which
+// it only tells apart by their labels (a name clash) and never writes.
+func MetaOnlyIf(other func(labels map[string]string) bool, full func(any) (any, error)) func(any) (any, error) {
+	return func(obj any) (any, error) {
+		switch o := obj.(type) {
+		case *corev1.Service:
+			if other(o.Labels) {
+				return &corev1.Service{ObjectMeta: readMeta(o.ObjectMeta)}, nil
+			}
+		case *discoveryv1.EndpointSlice:
+			if other(o.Labels) {
+				return &discoveryv1.EndpointSlice{ObjectMeta: readMeta(o.ObjectMeta), AddressType: o.AddressType}, nil
+			}
+		}
+		return full(obj)
+	}
+}

@@ -160,3 +160,25 @@ func TestInNamespaceSplitsOursFromOthers(t *testing.T) {
 		t.Errorf("another namespace's slice kept its hints: %+v", got)
 	}
 }
+
+// Another controller's objects in the same namespace keep only their metadata (labels for a
+// name clash); the rest go to full.
+func TestMetaOnlyIfKeepsOthersLabelsOnly(t *testing.T) {
+	other := func(l map[string]string) bool { return l["kind"] == "global" }
+	f := trim.MetaOnlyIf(other, trim.ManagedFields)
+	theirs := &discoveryv1.EndpointSlice{ObjectMeta: meta("gl"), AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"a"}}}}
+	theirs.Labels["kind"] = "global"
+	got := apply(t, f, theirs.DeepCopy()).(*discoveryv1.EndpointSlice)
+	if got.Endpoints != nil || got.Labels["kind"] != "global" || got.Name != "gl" || got.AddressType != discoveryv1.AddressTypeIPv4 {
+		t.Errorf("another controller's slice: %+v", got)
+	}
+	svc := &corev1.Service{ObjectMeta: meta("gl"), Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.1"}}
+	svc.Labels["kind"] = "global"
+	if got := apply(t, f, svc.DeepCopy()).(*corev1.Service); got.Spec.ClusterIP != "" || got.Labels["kind"] != "global" {
+		t.Errorf("another controller's Service: %+v", got)
+	}
+	mine := &corev1.Service{ObjectMeta: meta("m"), Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.2"}}
+	if got := apply(t, f, mine.DeepCopy()).(*corev1.Service); got.Spec.ClusterIP != "10.0.0.2" || got.ManagedFields != nil || len(got.OwnerReferences) != 1 {
+		t.Errorf("this controller's Service must lose its managedFields only: %+v", got)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
@@ -92,8 +93,9 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, hea
 		InventoryInterval: opts.DriftInterval,
 	})
 
+	// The global services' objects share the namespace: this controller only needs their labels.
 	localFactory := informers.NewSharedInformerFactoryWithOptions(local, opts.ResyncPeriod, informers.WithNamespace(opts.Namespace),
-		informers.WithTransform(trim.ManagedFields))
+		informers.WithTransform(trim.MetaOnlyIf(isGlobal, trim.ManagedFields)))
 	svcInformer := localFactory.Core().V1().Services()
 	sliceInformer := localFactory.Discovery().V1().EndpointSlices()
 	utilruntime.Must(sliceInformer.Informer().AddIndexers(cache.Indexers{multiremote.BySource: c.base.IndexBySource}))
@@ -141,6 +143,12 @@ func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
 	_, _ = svcInformer.Informer().AddEventHandler(rc.Handler(func(obj any) { c.onRemoteService(rc, obj) }))
 	_, _ = sliceInformer.AddEventHandler(rc.Handler(func(obj any) { c.onRemoteSlice(rc, obj) }))
 	return rc
+}
+
+// isGlobal reports whether labels are those of the global services' objects.
+func isGlobal(l map[string]string) bool {
+	_, ok := global.KeyOf(l)
+	return ok
 }
 
 // onRemoteService enqueues a changed remote Service.

@@ -127,12 +127,14 @@ func New(opts Options, local kubernetes.Interface, meta metadata.Interface, remo
 // EndpointSlice (ours and the sources of the local cluster's global services), the local
 // cluster's selected Services and the Nodes' zones.
 func (c *Controller) watchLocal(local kubernetes.Interface, meta metadata.Interface) {
+	// The mirrors share the namespace: this controller only needs their labels.
+	trimOurs := trim.MetaOnlyIf(isMirror, trim.ManagedFields)
 	ns := informers.NewSharedInformerFactoryWithOptions(local, c.opts.ResyncPeriod, informers.WithNamespace(c.opts.Namespace),
-		informers.WithTransform(trim.ManagedFields))
+		informers.WithTransform(trimOurs))
 	// Every local slice: ours, which are written back, and the sources of the local cluster's
 	// global services, which are only read.
 	all := informers.NewSharedInformerFactoryWithOptions(local, c.opts.ResyncPeriod,
-		informers.WithTransform(trim.InNamespace(c.opts.Namespace, trim.ManagedFields, trim.RemoteSlice)))
+		informers.WithTransform(trim.InNamespace(c.opts.Namespace, trimOurs, trim.RemoteSlice)))
 	selected := selectedServices(local, c.opts)
 	ours := ns.Core().V1().Services()
 	slices := all.Discovery().V1().EndpointSlices()
@@ -179,6 +181,12 @@ func (c *Controller) inNamespace(index cache.IndexFunc) cache.IndexFunc {
 func (c *Controller) isInNamespace(obj any) bool {
 	m, err := reconcile.MetaOf(obj)
 	return err == nil && m.GetNamespace() == c.opts.Namespace
+}
+
+// isMirror reports whether labels are those of the mirrors' objects.
+func isMirror(l map[string]string) bool {
+	_, ok := mirror.SourceOf(l)
+	return ok
 }
 
 // selectedServices is a factory of informers on the Services opts.Selector selects.
