@@ -249,7 +249,7 @@ func setDrift(local string, lo *clusterObjects, remote string, ro *clusterObject
 		switch {
 		case !ok:
 			drift = append(drift, fmt.Sprintf("%s: GlobalNetworkSet %s of %s, which has no such pods", local, set.Name, remote))
-		case !slices.Equal(sorted(set.Spec.Nets), sorted(nets)):
+		case !slices.Equal(slices.Sorted(slices.Values(set.Spec.Nets)), slices.Sorted(slices.Values(nets))):
 			drift = append(drift, fmt.Sprintf("%s: GlobalNetworkSet %s has %v, %s's pods %v", local, set.Name, set.Spec.Nets, remote, nets))
 		}
 	}
@@ -257,11 +257,4 @@ func setDrift(local string, lo *clusterObjects, remote string, ro *clusterObject
 		drift = append(drift, fmt.Sprintf("%s: no GlobalNetworkSet %s of %s's pods %s", local, name, remote, strings.Join(want[name], ", ")))
 	}
 	return drift
-}
-
-// sorted is a sorted copy of s.
-func sorted(s []string) []string {
-	s = slices.Clone(s)
-	slices.Sort(s)
-	return s
 }

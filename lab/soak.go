@@ -138,6 +138,7 @@ func (s *soakRun) churn(ctx context.Context, d time.Duration) {
 	start := time.Now()
 	nextCut, nextKill := start.Add(soakCutEvery/2), start.Add(soakKillEvery/2)
 	var restore func()
+	var restoreAt time.Time
 	cuts, kills := 0, 0
 	tick := time.NewTicker(soakChurnEvery)
 	defer tick.Stop()
@@ -147,13 +148,13 @@ func (s *soakRun) churn(ctx context.Context, d time.Duration) {
 		case <-tick.C:
 		}
 		now := time.Now()
-		if restore != nil && now.After(nextCut.Add(soakCutFor-soakCutEvery)) {
+		if restore != nil && now.After(restoreAt) {
 			restore()
 			restore = nil
 		}
 		if restore == nil && now.After(nextCut) {
 			remote := clusterNames()[cuts%len(clusterSpecs)]
-			restore = s.cut(remote)
+			restore, restoreAt = s.cut(remote), now.Add(soakCutFor)
 			cuts++
 			nextCut = nextCut.Add(soakCutEvery)
 		}

@@ -54,11 +54,13 @@ func printUsage(out io.Writer, spec any) {
 	walk = func(t reflect.Type) {
 		for f := range t.Fields() {
 			key := f.Tag.Get("envconfig")
-			if key == "" && f.Type.Kind() == reflect.Struct {
+			switch {
+			case !f.IsExported(): // envconfig skips them too
+				continue
+			case key == "" && f.Type.Kind() == reflect.Struct:
 				walk(f.Type)
 				continue
-			}
-			if key == "" || !f.IsExported() {
+			case key == "":
 				continue
 			}
 			line := "      " + f.Tag.Get("desc")

@@ -334,22 +334,24 @@ func TestLoadRemotes(t *testing.T) {
 	}
 	type summary struct {
 		Name, Host, UserAgent, BearerToken, BearerTokenFile string
-		QPS                                                 float32
-		Burst                                               int
-		HasClient                                           bool
+		// Protobuf for the built-in types: less to decode than JSON.
+		ContentType string
+		QPS         float32
+		Burst       int
+		HasClient   bool
 	}
 	var got []summary
 	for _, c := range clusters {
 		got = append(got, summary{
 			Name: c.Name, Host: c.Config.Host, UserAgent: c.Config.UserAgent,
 			BearerToken: c.Config.BearerToken, BearerTokenFile: c.Config.BearerTokenFile,
-			QPS: c.Config.QPS, Burst: c.Config.Burst, HasClient: c.Client != nil,
+			ContentType: c.Config.ContentType, QPS: c.Config.QPS, Burst: c.Config.Burst, HasClient: c.Client != nil,
 		})
 	}
 	want := []summary{
 		// BearerTokenFile is what makes client-go re-read a rotated token.
-		{Name: "aws", Host: "https://127.0.0.1:1", UserAgent: "semaphore-test/v1", BearerToken: "first-token", BearerTokenFile: tokenFile, QPS: 123, Burst: 456, HasClient: true},
-		{Name: "merit", Host: "https://127.0.0.1:1", UserAgent: "semaphore-test/v1", BearerToken: "static-token", QPS: 123, Burst: 456, HasClient: true},
+		{Name: "aws", Host: "https://127.0.0.1:1", UserAgent: "semaphore-test/v1", BearerToken: "first-token", BearerTokenFile: tokenFile, ContentType: "application/vnd.kubernetes.protobuf", QPS: 123, Burst: 456, HasClient: true},
+		{Name: "merit", Host: "https://127.0.0.1:1", UserAgent: "semaphore-test/v1", BearerToken: "static-token", ContentType: "application/vnd.kubernetes.protobuf", QPS: 123, Burst: 456, HasClient: true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadRemotes() mismatch (-want +got):\n%s", diff)
