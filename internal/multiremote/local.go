@@ -10,8 +10,16 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 )
 
-// BySource is the name of the index IndexBySource computes.
+// BySource is the default name of the index IndexBySource computes (Config.SourceIndex).
 const BySource = "source"
+
+// SourceIndex is the name of the index IndexBySource computes.
+func (c *Controller[K]) SourceIndex() string {
+	if c.cfg.SourceIndex == "" {
+		return BySource
+	}
+	return c.cfg.SourceIndex
+}
 
 // IndexBySource indexes a local object of ours by its source (fmt.Sprint of the key); other
 // objects are not indexed.
@@ -35,10 +43,10 @@ func (c *Controller[K]) sourceOf(m metav1.Object) (K, bool) {
 	return c.cfg.SourceOf(m.GetLabels())
 }
 
-// EnqueueIndexed adds the source of every object in indexer's BySource index that matches.
+// EnqueueIndexed adds the source of every object in indexer's SourceIndex that matches.
 func (c *Controller[K]) EnqueueIndexed(indexer cache.Indexer, match func(K) bool) {
-	for _, key := range indexer.ListIndexFuncValues(BySource) {
-		objs, _ := indexer.ByIndex(BySource, key)
+	for _, key := range indexer.ListIndexFuncValues(c.SourceIndex()) {
+		objs, _ := indexer.ByIndex(c.SourceIndex(), key)
 		for _, o := range objs {
 			m, err := reconcile.MetaOf(o)
 			if err != nil {

@@ -51,6 +51,9 @@ type Config[K comparable] struct {
 	Component string
 	// SourceOf returns the key a local object of ours stands for, from its labels. Optional.
 	SourceOf func(labels map[string]string) (K, bool)
+	// SourceIndex names the index IndexBySource computes (default BySource): two controllers
+	// whose objects share one informer each need an index of their own.
+	SourceIndex string
 	// EnqueueLocal enqueues the source of every local object of ours whose source matches.
 	// Optional: with it, the objects of remotes no longer configured are enqueued once the
 	// local caches synced, and those of a remote once it synced (the source may be gone).

@@ -89,17 +89,6 @@ func RemoteNode(obj any) (any, error) {
 	}, nil
 }
 
-// InNamespace applies ours to the objects of namespace (those a controller writes) and others
-// to the rest (those it only reads), for an informer that watches both.
-func InNamespace(namespace string, ours, others func(any) (any, error)) func(any) (any, error) {
-	return func(obj any) (any, error) {
-		if m, err := meta.Accessor(obj); err == nil && m.GetNamespace() == namespace {
-			return ours(obj)
-		}
-		return others(obj)
-	}
-}
-
 // RemotePod keeps of a pod only its name, namespace, UID, labels, resourceVersion, phase and
 // addresses: what a network set is made of.
 func RemotePod(obj any) (any, error) {
@@ -111,24 +100,4 @@ func RemotePod(obj any) (any, error) {
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, ResourceVersion: p.ResourceVersion, UID: p.UID},
 		Status:     corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
 	}, nil
-}
-
-// MetaOnlyIf keeps only the metadata (readMeta, and a slice's address type) of the objects
-// whose labels other accepts, and applies full to the rest: for an informer that sees, next to
-// what its controller writes, objects another controller writes in the same namespace, which
-// it only tells apart by their labels (a name clash) and never writes.
-func MetaOnlyIf(other func(labels map[string]string) bool, full func(any) (any, error)) func(any) (any, error) {
-	return func(obj any) (any, error) {
-		switch o := obj.(type) {
-		case *corev1.Service:
-			if other(o.Labels) {
-				return &corev1.Service{ObjectMeta: readMeta(o.ObjectMeta)}, nil
-			}
-		case *discoveryv1.EndpointSlice:
-			if other(o.Labels) {
-				return &discoveryv1.EndpointSlice{ObjectMeta: readMeta(o.ObjectMeta), AddressType: o.AddressType}, nil
-			}
-		}
-		return full(obj)
-	}
 }

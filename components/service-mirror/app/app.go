@@ -16,6 +16,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/controller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/globalcontroller"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mirrorns"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
@@ -121,21 +122,24 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One watch of each remote's EndpointSlices, for the mirrors and the global services.
+	// One watch of each remote's EndpointSlices, and one of the mirror namespace, for the
+	// mirrors and the global services.
 	remoteSlices := remoteslices.New(cfg.ResyncPeriod)
+	mirrorNamespace := mirrorns.New(base.Local, cfg.Namespace, cfg.ResyncPeriod)
 	var adopter *original.Adopter
 	if cfg.AdoptOriginal {
 		adopter = original.NewAdopter(base.Local, cfg.Namespace, cfg.ResyncPeriod, base.Factory, log)
 	}
 	tracker := withdraw.NewTracker(cfg.WithdrawAfter, cfg.Remotes, base.Health, withdraw.NewMetrics(base.Factory), log)
 	ctrls := &Controllers{Adopter: adopter, Withdraw: tracker, WithdrawInterval: min(cfg.RemoteProbeInterval, time.Second), Mirrors: controller.New(controller.Options{
-		Namespace:     cfg.Namespace,
-		Selector:      cfg.selector,
-		ResyncPeriod:  cfg.ResyncPeriod,
-		DriftInterval: cfg.DriftInterval,
-		RemoteSlices:  remoteSlices,
-		Withdraw:      tracker,
-		Adopter:       adopter,
+		Namespace:       cfg.Namespace,
+		MirrorNamespace: mirrorNamespace,
+		Selector:        cfg.selector,
+		ResyncPeriod:    cfg.ResyncPeriod,
+		DriftInterval:   cfg.DriftInterval,
+		RemoteSlices:    remoteSlices,
+		Withdraw:        tracker,
+		Adopter:         adopter,
 	}, base.Local, base.Remotes, base.Health, controller.NewMetrics(base.Factory), base.Queue, log)}
 	if cfg.globalSelector != nil {
 		meta, err := metadata.NewForConfig(base.LocalConfig)
@@ -144,6 +148,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		}
 		ctrls.Global = globalcontroller.New(globalcontroller.Options{
 			Namespace:         cfg.Namespace,
+			MirrorNamespace:   mirrorNamespace,
 			LocalCluster:      cfg.LocalCluster,
 			Selector:          cfg.globalSelector,
 			ResyncPeriod:      cfg.ResyncPeriod,

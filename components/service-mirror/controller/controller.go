@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mirrorns"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
@@ -36,6 +36,8 @@ import (
 type Options struct {
 	// Namespace is the local namespace that holds every mirror.
 	Namespace string
+	// MirrorNamespace are the informers of Namespace, shared with global services.
+	MirrorNamespace *mirrorns.Shared
 	// Selector picks the remote Services to mirror.
 	Selector k8slabels.Selector
 	// ResyncPeriod re-reconciles every object periodically (0 disables).
@@ -93,17 +95,13 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, hea
 		InventoryInterval: opts.DriftInterval,
 	})
 
-	// The global services' objects share the namespace: this controller only needs their labels.
-	localFactory := informers.NewSharedInformerFactoryWithOptions(local, opts.ResyncPeriod, informers.WithNamespace(opts.Namespace),
-		informers.WithTransform(trim.MetaOnlyIf(isGlobal, trim.ManagedFields)))
-	svcInformer := localFactory.Core().V1().Services()
-	sliceInformer := localFactory.Discovery().V1().EndpointSlices()
-	utilruntime.Must(sliceInformer.Informer().AddIndexers(cache.Indexers{multiremote.BySource: c.base.IndexBySource}))
-	c.localServices = svcInformer.Lister()
-	c.localSlices = sliceInformer.Informer().GetIndexer()
-	c.base.WatchLocal(localFactory, svcInformer.Informer().HasSynced, sliceInformer.Informer().HasSynced)
-	_, _ = svcInformer.Informer().AddEventHandler(c.base.LocalHandler(apply.ServiceKey))
-	_, _ = sliceInformer.Informer().AddEventHandler(c.base.LocalHandler(apply.SliceKey))
+	ns := opts.MirrorNamespace
+	utilruntime.Must(ns.Slices.Informer().AddIndexers(cache.Indexers{c.base.SourceIndex(): c.base.IndexBySource}))
+	c.localServices = ns.Services.Lister()
+	c.localSlices = ns.Slices.Informer().GetIndexer()
+	c.base.WatchLocal(ns.Factory, ns.Synced()...)
+	_, _ = ns.Services.Informer().AddEventHandler(c.base.LocalHandler(apply.ServiceKey))
+	_, _ = ns.Slices.Informer().AddEventHandler(c.base.LocalHandler(apply.SliceKey))
 	c.write = &apply.Writer[mirror.Source]{
 		Base: c.base, Client: local, Namespace: opts.Namespace,
 		ServiceCache: c.localServices, SliceCache: c.localSlices,
@@ -143,12 +141,6 @@ func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
 	_, _ = svcInformer.Informer().AddEventHandler(rc.Handler(func(obj any) { c.onRemoteService(rc, obj) }))
 	_, _ = sliceInformer.AddEventHandler(rc.Handler(func(obj any) { c.onRemoteSlice(rc, obj) }))
 	return rc
-}
-
-// isGlobal reports whether labels are those of the global services' objects.
-func isGlobal(l map[string]string) bool {
-	_, ok := global.KeyOf(l)
-	return ok
 }
 
 // onRemoteService enqueues a changed remote Service.

@@ -50,7 +50,7 @@ func (c *Controller) sync(ctx context.Context, src mirror.Source) (string, error
 	if err != nil {
 		return reconcile.Error, err
 	}
-	existing, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.localSlices, multiremote.BySource, src.String())
+	existing, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.localSlices, c.base.SourceIndex(), src.String())
 	if err != nil {
 		return reconcile.Error, err
 	}
@@ -69,7 +69,7 @@ func (c *Controller) sync(ctx context.Context, src mirror.Source) (string, error
 // withdrawKept marks the endpoints of the mirror slices we hold for src not ready, for a remote
 // whose caches never synced: what it holds now is unknown, what we hold is withdrawn.
 func (c *Controller) withdrawKept(ctx context.Context, src mirror.Source) error {
-	existing, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.localSlices, multiremote.BySource, src.String())
+	existing, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.localSlices, c.base.SourceIndex(), src.String())
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func (c *Controller) reportClash(src mirror.Source, obj runtime.Object, m metav1
 // deleteMirror removes the mirror Service and slices of src, only those that are ours.
 func (c *Controller) deleteMirror(ctx context.Context, src mirror.Source) error {
 	var errs []error
-	existing, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.localSlices, multiremote.BySource, src.String())
+	existing, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.localSlices, c.base.SourceIndex(), src.String())
 	errs = append(errs, err)
 	for _, s := range existing {
 		errs = append(errs, c.write.DeleteSlice(ctx, s))

@@ -12,6 +12,7 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
@@ -24,6 +25,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mirrorns"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
@@ -38,6 +40,8 @@ import (
 type Options struct {
 	// Namespace is the local namespace that holds every global Service.
 	Namespace string
+	// MirrorNamespace are the informers of Namespace, shared with the mirrors.
+	MirrorNamespace *mirrorns.Shared
 	// LocalCluster is the name of the local cluster, as the remotes know it.
 	LocalCluster string
 	// Selector picks the Services, in every cluster, that are global services.
@@ -62,11 +66,11 @@ type Controller struct {
 	metrics *Metrics
 	write   *apply.Writer[global.Key]
 
-	// ours are the global Services in the mirror namespace; slices every local EndpointSlice:
-	// ours, indexed by source, and the local cluster's own, indexed by Service.
-	ours   corelisters.ServiceLister
-	slices cache.Indexer
-	zones  *zones
+	// ours and oursSlices are the Services and EndpointSlices of the mirror namespace (the
+	// mirrors' too), ours indexed by source.
+	ours       corelisters.ServiceLister
+	oursSlices cache.Indexer
+	zones      *zones
 
 	// clusters are the local cluster and the remotes, by name.
 	clusters  map[string]*cluster
@@ -104,6 +108,7 @@ func New(opts Options, local kubernetes.Interface, meta metadata.Interface, remo
 		OnRemoteSynced:    c.enqueueRemote,
 		Component:         labels.ServiceMirror,
 		SourceOf:          global.KeyOf,
+		SourceIndex:       "global-source",
 		EnqueueLocal:      c.enqueueOurs,
 		LocalLog:          []any{"namespace", opts.Namespace, "global", true},
 		Events:            local,
@@ -123,70 +128,41 @@ func New(opts Options, local kubernetes.Interface, meta metadata.Interface, remo
 	return c
 }
 
-// watchLocal adds the local informers: our Services in the mirror namespace, every
-// EndpointSlice (ours and the sources of the local cluster's global services), the local
-// cluster's selected Services and the Nodes' zones.
+// watchLocal adds the local informers: the mirror namespace (shared with the mirrors), the
+// EndpointSlices of every other namespace (the sources of the local cluster's global
+// services), the local cluster's selected Services and the Nodes' zones.
 func (c *Controller) watchLocal(local kubernetes.Interface, meta metadata.Interface) {
-	// The mirrors share the namespace: this controller only needs their labels.
-	trimOurs := trim.MetaOnlyIf(isMirror, trim.ManagedFields)
-	ns := informers.NewSharedInformerFactoryWithOptions(local, c.opts.ResyncPeriod, informers.WithNamespace(c.opts.Namespace),
-		informers.WithTransform(trimOurs))
-	// Every local slice: ours, which are written back, and the sources of the local cluster's
-	// global services, which are only read.
-	all := informers.NewSharedInformerFactoryWithOptions(local, c.opts.ResyncPeriod,
-		informers.WithTransform(trim.InNamespace(c.opts.Namespace, trimOurs, trim.RemoteSlice)))
+	ns := c.opts.MirrorNamespace
+	utilruntime.Must(ns.Slices.Informer().AddIndexers(cache.Indexers{c.base.SourceIndex(): c.base.IndexBySource}))
+	c.ours, c.oursSlices = ns.Services.Lister(), ns.Slices.Informer().GetIndexer()
+	// The mirror namespace is ours: no Service there is a source of a global service.
+	others := informers.NewSharedInformerFactoryWithOptions(local, c.opts.ResyncPeriod,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermNotEqualSelector("metadata.namespace", c.opts.Namespace).String()
+		}),
+		informers.WithTransform(trim.RemoteSlice))
+	sources := others.Discovery().V1().EndpointSlices()
+	utilruntime.Must(sources.Informer().AddIndexers(cache.Indexers{mirror.ByServiceName: mirror.IndexByServiceName}))
 	selected := selectedServices(local, c.opts)
-	ours := ns.Core().V1().Services()
-	slices := all.Discovery().V1().EndpointSlices()
 	services := selected.Core().V1().Services()
-	utilruntime.Must(slices.Informer().AddIndexers(cache.Indexers{
-		multiremote.BySource: c.inNamespace(c.base.IndexBySource),
-		mirror.ByServiceName: mirror.IndexByServiceName,
-	}))
-	c.ours, c.slices = ours.Lister(), slices.Informer().GetIndexer()
 	c.zones = newZones(meta, c.opts.ResyncPeriod, c.enqueueAllOurs)
-	localCluster := &cluster{name: c.opts.LocalCluster, services: services.Lister(), slices: c.slices}
+	localCluster := &cluster{name: c.opts.LocalCluster, services: services.Lister(), slices: sources.Informer().GetIndexer()}
 	c.clusters[localCluster.name] = localCluster
 
-	c.base.WatchLocal(ns, ours.Informer().HasSynced)
-	c.base.WatchLocal(all, slices.Informer().HasSynced)
+	c.base.WatchLocal(ns.Factory, ns.Synced()...)
+	c.base.WatchLocal(others, sources.Informer().HasSynced)
 	c.base.WatchLocal(selected, services.Informer().HasSynced)
 	c.base.WatchLocal(c.zones.factory, c.zones.synced)
-	_, _ = ours.Informer().AddEventHandler(c.base.LocalHandler(apply.ServiceKey))
-	_, _ = slices.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
-		FilterFunc: func(obj any) bool { return c.isInNamespace(obj) },
-		Handler:    c.base.LocalHandler(apply.SliceKey),
-	})
+	_, _ = ns.Services.Informer().AddEventHandler(c.base.LocalHandler(apply.ServiceKey))
+	_, _ = ns.Slices.Informer().AddEventHandler(c.base.LocalHandler(apply.SliceKey))
 	_, _ = services.Informer().AddEventHandler(handler(func(obj any) { c.onService(obj) }))
-	_, _ = slices.Informer().AddEventHandler(handler(func(obj any) { c.onSlice(localCluster, obj) }))
+	_, _ = sources.Informer().AddEventHandler(handler(func(obj any) { c.onSlice(localCluster, obj) }))
 	c.write = &apply.Writer[global.Key]{
 		Base: c.base, Client: local, Namespace: c.opts.Namespace,
-		ServiceCache: c.ours, SliceCache: c.slices,
+		ServiceCache: c.ours, SliceCache: c.oursSlices,
 		UpdateService: global.UpdateService, Clash: c.reportClash,
 		Adopt: func(_ global.Key, svc metav1.Object) bool { return c.opts.Adopter.AdoptGlobal(svc) },
 	}
-}
-
-// inNamespace restricts index to the objects of the mirror namespace: the slice informer
-// watches every namespace, and another installation's global slices are not ours.
-func (c *Controller) inNamespace(index cache.IndexFunc) cache.IndexFunc {
-	return func(obj any) ([]string, error) {
-		if !c.isInNamespace(obj) {
-			return nil, nil
-		}
-		return index(obj)
-	}
-}
-
-func (c *Controller) isInNamespace(obj any) bool {
-	m, err := reconcile.MetaOf(obj)
-	return err == nil && m.GetNamespace() == c.opts.Namespace
-}
-
-// isMirror reports whether labels are those of the mirrors' objects.
-func isMirror(l map[string]string) bool {
-	_, ok := mirror.SourceOf(l)
-	return ok
 }
 
 // selectedServices is a factory of informers on the Services opts.Selector selects.
@@ -261,7 +237,7 @@ func (c *Controller) enqueueOurs(match func(global.Key) bool) {
 			c.base.Queue.Add(k)
 		}
 	}
-	c.base.EnqueueIndexed(c.slices, match)
+	c.base.EnqueueIndexed(c.oursSlices, match)
 }
 
 // enqueueAllOurs enqueues every global service we serve: when the local zones change

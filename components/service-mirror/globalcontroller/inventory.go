@@ -7,7 +7,6 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
-	"github.com/kube-semaphore/semaphore/internal/multiremote"
 )
 
 // Inventory is what the local cluster holds of global services.
@@ -33,8 +32,8 @@ func (c *Controller) Inventory() Inventory {
 			}
 		}
 	}
-	for _, key := range c.slices.ListIndexFuncValues(multiremote.BySource) {
-		objs, _ := c.slices.ByIndex(multiremote.BySource, key)
+	for _, key := range c.oursSlices.ListIndexFuncValues(c.base.SourceIndex()) {
+		objs, _ := c.oursSlices.ByIndex(c.base.SourceIndex(), key)
 		for _, o := range objs {
 			s := o.(*discoveryv1.EndpointSlice)
 			cluster := s.Labels[global.LabelCluster]

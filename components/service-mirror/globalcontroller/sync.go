@@ -24,7 +24,7 @@ import (
 // sync makes the local objects of global service k match what every cluster holds, reading
 // only from caches and writing only what differs.
 func (c *Controller) sync(ctx context.Context, k global.Key) (string, error) {
-	ours, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.slices, multiremote.BySource, k.String())
+	ours, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.oursSlices, c.base.SourceIndex(), k.String())
 	if err != nil {
 		return reconcile.Error, err
 	}
