@@ -46,14 +46,30 @@ func readMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	return out
 }
 
-// RemoteService keeps of a Service only to be read its metadata (readMeta) and spec: not its
-// status (load balancer ingress) nor managedFields.
+// RemoteService keeps of a Service only to be read its metadata (readMeta) and what a mirror
+// or a global service copies of its spec: headless or not, ports, session affinity and
+// whether not-ready addresses are published. Not its selector, addresses, type, policies or
+// node ports, nor its status (load balancer ingress) or managedFields.
 func RemoteService(obj any) (any, error) {
 	svc, ok := obj.(*corev1.Service)
 	if !ok {
 		return obj, nil
 	}
-	return &corev1.Service{ObjectMeta: readMeta(svc.ObjectMeta), Spec: svc.Spec}, nil
+	spec := corev1.ServiceSpec{
+		PublishNotReadyAddresses: svc.Spec.PublishNotReadyAddresses,
+		SessionAffinity:          svc.Spec.SessionAffinity,
+		SessionAffinityConfig:    svc.Spec.SessionAffinityConfig,
+	}
+	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		spec.ClusterIP = corev1.ClusterIPNone
+	}
+	if svc.Spec.Ports != nil {
+		spec.Ports = make([]corev1.ServicePort, len(svc.Spec.Ports))
+		for i, p := range svc.Spec.Ports {
+			spec.Ports[i] = corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol, Port: p.Port, TargetPort: p.TargetPort}
+		}
+	}
+	return &corev1.Service{ObjectMeta: readMeta(svc.ObjectMeta), Spec: spec}, nil
 }
 
 // RemoteSlice keeps of an EndpointSlice only to be read its metadata (readMeta), address type,

@@ -47,26 +47,34 @@ func apply(t *testing.T, f func(any) (any, error), obj any) any {
 	return out
 }
 
-// A remote Service trimmed makes the same mirror and the same global definition as in full,
-// and holds no managedFields, status or kubectl's copy of itself.
+// A remote Service trimmed, headless or not, makes the same mirror and the same global
+// definition as in full, and holds no managedFields, status, selector, addresses, node ports
+// or kubectl's copy of itself.
 func TestRemoteServiceKeepsWhatMirrorsAndGlobalServicesRead(t *testing.T) {
 	svc := &corev1.Service{
 		ObjectMeta: meta("web"),
 		Spec: corev1.ServiceSpec{
 			Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.0.0.5", SessionAffinity: corev1.ServiceAffinityClientIP,
-			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: 30080, Protocol: corev1.ProtocolTCP}},
+			Selector: map[string]string{"app": "web"}, ClusterIPs: []string{"10.0.0.5"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: 30080, Protocol: corev1.ProtocolTCP, AppProtocol: ptr.To("http")}},
 		},
 		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "203.0.113.1"}}}},
 	}
-	got := apply(t, trim.RemoteService, svc.DeepCopy()).(*corev1.Service)
+	headless := svc.DeepCopy()
+	headless.Spec.Type, headless.Spec.ClusterIP, headless.Spec.PublishNotReadyAddresses = corev1.ServiceTypeClusterIP, corev1.ClusterIPNone, true
 	src := mirror.Source{Cluster: "aws", Namespace: "app", Name: "web"}
-	if diff := cmp.Diff(mirror.Service(src, "semaphore", svc), mirror.Service(src, "semaphore", got)); diff != "" {
-		t.Errorf("mirror of the trimmed Service differs (-full +trimmed):\n%s", diff)
+	for _, full := range []*corev1.Service{svc, headless} {
+		trimmed := apply(t, trim.RemoteService, full.DeepCopy()).(*corev1.Service)
+		if diff := cmp.Diff(mirror.Service(src, "semaphore", full), mirror.Service(src, "semaphore", trimmed)); diff != "" {
+			t.Errorf("mirror of the trimmed Service differs (-full +trimmed):\n%s", diff)
+		}
+		if diff := cmp.Diff(global.DefinitionOf("aws", full), global.DefinitionOf("aws", trimmed)); diff != "" {
+			t.Errorf("global definition differs (-full +trimmed):\n%s", diff)
+		}
 	}
-	if diff := cmp.Diff(global.DefinitionOf("aws", svc), global.DefinitionOf("aws", got)); diff != "" {
-		t.Errorf("global definition differs (-full +trimmed):\n%s", diff)
-	}
-	if got.ManagedFields != nil || got.OwnerReferences != nil || len(got.Status.LoadBalancer.Ingress) > 0 {
+	got := apply(t, trim.RemoteService, svc.DeepCopy()).(*corev1.Service)
+	if got.ManagedFields != nil || got.OwnerReferences != nil || len(got.Status.LoadBalancer.Ingress) > 0 ||
+		got.Spec.Selector != nil || got.Spec.Ports[0].NodePort != 0 || got.Spec.ClusterIP != "" {
 		t.Errorf("kept what no controller reads: %+v", got)
 	}
 	if _, ok := got.Annotations[corev1.LastAppliedConfigAnnotation]; ok || got.Annotations["keep"] != "me" {
