@@ -28,14 +28,15 @@ type App interface {
 	Run(ctx context.Context) error
 }
 
-// Main is the body of a component binary: it loads a C from the environment (printing the
-// variables for -h), sets up logging, builds the app with newApp, logs its start and runs it
-// until SIGINT or SIGTERM. Any error ends the process with one line naming the component and
-// a non-zero status.
+// Main is the body of a component binary: it sets the collector's target (tuneGC), loads a C
+// from the environment (printing the variables for -h), sets up logging, builds the app with
+// newApp, logs its start and runs it until SIGINT or SIGTERM. Any error ends the process with
+// one line naming the component and a non-zero status.
 func Main[C any, PC interface {
 	*C
 	Config
 }, A App](name string, newApp func(C, *slog.Logger) (A, error)) {
+	tuneGC(os.LookupEnv)
 	var cfg C
 	err := config.Load(os.Args[1:], os.Stdout, PC(&cfg))
 	if errors.Is(err, config.ErrHelp) {
