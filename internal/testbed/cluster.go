@@ -236,6 +236,11 @@ func (c *Cluster) SetReachable(up bool) error {
 	return c.proxy.SetUp(up)
 }
 
+// SetLatency delays every chunk going through the proxy that Kubeconfig goes through, both
+// ways and on open connections too, by d, as if the API server were far away or congested; 0
+// removes the delay.
+func (c *Cluster) SetLatency(d time.Duration) { c.proxy.SetLatency(d) }
+
 // AuditEvent is the part of an audit log entry tests look at.
 type AuditEvent struct {
 	Verb      string `json:"verb"`

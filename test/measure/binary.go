@@ -7,8 +7,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/procfs"
 
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
@@ -38,17 +41,25 @@ func BinaryReading(b *testing.B, pkg, agent, dir string, local *testenv.Cluster,
 		testenv.WriteRemoteKubeconfig(b, remotesDir, r.Name, r.Kubeconfig)
 		names = append(names, r.Name)
 	}
-	cmd := exec.Command(bin)
-	cmd.Env = append(append(os.Environ(),
-		"SEMAPHORE_LOCAL_CLUSTER="+local.Name,
-		"SEMAPHORE_REMOTES="+strings.Join(names, ","),
-		"SEMAPHORE_REMOTES_DIR="+remotesDir,
-		"SEMAPHORE_LOCAL_KUBECONFIG="+local.DirectKubeconfig,
+	return Command(b, bin, nil, agent, dir, local, append([]string{
+		"SEMAPHORE_LOCAL_CLUSTER=" + local.Name,
+		"SEMAPHORE_REMOTES=" + strings.Join(names, ","),
+		"SEMAPHORE_REMOTES_DIR=" + remotesDir,
+		"SEMAPHORE_LOCAL_KUBECONFIG=" + local.DirectKubeconfig,
 		"SEMAPHORE_ADMIN_ADDR=127.0.0.1:0",
-		"SEMAPHORE_LEADER_ELECT_NAMESPACE="+leaseNS,
+		"SEMAPHORE_LEADER_ELECT_NAMESPACE=" + leaseNS,
 		"SEMAPHORE_LOG_LEVEL=warn",
-	), extra...)
-	log, err := os.Create(filepath.Join(dir, "controller.log"))
+	}, extra...)...)
+}
+
+// Command prepares any binary, bin with args, to run against local with env on top of this
+// process's environment, its output in a file of dir named after it; its writes are counted
+// in local's audit log by its user agent, agent. The reference tools a benchmark compares
+// with run through it.
+func Command(b *testing.B, bin string, args []string, agent, dir string, local *testenv.Cluster, env ...string) *Process {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	log, err := os.Create(filepath.Join(dir, filepath.Base(bin)+".log"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -66,10 +77,7 @@ func (p *Process) Converge(b *testing.B, wait time.Duration, converged func() (b
 	before := p.Writes(b)
 	b.StartTimer()
 	t0 := time.Now()
-	if err := p.cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
+	p.Start(b)
 	for {
 		done, state := converged()
 		if done {
@@ -86,6 +94,40 @@ func (p *Process) Converge(b *testing.B, wait time.Duration, converged func() (b
 	return took, p.Writes(b) - before
 }
 
+// Start starts the binary, which runs until Stop, Terminate or the benchmark's end.
+func (p *Process) Start(b *testing.B) {
+	if err := p.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(p.Stop)
+}
+
+// Again prepares another run of the same binary with the same settings and env on top (the
+// last setting of a variable wins), logging to name.log next to the first: the same process
+// restarted, or a second replica.
+func (p *Process) Again(b *testing.B, name string, env ...string) *Process {
+	cmd := exec.Command(p.cmd.Path, p.cmd.Args[1:]...)
+	cmd.Env = append(slices.Clone(p.cmd.Env), env...)
+	log, err := os.Create(filepath.Join(filepath.Dir(p.Log), name+".log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	return &Process{cmd: cmd, local: p.local, agent: p.agent, Log: log.Name()}
+}
+
+// Terminate stops the binary as the kubelet does, with SIGTERM, and waits until it has ended.
+func (p *Process) Terminate() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Wait()
+}
+
+// Stop ends the binary before the benchmark does, so that the next one runs alone.
+func (p *Process) Stop() {
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+}
+
 // AtRest is how many writes the binary makes over 5 s.
 func (p *Process) AtRest(b *testing.B) int {
 	before := p.Writes(b)
@@ -93,8 +135,24 @@ func (p *Process) AtRest(b *testing.B) int {
 	return p.Writes(b) - before
 }
 
+// Pid is the running binary's process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// CPUSeconds is the processor time, user and system, the binary has used so far.
+func (p *Process) CPUSeconds(b *testing.B) float64 {
+	proc, err := procfs.NewProc(p.Pid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	stat, err := proc.Stat()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return stat.CPUTime()
+}
+
 // PeakRSS is the binary's peak resident memory in bytes.
-func (p *Process) PeakRSS(b *testing.B) float64 { return testenv.PeakRSS(b, p.cmd.Process.Pid) }
+func (p *Process) PeakRSS(b *testing.B) float64 { return testenv.PeakRSS(b, p.Pid()) }
 
 // Report reports the figures every component's benchmark has, as benchmark metrics.
 func Report(b *testing.B, convergence time.Duration, l *Latencies, writesPerChange float64, idleWrites int, rss float64) {

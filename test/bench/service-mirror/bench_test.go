@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-semaphore/semaphore/internal/testenv"
@@ -19,22 +21,27 @@ import (
 )
 
 const (
-	services     = 1000
-	endpoints    = 10
-	namespaces   = 10
-	changes      = 200
-	changeEvery  = 50 * time.Millisecond
-	mirrorNS     = "semaphore"
-	userAgent    = "semaphore-service-mirror"
-	mirrorLabel  = "mirror.semaphore.uw.io/mirror-service"
-	convergeWait = 5 * time.Minute
+	services   = 1000
+	endpoints  = 10
+	namespaces = 10
+	changes    = 500
+	// mirrorChangeEvery paces the mirrors' changes at 50 per second; changeEvery (20 per
+	// second) the other benchmarks'.
+	mirrorChangeEvery = 20 * time.Millisecond
+	changeEvery       = 50 * time.Millisecond
+	mirrorNS          = "semaphore"
+	userAgent         = "semaphore-service-mirror"
+	mirrorLabel       = "mirror.semaphore.uw.io/mirror-service"
+	convergeWait      = 5 * time.Minute
 	// longEnv set to 1 runs BenchmarkServiceMirror at 5,000 and 10,000 Services too, to show
 	// how memory grows: minutes more, so not by default.
 	longEnv = "SEMAPHORE_BENCH_LONG"
 )
 
 // BenchmarkServiceMirror measures the service mirror on 1,000 remote Services (and, with
-// SEMAPHORE_BENCH_LONG=1, on 5,000 and 10,000) of 10 endpoints each.
+// SEMAPHORE_BENCH_LONG=1, on 5,000 and 10,000) of 10 endpoints each; at 1,000 the original
+// semaphore-service-mirror is measured on the same remote after it, unless
+// SEMAPHORE_BENCH_ORIGINAL=0.
 func BenchmarkServiceMirror(b *testing.B) {
 	sizes := []int{services}
 	if os.Getenv(longEnv) == "1" {
@@ -57,7 +64,7 @@ func benchServiceMirror(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	_, remoteSlices := populate(b, aws, n, map[string]string{mirrorLabel: "true"},
+	remoteSvcs, remoteSlices := populate(b, aws, n, map[string]string{mirrorLabel: "true"},
 		func(i, e int) string { return fmt.Sprintf("10.%d.%d.%d", i/250, i%250, e+1) })
 	b.Logf("created %d remote Services with %d endpoints each in %v", n, endpoints, time.Since(start).Round(time.Millisecond))
 
@@ -70,16 +77,17 @@ func benchServiceMirror(b *testing.B, n int) {
 	convergence, convergeWrites := proc.Converge(b, convergeWait, func() (bool, string) {
 		return converged(view, n), fmt.Sprintf("%d services", len(view.services.GetStore().List()))
 	})
+	convergeCPU := proc.CPUSeconds(b)
 
 	// Phase 2: at rest, nothing is written.
 	idleWrites := proc.AtRest(b)
 
 	// Phase 3: steady state, one endpoint change at a time, spread over the Services.
 	steady0 := proc.Writes(b)
-	for i := range changes {
+	paced(changes, mirrorChangeEvery, func(i int) {
 		j := (i * 37) % len(remoteSlices)
 		remoteSlices[j] = view.change(b, awsClient, remoteSlices[j], fmt.Sprintf("198.19.%d.%d", i/250, i%250+1))
-	}
+	})
 	view.latencies.Wait(b, changes, proc.Log)
 	time.Sleep(2 * time.Second)
 	steadyWrites := proc.Writes(b) - steady0
@@ -87,11 +95,45 @@ func benchServiceMirror(b *testing.B, n int) {
 
 	p50, p99, _ := view.latencies.Percentiles()
 	measure.Report(b, convergence, &view.latencies, float64(steadyWrites)/changes, idleWrites, rss)
-	fmt.Printf("service-mirror: %d Services x %d endpoints converged in %v with %d writes (%d objects)\n",
-		n, endpoints, convergence.Round(time.Millisecond), convergeWrites, 2*n)
+	b.ReportMetric(convergeCPU, "converge-cpu-s")
+	fmt.Printf("service-mirror: %d Services x %d endpoints converged in %v with %d writes (%d objects), %.1f s of CPU\n",
+		n, endpoints, convergence.Round(time.Millisecond), convergeWrites, 2*n, convergeCPU)
 	fmt.Printf("service-mirror: steady state, %d changes at %v intervals: p50 %v, p99 %v, %.2f writes per change\n",
-		changes, changeEvery, p50.Round(100*time.Microsecond), p99.Round(100*time.Microsecond), float64(steadyWrites)/changes)
+		changes, mirrorChangeEvery, p50.Round(100*time.Microsecond), p99.Round(100*time.Microsecond), float64(steadyWrites)/changes)
 	fmt.Printf("service-mirror: %d Services: writes at rest over 5s: %d; controller peak RSS %.1f MiB\n", n, idleWrites, rss/(1<<20))
+
+	// Phases 4 and 5: restarted, then failed over to a standby, against mirrors in sync.
+	last := handovers(b, local, proc, n, view, awsClient, remoteSlices)
+
+	if n == services && os.Getenv(originalEnv) != "0" {
+		last.Stop()
+		compareOriginal(b, dir, local, aws, remoteSvcs, remoteSlices, convergence, rss)
+	}
+}
+
+// handovers restarts proc, then fails it over to a standby, against the n mirrors in sync,
+// reports both and returns the process left running. The change made during the failover is
+// to slices[0], in the remote of client.
+func handovers(b *testing.B, local *testenv.Cluster, proc *measure.Process, n int, view *localView, client kubernetes.Interface, slices []*discoveryv1.EndpointSlice) *measure.Process {
+	proc, r := restart(b, local, proc, n)
+	r.report(b, "restart", n)
+	standby, f := failover(b, local, proc, n, func() *localChange {
+		return changeOne(b, view, client, &slices[0], "198.18.0.1")
+	})
+	f.report(b, "failover", n)
+	return standby
+}
+
+// compareOriginal runs the original on the same remote and reports its figures next to ours
+// (convergence and peak RSS).
+func compareOriginal(b *testing.B, dir string, local, remote *testenv.Cluster, svcs []*corev1.Service, slices []*discoveryv1.EndpointSlice, convergence time.Duration, rss float64) {
+	orig := runOriginal(b, dir, local, remote, svcs, slices)
+	b.ReportMetric(orig.converge.Seconds(), "original-converge-s")
+	b.ReportMetric(orig.peakRSS/(1<<20), "original-peak-RSS-MiB")
+	fmt.Printf("original semaphore-service-mirror, same remote: converged in %v with %d writes (%d Services, %d complete Endpoints); writes at rest over 5s: %d; peak RSS %.1f MiB\n",
+		orig.converge.Round(time.Millisecond), orig.writes, orig.services, orig.ready, orig.idle, orig.peakRSS/(1<<20))
+	fmt.Printf("service-mirror / original at %d Services: convergence %.3f, peak RSS %.2f\n",
+		len(svcs), convergence.Seconds()/orig.converge.Seconds(), rss/orig.peakRSS)
 }
 
 // converged reports whether every one of the n mirror Services and slices is complete.

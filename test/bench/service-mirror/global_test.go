@@ -87,10 +87,10 @@ func BenchmarkGlobalServices(b *testing.B) {
 		kubernetes.NewForConfigOrDie(measure.Unthrottled(clusters[2])),
 	}
 	steady0 := proc.Writes(b)
-	for i := range globalChanges {
+	paced(globalChanges, changeEvery, func(i int) {
 		r, j := 1+i%2, (i*37)%globalServices
 		sources[r][j] = view.change(b, remoteClients[r-1], sources[r][j], fmt.Sprintf("10.200.%d.%d", i/250, i%250+1))
-	}
+	})
 	view.latencies.Wait(b, globalChanges, proc.Log)
 	time.Sleep(2 * time.Second)
 	steadyWrites := proc.Writes(b) - steady0

@@ -71,6 +71,16 @@ func (v *localView) completeSlices() int {
 	return complete
 }
 
+// paced calls f(0), ..., f(n-1), f(i) at i*every from the start, so that the rate holds
+// however long each call takes.
+func paced(n int, every time.Duration, f func(i int)) {
+	start := time.Now()
+	for i := range n {
+		time.Sleep(time.Until(start.Add(time.Duration(i) * every)))
+		f(i)
+	}
+}
+
 // change replaces the last endpoint of source slice s (in client's cluster) with marker, notes
 // when, and returns the updated slice; the view times the change when a local slice shows the
 // marker.
@@ -81,7 +91,6 @@ func (v *localView) change(b *testing.B, client kubernetes.Interface, s *discove
 	if err != nil {
 		b.Fatal(err)
 	}
-	time.Sleep(changeEvery)
 	return out
 }
 

@@ -1,0 +1,366 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/measure"
+)
+
+const (
+	// remotesEnv and remoteServicesEnv override the number of remotes and of Services in each:
+	// small values make a quick run while the benchmark itself is worked on.
+	remotesEnv            = "SEMAPHORE_BENCH_REMOTES"
+	remoteServicesEnv     = "SEMAPHORE_BENCH_REMOTE_SERVICES"
+	defaultRemotes        = 20
+	defaultRemoteServices = 500
+	// remotesConvergeWait is longer than convergeWait: 20,000 writes at 200 QPS take 100 s
+	// at best, and convergence has been slower than linear at that size.
+	remotesConvergeWait = 10 * time.Minute
+	remoteChanges       = 100
+	// slowLatency delays every chunk between the controller and the slow remote, each way.
+	slowLatency = 300 * time.Millisecond
+	// slowChangeEvery: one change in the slow remote per this many in the others, so that it
+	// is busy while the others are measured.
+	slowChangeEvery = 20
+)
+
+// BenchmarkManyRemotes measures the service mirror reading many remotes (20 of 500 Services of
+// 10 endpoints each by default): convergence next to a bare client writing the same objects,
+// writes, the cost of each remote in memory, goroutines and connections, and whether one
+// remote behind a slow link delays the changes of the others.
+func BenchmarkManyRemotes(b *testing.B) {
+	b.StopTimer()
+	nr, ns := envInt(b, remotesEnv, defaultRemotes), envInt(b, remoteServicesEnv, defaultRemoteServices)
+	if nr < 2 {
+		b.Fatalf("%s=%d: the slow remote needs others to compare with", remotesEnv, nr)
+	}
+	local, remotes := startRemotes(b, nr)
+	svcs, sources := populateRemotes(b, remotes, ns)
+	bare := bareMirrors(b, local, remotes, svcs, sources)
+
+	if err := local.EnsureNamespace(context.Background(), mirrorNS); err != nil {
+		b.Fatal(err)
+	}
+	view := watchMirrorNamespace(b, local.Client)
+	admin := freeAddr(b)
+	proc := measure.BinaryReading(b, "github.com/kube-semaphore/semaphore/components/service-mirror", userAgent, b.TempDir(),
+		local, remotes, mirrorNS, "SEMAPHORE_MIRROR_NAMESPACE="+mirrorNS, "SEMAPHORE_ADMIN_ADDR="+admin)
+
+	// Phase 1: a fresh local cluster converges on every remote.
+	n := nr * ns
+	convergence, convergeWrites := proc.Converge(b, remotesConvergeWait, func() (bool, string) {
+		return converged(view, n), fmt.Sprintf("%d of %d services, %d slices complete", len(view.services.GetStore().List()), n, view.completeSlices())
+	})
+	// Phase 2: at rest, nothing is written; what each remote costs is read then.
+	idleWrites := proc.AtRest(b)
+	cost := measureCost(b, admin, proc.Pid(), local, remotes)
+
+	// Phase 3: changes in all remotes but the first, then again with the first one slow.
+	steady0 := proc.Writes(b)
+	iso := isolation(b, local, remotes, sources, proc.Log)
+	steadyWrites := proc.Writes(b) - steady0
+	rss := proc.PeakRSS(b)
+
+	ratio := convergence.Seconds() / bare.Seconds()
+	perChange := float64(steadyWrites) / float64(2*remoteChanges+slowChanges)
+	measure.Report(b, convergence, iso.baseline, perChange, idleWrites, rss)
+	reportRemotes(b, nr, bare, ratio, convergeWrites, cost, rss, iso)
+	fmt.Printf("many remotes: %d remotes x %d Services x %d endpoints converged in %v with %d writes (want %d)\n",
+		nr, ns, endpoints, convergence.Round(time.Millisecond), convergeWrites, 2*n)
+	fmt.Printf("many remotes: bare client (QPS %d, burst %d, %d goroutines) wrote the %d objects in %v; controller/bare %.2f (aim <= 1.5)\n",
+		bareQPS, bareBurst, bareWorkers, 2*n, bare.Round(time.Millisecond), ratio)
+	// Memory and goroutines per remote are totals divided by the remotes, the fixed part
+	// included; connections are counted to each remote.
+	fmt.Printf("many remotes: writes at rest over 5s: %d; peak RSS %.1f MiB (%.2f MiB/remote); %.0f goroutines (%.1f/remote); connections per remote %.1f (max %d), to local %d\n",
+		idleWrites, rss/(1<<20), rss/(1<<20)/float64(nr), cost.goroutines, cost.goroutines/float64(nr), cost.meanConns(), cost.maxConns(), cost.localConns)
+	iso.print(perChange)
+}
+
+// envInt is the positive integer in environment variable name, or def when it is unset.
+func envInt(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 1 {
+		b.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return v
+}
+
+// startRemotes starts the local cluster, audited so that writes can be counted, and nr remotes
+// r01, r02, ..., which need no audit log.
+func startRemotes(b *testing.B, nr int) (*testenv.Cluster, []*testenv.Cluster) {
+	names := make([]string, nr)
+	for i := range names {
+		names[i] = fmt.Sprintf("r%02d", i+1)
+	}
+	local := testenv.Start(b, testenv.Options{Audit: true}, "local")[0]
+	return local, testenv.Start(b, testenv.Options{}, names...)
+}
+
+// populateRemotes fills each remote with ns labelled Services, the same names in every remote
+// (their mirrors' names hold the remote's) but distinct endpoint addresses.
+func populateRemotes(b *testing.B, remotes []*testenv.Cluster, ns int) ([][]*corev1.Service, [][]*discoveryv1.EndpointSlice) {
+	start := time.Now()
+	svcs := make([][]*corev1.Service, len(remotes))
+	sources := make([][]*discoveryv1.EndpointSlice, len(remotes))
+	for ri, r := range remotes {
+		svcs[ri], sources[ri] = populate(b, r, ns, map[string]string{mirrorLabel: "true"},
+			func(i, e int) string { return fmt.Sprintf("10.%d.%d.%d", ri+1, i/25, (i%25)*10+e+1) })
+	}
+	b.Logf("created %d Services with %d endpoints each in each of %d remotes in %v", ns, endpoints, len(remotes), time.Since(start).Round(time.Millisecond))
+	return svcs, sources
+}
+
+// bareMirrors writes the objects the controller will write, made by package mirror from the
+// same sources, into a scratch namespace of local with a client as the controller's (rate
+// limit, parallelism), and returns the time from the first write to the last acknowledged.
+// The objects are then deleted, before the controller starts.
+func bareMirrors(b *testing.B, local *testenv.Cluster, remotes []*testenv.Cluster, svcs [][]*corev1.Service, sources [][]*discoveryv1.EndpointSlice) time.Duration {
+	ctx := context.Background()
+	if err := local.EnsureNamespace(ctx, bareNS); err != nil {
+		b.Fatal(err)
+	}
+	var wantSvcs []*corev1.Service
+	var wantSlices []*discoveryv1.EndpointSlice
+	for ri, r := range remotes {
+		for i, svc := range svcs[ri] {
+			src := mirror.Source{Cluster: r.Name, Namespace: svc.Namespace, Name: svc.Name}
+			wantSvcs = append(wantSvcs, mirror.Service(src, bareNS, svc))
+			wantSlices = append(wantSlices, mirror.EndpointSlices(src, bareNS, sources[ri][i:i+1])...)
+		}
+	}
+	cfg := rest.CopyConfig(local.Config)
+	cfg.QPS, cfg.Burst, cfg.UserAgent = bareQPS, bareBurst, bareAgent
+	client := kubernetes.NewForConfigOrDie(cfg)
+	t0 := time.Now()
+	measure.InWorkers(b, bareWorkers, len(wantSvcs), func(i int) error {
+		if _, err := client.CoreV1().Services(bareNS).Create(ctx, wantSvcs[i], metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		_, err := client.DiscoveryV1().EndpointSlices(bareNS).Create(ctx, wantSlices[i], metav1.CreateOptions{})
+		return err
+	})
+	took := time.Since(t0)
+
+	unthrottled := kubernetes.NewForConfigOrDie(measure.Unthrottled(local))
+	measure.InParallel(b, len(wantSvcs), func(i int) error {
+		if err := unthrottled.DiscoveryV1().EndpointSlices(bareNS).Delete(ctx, wantSlices[i].Name, metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+		return unthrottled.CoreV1().Services(bareNS).Delete(ctx, wantSvcs[i].Name, metav1.DeleteOptions{})
+	})
+	return took
+}
+
+// freeAddr is a loopback address free a moment ago, for the binary's admin server: the
+// benchmark scrapes its metrics, so it cannot let the binary pick a port.
+func freeAddr(b *testing.B) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// cost is what the remotes cost the controller at rest.
+type cost struct {
+	goroutines float64
+	conns      []int // established connections to each remote's proxy
+	localConns int
+}
+
+func (c cost) meanConns() float64 {
+	total := 0
+	for _, n := range c.conns {
+		total += n
+	}
+	return float64(total) / float64(len(c.conns))
+}
+
+func (c cost) maxConns() int {
+	m := 0
+	for _, n := range c.conns {
+		m = max(m, n)
+	}
+	return m
+}
+
+// measureCost reads the goroutines of the binary (process pid) from its metrics at admin and
+// counts its connections to each remote (through the remote's proxy) and to the local API
+// server.
+func measureCost(b *testing.B, admin string, pid int, local *testenv.Cluster, remotes []*testenv.Cluster) cost {
+	samples, err := testbed.Scrape(context.Background(), http.DefaultClient, "http://"+admin+"/metrics", "go_goroutines")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var c cost
+	for _, s := range samples {
+		if s.Name == "go_goroutines" {
+			c.goroutines = s.Value
+		}
+	}
+	byPort := connectionsByPeerPort(b, pid)
+	for _, r := range remotes {
+		c.conns = append(c.conns, byPort[serverPort(b, r.Kubeconfig)])
+	}
+	// The binary reaches the local API server directly, not through its proxy.
+	c.localConns = byPort[serverPort(b, local.DirectKubeconfig)]
+	return c
+}
+
+// connectionsByPeerPort counts the established TCP connections of process pid by the port of
+// their peer: its sockets' inodes, looked up in the kernel's connection table.
+func connectionsByPeerPort(b *testing.B, pid int) map[int]int {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if inode, ok := strings.CutPrefix(link, "socket:["); err == nil && ok {
+			inodes[strings.TrimSuffix(inode, "]")] = true
+		}
+	}
+	counts := map[int]int{}
+	for _, table := range []string{"tcp", "tcp6"} {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		if err != nil {
+			continue // no IPv6
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			// sl local_address rem_address st ... inode; st 01 is ESTABLISHED.
+			f := strings.Fields(line)
+			if len(f) < 10 || f[3] != "01" || !inodes[f[9]] {
+				continue
+			}
+			_, hex, _ := strings.Cut(f[2], ":")
+			if port, err := strconv.ParseUint(hex, 16, 16); err == nil {
+				counts[int(port)]++
+			}
+		}
+	}
+	return counts
+}
+
+// serverPort is the port of the API server address in the kubeconfig file at path.
+func serverPort(b *testing.B, path string) int {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		b.Fatal(err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return port
+}
+
+// isolated are the delays of the isolation phase: changes in the other remotes before and
+// while the first is slow, and the slow remote's own changes.
+type isolated struct {
+	baseline, withSlow, slow *measure.Latencies
+}
+
+// slowChanges are the changes made in the slow remote, one per slowChangeEvery in the others.
+const slowChanges = (remoteChanges + slowChangeEvery - 1) / slowChangeEvery
+
+// isolation makes remoteChanges endpoint changes spread over every remote but the first, then
+// slows the first one and makes as many again, with a few in the slow remote among them. Each
+// batch has a view of its own, so that each has its own delays.
+func isolation(b *testing.B, local *testenv.Cluster, remotes []*testenv.Cluster, sources [][]*discoveryv1.EndpointSlice, log string) isolated {
+	clients := make([]kubernetes.Interface, len(remotes))
+	for i, r := range remotes {
+		// Directly, not through the proxy: the change itself is not slowed, only its mirroring.
+		clients[i] = kubernetes.NewForConfigOrDie(measure.Unthrottled(r))
+	}
+	baseline := watchMirrorNamespace(b, local.Client)
+	spreadChanges(b, baseline, clients[1:], sources[1:], "198.18", nil)
+	baseline.latencies.Wait(b, remoteChanges, log)
+
+	remotes[0].SetLatency(slowLatency)
+	defer remotes[0].SetLatency(0)
+	others, slow := watchMirrorNamespace(b, local.Client), watchMirrorNamespace(b, local.Client)
+	spreadChanges(b, others, clients[1:], sources[1:], "198.19", func(i int) {
+		if i%slowChangeEvery == 0 {
+			k := i / slowChangeEvery
+			j := (k * 37) % len(sources[0])
+			sources[0][j] = slow.change(b, clients[0], sources[0][j], fmt.Sprintf("198.20.0.%d", k+1))
+		}
+	})
+	others.latencies.Wait(b, remoteChanges, log)
+	slow.latencies.Wait(b, slowChanges, log)
+	return isolated{baseline: &baseline.latencies, withSlow: &others.latencies, slow: &slow.latencies}
+}
+
+// spreadChanges makes remoteChanges endpoint changes through v, 50 ms apart, spread over the
+// remotes of clients and their Services, each marked with an address under prefix; between is
+// called after each, when set.
+func spreadChanges(b *testing.B, v *localView, clients []kubernetes.Interface, sources [][]*discoveryv1.EndpointSlice, prefix string, between func(i int)) {
+	paced(remoteChanges, changeEvery, func(i int) {
+		r := i % len(clients)
+		j := (i * 37) % len(sources[r])
+		sources[r][j] = v.change(b, clients[r], sources[r][j], fmt.Sprintf("%s.%d.%d", prefix, i/250, i%250+1))
+		if between != nil {
+			between(i)
+		}
+	})
+}
+
+// reportRemotes reports this benchmark's figures beyond measure.Report's.
+func reportRemotes(b *testing.B, nr int, bare time.Duration, ratio float64, convergeWrites int, c cost, rss float64, iso isolated) {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	_, p99With, _ := iso.withSlow.Percentiles()
+	_, p99Base, _ := iso.baseline.Percentiles()
+	slow50, _, slowMax := iso.slow.Percentiles()
+	b.ReportMetric(bare.Seconds(), "bare-s")
+	b.ReportMetric(ratio, "ratio")
+	b.ReportMetric(float64(convergeWrites), "converge-writes")
+	b.ReportMetric(rss/(1<<20)/float64(nr), "RSS-MiB/remote")
+	b.ReportMetric(c.goroutines, "goroutines")
+	b.ReportMetric(c.goroutines/float64(nr), "goroutines/remote")
+	b.ReportMetric(c.meanConns(), "conns/remote")
+	b.ReportMetric(ms(p99Base), "p99-baseline-ms")
+	b.ReportMetric(ms(p99With), "p99-with-slow-remote-ms")
+	b.ReportMetric(ms(slow50), "slow-remote-p50-ms")
+	b.ReportMetric(ms(slowMax), "slow-remote-max-ms")
+}
+
+// print prints the isolation phase's figures, one line each.
+func (iso isolated) print(writesPerChange float64) {
+	round := func(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
+	b50, b99, _ := iso.baseline.Percentiles()
+	w50, w99, _ := iso.withSlow.Percentiles()
+	s50, _, sMax := iso.slow.Percentiles()
+	fmt.Printf("many remotes: %d changes in the other remotes at %v intervals: p50 %v, p99 %v; with r01 behind %v each way: p50 %v, p99 %v\n",
+		remoteChanges, changeEvery, round(b50), round(b99), slowLatency, round(w50), round(w99))
+	fmt.Printf("many remotes: %d changes in the slow remote arrived: p50 %v, max %v; %.2f writes per change\n",
+		slowChanges, round(s50), round(sMax), writesPerChange)
+}
