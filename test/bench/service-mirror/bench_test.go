@@ -9,6 +9,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +38,9 @@ const (
 	// longEnv set to 1 runs BenchmarkServiceMirror at 5,000 and 10,000 Services too, to show
 	// how memory grows: minutes more, so not by default.
 	longEnv = "SEMAPHORE_BENCH_LONG"
+	// sizesEnv, a comma-separated list of numbers of Services, runs BenchmarkServiceMirror at
+	// those sizes only.
+	sizesEnv = "SEMAPHORE_BENCH_SERVICES"
 )
 
 // BenchmarkServiceMirror measures the service mirror on 1,000 remote Services (and, with
@@ -46,6 +51,16 @@ func BenchmarkServiceMirror(b *testing.B) {
 	sizes := []int{services}
 	if os.Getenv(longEnv) == "1" {
 		sizes = append(sizes, 5000, 10000)
+	}
+	if only := os.Getenv(sizesEnv); only != "" {
+		sizes = nil
+		for _, f := range strings.Split(only, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 {
+				b.Fatalf("%s=%q: want sizes such as 1000,5000", sizesEnv, only)
+			}
+			sizes = append(sizes, n)
+		}
 	}
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) { benchServiceMirror(b, n) })

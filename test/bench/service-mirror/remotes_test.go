@@ -136,12 +136,14 @@ func populateRemotes(b *testing.B, remotes []*testenv.Cluster, ns int) ([][]*cor
 // bareMirrors writes the objects the controller will write, made by package mirror from the
 // same sources, into a scratch namespace of local with a client as the controller's (rate
 // limit, parallelism), and returns the time from the first write to the last acknowledged.
-// The objects are then deleted, before the controller starts.
+// The objects are then deleted, before the controller starts. A view watches them as the
+// controller's are watched: the API server sends each to a watcher in both runs.
 func bareMirrors(b *testing.B, local *testenv.Cluster, remotes []*testenv.Cluster, svcs [][]*corev1.Service, sources [][]*discoveryv1.EndpointSlice) time.Duration {
 	ctx := context.Background()
 	if err := local.EnsureNamespace(ctx, bareNS); err != nil {
 		b.Fatal(err)
 	}
+	watchNamespace(b, local.Client, bareNS)
 	var wantSvcs []*corev1.Service
 	var wantSlices []*discoveryv1.EndpointSlice
 	for ri, r := range remotes {

@@ -34,8 +34,13 @@ type localView struct {
 
 // watchMirrorNamespace starts the local view, synced, until the benchmark ends.
 func watchMirrorNamespace(b *testing.B, client kubernetes.Interface) *localView {
+	return watchNamespace(b, client, mirrorNS)
+}
+
+// watchNamespace starts a view of namespace, synced, until the benchmark ends.
+func watchNamespace(b *testing.B, client kubernetes.Interface, namespace string) *localView {
 	v := &localView{}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(mirrorNS))
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
 	v.services = factory.Core().V1().Services().Informer()
 	record := func(obj any) {
 		s, ok := obj.(*discoveryv1.EndpointSlice)
