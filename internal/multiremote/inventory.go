@@ -2,6 +2,7 @@ package multiremote
 
 import (
 	"iter"
+	"runtime"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -29,5 +30,20 @@ func SetGauges[I any](remotes iter.Seq[string], inv map[string]I, gauges []Gauge
 		for _, g := range gauges {
 			g.Vec.WithLabelValues(name).Set(float64(g.Value(i)))
 		}
+	}
+}
+
+// Yielder lets an inventory pass yield its processor every yieldEvery objects it reads. A pass
+// reads every cached object (tens of milliseconds with tens of thousands) and is background
+// work: a sync woken meanwhile should not wait behind it for one of the few processors.
+type Yielder struct{ n int }
+
+// yieldEvery is how many objects a pass reads between two yields.
+const yieldEvery = 256
+
+// Step counts one object read, and yields after every yieldEvery.
+func (y *Yielder) Step() {
+	if y.n++; y.n%yieldEvery == 0 {
+		runtime.Gosched()
 	}
 }

@@ -20,7 +20,9 @@ type Inventory struct {
 // Inventory computes the inventory of every configured remote from the caches.
 func (c *Controller) Inventory() map[string]Inventory {
 	inv := map[string]Inventory{}
+	var y multiremote.Yielder
 	for _, o := range c.localSets.List() {
+		y.Step()
 		u := o.(*unstructured.Unstructured)
 		s, ok := netset.SourceOf(u.GetLabels())
 		if !ok || !labels.IsManagedBy(u.GetLabels(), labels.Policy) {

@@ -65,6 +65,8 @@ type Controller struct {
 	write         *apply.Writer[mirror.Source]
 
 	remotes map[string]*remoteCache
+	// mirrored is the inventory's set of mirrored sources, kept from one pass to the next.
+	mirrored map[mirror.Source]bool
 }
 
 type remoteCache struct {

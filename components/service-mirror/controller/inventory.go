@@ -21,12 +21,20 @@ type Inventory struct {
 	Drift int
 }
 
-// Inventory computes the inventory of every configured remote from the caches.
+// Inventory computes the inventory of every configured remote from the caches. Only the
+// inventory loop calls it: it reuses its set of mirrored sources from one pass to the next, so
+// that a pass over thousands of mirrors allocates next to nothing.
 func (c *Controller) Inventory() map[string]Inventory {
 	inv := map[string]Inventory{}
-	mirrored := map[mirror.Source]bool{}
+	if c.mirrored == nil {
+		c.mirrored = map[mirror.Source]bool{}
+	}
+	mirrored := c.mirrored
+	clear(mirrored)
+	var y multiremote.Yielder
 	services, _ := c.localServices.Services(c.opts.Namespace).List(k8slabels.Everything())
 	for _, svc := range services {
+		y.Step()
 		s, ok := mirror.SourceOf(svc.Labels)
 		if !ok || !labels.IsManagedBy(svc.Labels, labels.ServiceMirror) {
 			continue
@@ -37,6 +45,7 @@ func (c *Controller) Inventory() map[string]Inventory {
 		inv[s.Cluster] = i
 	}
 	for _, o := range c.localSlices.List() {
+		y.Step()
 		sl := o.(*discoveryv1.EndpointSlice)
 		s, ok := mirror.SourceOf(sl.Labels)
 		if !ok || !labels.IsManagedBy(sl.Labels, labels.ServiceMirror) {
@@ -52,6 +61,7 @@ func (c *Controller) Inventory() map[string]Inventory {
 		i.RemoteServices = len(remoteServices)
 		present := 0
 		for _, svc := range remoteServices {
+			y.Step()
 			if mirrored[mirror.Source{Cluster: name, Namespace: svc.Namespace, Name: svc.Name}] {
 				present++
 			}

@@ -7,6 +7,7 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
+	"github.com/kube-semaphore/semaphore/internal/multiremote"
 )
 
 // Inventory is what the local cluster holds of global services.
@@ -23,8 +24,10 @@ type Inventory struct {
 // Inventory computes the inventory from the caches.
 func (c *Controller) Inventory() Inventory {
 	inv := Inventory{Endpoints: map[string]int{}, ReadyEndpoints: map[string]int{}, Conflicts: c.announced.byCluster()}
+	var y multiremote.Yielder
 	services, _ := c.ours.Services(c.opts.Namespace).List(k8slabels.Everything())
 	for _, svc := range services {
+		y.Step()
 		if _, ok := global.KeyOf(svc.Labels); ok {
 			inv.Services++
 			if global.DefinitionKept(svc).LocalFirst() {
@@ -35,6 +38,7 @@ func (c *Controller) Inventory() Inventory {
 	for _, key := range c.oursSlices.ListIndexFuncValues(c.base.SourceIndex()) {
 		objs, _ := c.oursSlices.ByIndex(c.base.SourceIndex(), key)
 		for _, o := range objs {
+			y.Step()
 			s := o.(*discoveryv1.EndpointSlice)
 			cluster := s.Labels[global.LabelCluster]
 			for _, e := range s.Endpoints {
