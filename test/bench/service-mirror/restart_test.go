@@ -167,14 +167,15 @@ func (h handover) report(b *testing.B, what string, n int) {
 	fmt.Println(line)
 }
 
-// writeKinds says what writes were, as " (update endpointslices x1, ...)", or "" for none.
+// writeKinds says what writes were, with their status codes, as " (update endpointslices
+// <name>: 200 x1, ...)", or "" for none.
 func writeKinds(writes testenv.AuditEvents) string {
 	if len(writes) == 0 {
 		return ""
 	}
 	counts := map[string]int{}
 	for _, w := range writes {
-		counts[w.Verb+" "+w.ObjectRef.Resource]++
+		counts[fmt.Sprintf("%s %s %s: %d", w.Verb, w.ObjectRef.Resource, w.ObjectRef.Name, w.ResponseStatus.Code)]++
 	}
 	kinds := make([]string, 0, len(counts))
 	for k, n := range counts {
