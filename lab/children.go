@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"sync"
@@ -104,14 +103,4 @@ func (l *lab) recordChildren(names ...string) {
 			}
 		}
 	}
-}
-
-// freePort returns a TCP port on 127.0.0.1 that is free at the time of the call.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

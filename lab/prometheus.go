@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -74,11 +72,10 @@ func (l *lab) startPrometheus(ctx context.Context) error {
 	if err := os.WriteFile(conf, []byte(prometheusConfig(l.snapshot().Controllers, ruleFiles)), 0o644); err != nil {
 		return err
 	}
-	port, err := freePort()
+	addr, err := testbed.FreeAddr()
 	if err != nil {
 		return err
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	log := l.path("logs", "prometheus.log")
 	c, err := l.startChild("prometheus", prometheusBinary, []string{
 		"--config.file", conf,

@@ -59,12 +59,17 @@ func BinaryReading(b *testing.B, pkg, agent, dir string, local *testenv.Cluster,
 func Command(b *testing.B, bin string, args []string, agent, dir string, local *testenv.Cluster, env ...string) *Process {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
-	log, err := os.Create(filepath.Join(dir, filepath.Base(bin)+".log"))
+	return newProcess(b, cmd, filepath.Join(dir, filepath.Base(bin)+".log"), local, agent)
+}
+
+// newProcess is cmd, not started, with its output in a new file at log.
+func newProcess(b *testing.B, cmd *exec.Cmd, log string, local *testenv.Cluster, agent string) *Process {
+	f, err := os.Create(log)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = log, log
-	return &Process{cmd: cmd, local: local, agent: agent, Log: log.Name()}
+	cmd.Stdout, cmd.Stderr = f, f
+	return &Process{cmd: cmd, local: local, agent: agent, Log: log}
 }
 
 // Writes is how many writes the binary has made to the local cluster so far.
@@ -108,12 +113,7 @@ func (p *Process) Start(b *testing.B) {
 func (p *Process) Again(b *testing.B, name string, env ...string) *Process {
 	cmd := exec.Command(p.cmd.Path, p.cmd.Args[1:]...)
 	cmd.Env = append(slices.Clone(p.cmd.Env), env...)
-	log, err := os.Create(filepath.Join(filepath.Dir(p.Log), name+".log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = log, log
-	return &Process{cmd: cmd, local: p.local, agent: p.agent, Log: log.Name()}
+	return newProcess(b, cmd, filepath.Join(filepath.Dir(p.Log), name+".log"), p.local, p.agent)
 }
 
 // Terminate stops the binary as the kubelet does, with SIGTERM, and waits until it has ended.

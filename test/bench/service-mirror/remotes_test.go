@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -179,12 +178,11 @@ func bareMirrors(b *testing.B, local *testenv.Cluster, remotes []*testenv.Cluste
 // freeAddr is a loopback address free a moment ago, for the binary's admin server: the
 // benchmark scrapes its metrics, so it cannot let the binary pick a port.
 func freeAddr(b *testing.B) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := testbed.FreeAddr()
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // cost is what the remotes cost the controller at rest.
@@ -219,11 +217,7 @@ func measureCost(b *testing.B, admin string, pid int, local *testenv.Cluster, re
 		b.Fatal(err)
 	}
 	var c cost
-	for _, s := range samples {
-		if s.Name == "go_goroutines" {
-			c.goroutines = s.Value
-		}
-	}
+	c.goroutines, _ = testbed.SampleSum(samples, "go_goroutines", nil)
 	byPort := connectionsByPeerPort(b, pid)
 	for _, r := range remotes {
 		c.conns = append(c.conns, byPort[serverPort(b, r.Kubeconfig)])

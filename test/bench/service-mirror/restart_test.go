@@ -102,15 +102,8 @@ func caughtUp(admin string, n int) bool {
 	if err != nil {
 		return false
 	}
-	var reconciled, depth float64
-	for _, s := range samples {
-		switch {
-		case s.Name == "semaphore_service_mirror_reconcile_total" && s.Labels["result"] == "success":
-			reconciled += s.Value
-		case s.Name == "semaphore_service_mirror_workqueue_depth" && s.Labels["name"] == "service_mirror":
-			depth = s.Value
-		}
-	}
+	reconciled, _ := testbed.SampleSum(samples, "semaphore_service_mirror_reconcile_total", map[string]string{"result": "success"})
+	depth, _ := testbed.SampleSum(samples, "semaphore_service_mirror_workqueue_depth", map[string]string{"name": "service_mirror"})
 	return reconciled >= float64(n) && depth == 0
 }
 
