@@ -199,6 +199,7 @@ func killCgroups(hs []hierarchy, name string, timeout time.Duration) error {
 		}
 	}
 	deadline := time.Now().Add(timeout)
+	var killed []int
 	for {
 		if freezer != "" {
 			setFreezer(freezer, "FROZEN")
@@ -207,6 +208,7 @@ func killCgroups(hs []hierarchy, name string, timeout time.Duration) error {
 		for _, pid := range pids {
 			_ = unix.Kill(pid, unix.SIGKILL)
 		}
+		killed = append(killed, pids...)
 		if freezer != "" {
 			// Killed tasks die once thawed.
 			setFreezer(freezer, "THAWED")
@@ -223,7 +225,27 @@ func killCgroups(hs []hierarchy, name string, timeout time.Duration) error {
 	for _, h := range hs {
 		errs = append(errs, removeCgroup(h.dir(name), time.Until(deadline)))
 	}
+	errs = append(errs, waitExited(killed, deadline))
 	return errors.Join(errs...)
+}
+
+// waitExited waits until every process of pids has exited: it is gone or a zombie. A process
+// leaves its cgroups before it has finished exiting (the kernel's do_exit calls cgroup_exit
+// before exit_notify), so an empty cgroup does not mean its processes are done.
+func waitExited(pids []int, deadline time.Time) error {
+	for _, pid := range pids {
+		for {
+			state := procState(pid)
+			if state == "" || state == "Z" || state == "X" {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("process %d (state %s) has not exited after SIGKILL", pid, state)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 // removeCgroup removes the cgroup dir and everything below it, bottom-up; an exiting process

@@ -51,8 +51,9 @@
 // cgroups in the cgroup v2 hierarchy of a hybrid machine, /sys/fs/cgroup/unified): nothing of a
 // node survives, shims and containers included. The daemons die with the process that started
 // them (PR_SET_PDEATHSIG), but the shims and the containers outlive it, reparented to init:
-// after a crash, Cleanup kills them (`lab down`). A killed shim or container may be a zombie for
-// a moment after Stop returns, until init reaps it; it has left its cgroup and its namespaces.
+// after a crash, Cleanup kills them (`lab down`). Both return once every process they killed has
+// exited (a process leaves its cgroup before it has finished exiting); a shim or container may
+// be a zombie for a moment after that, until init reaps it.
 //
 // # Settings that matter (found the hard way)
 //

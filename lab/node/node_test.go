@@ -87,6 +87,14 @@ func TestNode(t *testing.T) {
 	testenv.RequireNamespaces(t)
 	requireNodeSupport(t)
 	began := time.Now()
+	// The checks' failures, said again after the daemons' logs that a failure prints: the end
+	// of the output is what a CI report shows.
+	var failures []string
+	errorf := func(format string, args ...any) {
+		t.Helper()
+		failures = append(failures, fmt.Sprintf(format, args...))
+		t.Errorf(format, args...)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), ctxTimeout)
 	defer cancel()
 
@@ -187,6 +195,9 @@ func TestNode(t *testing.T) {
 				p := filepath.Join(cfg.LogDir, d+"-"+testNode+".log")
 				t.Logf("the end of %s:\n%s", p, logTail(p, 40))
 			}
+			if len(failures) > 0 {
+				t.Logf("failed checks (see above):\n%s", strings.Join(failures, "\n"))
+			}
 		}
 	})
 	n, err := Start(ctx, cfg)
@@ -200,10 +211,10 @@ func TestNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/root%s/mine", n.PIDs()[1], privateDir)); err != nil || string(b) != testNode {
-		t.Errorf("kubelet does not see the node's %s: %q, %v", privateDir, b, err)
+		errorf("kubelet does not see the node's %s: %q, %v", privateDir, b, err)
 	}
 	if _, err := os.Stat(filepath.Join(privateDir, "mine")); err == nil {
-		t.Errorf("this machine sees the node's %s", privateDir)
+		errorf("this machine sees the node's %s", privateDir)
 	}
 
 	testenv.Eventually(t, readyTimeout, "the Node is Ready", func() error {
@@ -313,7 +324,7 @@ func TestNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(procs) < 5 { // containerd, kubelet, kube-proxy, a shim, pause (sandbox), pause
-		t.Errorf("only processes %v in the node's cgroup", procs)
+		errorf("only processes %v in the node's cgroup", procs)
 	}
 	stopped := time.Now()
 	if err := n.Stop(); err != nil {
@@ -324,23 +335,23 @@ func TestNode(t *testing.T) {
 		// A zombie has exited; reaping it is its parent's business (init's, for the shims
 		// and containers).
 		if state := procState(pid); state != "" && state != "Z" && state != "X" {
-			t.Errorf("process %d (%s) of the node still runs (state %s)", pid, comm(pid), state)
+			errorf("process %d (%s) of the node still runs (state %s)", pid, comm(pid), state)
 		}
 	}
 	if pids := inMountNamespace(mntNS); len(pids) > 0 {
-		t.Errorf("processes %v are still in the node's mount namespace", pids)
+		errorf("processes %v are still in the node's mount namespace", pids)
 	}
 	for _, h := range hs {
 		if _, err := os.Stat(h.dir(testNode)); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("cgroup %s is left (%v)", h.dir(testNode), err)
+			errorf("cgroup %s is left (%v)", h.dir(testNode), err)
 		}
 	}
 	if _, err := os.Stat(cfg.Dir); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("%s is left (%v)", cfg.Dir, err)
+		errorf("%s is left (%v)", cfg.Dir, err)
 	}
 	if others := nodeCgroups(hs); len(others) == 0 {
 		if after := existing(machineMountpoints(append(privatePaths, privateDir))); !slices.Equal(after, mountpointsBefore) {
-			t.Errorf("mount points before the node: %v, after: %v", mountpointsBefore, after)
+			errorf("mount points before the node: %v, after: %v", mountpointsBefore, after)
 		}
 	} else {
 		t.Logf("other nodes run on this machine (%v): the mount points stay", others)
@@ -349,7 +360,7 @@ func TestNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	if after := readSysctls(t); !slices.Equal(after, sysctlsBefore) {
-		t.Errorf("sysctls before the node: %v, after: %v", sysctlsBefore, after)
+		errorf("sysctls before the node: %v, after: %v", sysctlsBefore, after)
 	}
 	t.Logf("%v: all done", time.Since(began).Round(time.Millisecond))
 }
@@ -472,17 +483,6 @@ func inMountNamespace(ns string) []int {
 		}
 	}
 	return pids
-}
-
-// procState is process pid's state (R, S, Z...), "" when there is no such process.
-func procState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	_, after, _ := strings.Cut(string(b), ") ")
-	state, _, _ := strings.Cut(after, " ")
-	return state
 }
 
 func comm(pid int) string {

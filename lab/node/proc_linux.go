@@ -153,3 +153,17 @@ func logTail(path string, n int) string {
 	}
 	return string(bytes.Join(lines, []byte("\n")))
 }
+
+// procState is process pid's state (R, S, Z...), "" when there is no such process.
+func procState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// The command name before it is in parentheses and may hold spaces and parentheses.
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(fields) == 0 {
+		return ""
+	}
+	return fields[0]
+}
