@@ -94,32 +94,54 @@ type Loop[K comparable] struct {
 	Log     *slog.Logger
 }
 
+// FinishGrace is how long a sync under way when the loop stops may still write. A write cut
+// off in flight may or may not have been applied, and the replica that takes over writes the
+// same change again; the lease is released only once the loop has returned (package leader),
+// so finishing costs the successor at most this long. It is well inside the time a replica
+// that lost its lease keeps it in others' eyes (LeaseDuration - RenewDeadline, 5 s by default).
+const FinishGrace = 2 * time.Second
+
 // Run starts workers and blocks until ctx is done and they have returned. It shuts the queue
-// down when ctx is done, which is what makes the workers return.
+// down when ctx is done, which is what makes the workers return: a sync under way finishes
+// (for up to FinishGrace), and no other starts.
 func (l *Loop[K]) Run(ctx context.Context, workers int) {
+	syncCtx, cancel := withGrace(ctx, FinishGrace)
+	defer cancel()
 	var wg sync.WaitGroup
 	for range workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, l.work, time.Second) })
+		wg.Go(func() {
+			wait.UntilWithContext(ctx, func(context.Context) {
+				for l.next(ctx, syncCtx) {
+				}
+			}, time.Second)
+		})
 	}
 	<-ctx.Done()
 	l.Queue.ShutDown()
 	wg.Wait()
 }
 
-func (l *Loop[K]) work(ctx context.Context) {
-	for l.next(ctx) {
-	}
+// withGrace returns a context that ends grace after ctx does (or when cancelled).
+func withGrace(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	graced, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(grace, cancel) })
+	return graced, func() { stop(); cancel() }
 }
 
-func (l *Loop[K]) next(ctx context.Context) bool {
+// next syncs the next key on syncCtx, or, once ctx is done, takes the keys left in the queue
+// off it without syncing them. It returns false when the queue is shut down and empty.
+func (l *Loop[K]) next(ctx, syncCtx context.Context) bool {
 	key, shutdown := l.Queue.Get()
 	if shutdown {
 		return false
 	}
 	defer l.Queue.Done(key)
+	if ctx.Err() != nil {
+		return true
+	}
 	remote := l.Remote(key)
 	start := time.Now()
-	result, err := l.Sync(ctx, key)
+	result, err := l.Sync(syncCtx, key)
 	l.Metrics.duration.WithLabelValues(l.Metrics.labels(remote)...).Observe(time.Since(start).Seconds())
 	l.Metrics.reconciles.WithLabelValues(l.Metrics.labels(remote, result)...).Inc()
 	if err != nil {

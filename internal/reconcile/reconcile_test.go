@@ -71,6 +71,73 @@ func TestLoopRetriesAndCounts(t *testing.T) {
 	}
 }
 
+// A sync under way when the loop stops finishes on a live context (a write cut off in flight
+// would be written again by the replica that takes over), keys still queued are not synced,
+// and a sync that does not finish has its context ended FinishGrace after the stop.
+func TestLoopFinishesTheSyncUnderWayOnStop(t *testing.T) {
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	started := make(chan string, 2)
+	var mu sync.Mutex
+	ended := map[string]error{} // each key's context's state when its sync returned
+	loop := &reconcile.Loop[string]{
+		Queue: queue,
+		Sync: func(ctx context.Context, key string) (string, error) {
+			started <- key
+			switch key {
+			case "aws/write":
+				select { // a write in flight
+				case <-ctx.Done():
+				case <-time.After(300 * time.Millisecond):
+				}
+			case "aws/hang":
+				<-ctx.Done()
+			}
+			mu.Lock()
+			ended[key] = ctx.Err()
+			mu.Unlock()
+			return reconcile.Success, nil
+		},
+		Remote:  func(key string) string { return key[:3] },
+		Metrics: reconcile.NewMetrics(metrics.NewFactory(prometheus.NewRegistry(), "test"), "one thing"),
+		Log:     slog.New(slog.DiscardHandler),
+	}
+	stopWhileSyncing := func(inFlight string) {
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() { loop.Run(ctx, 1); close(stopped) }()
+		queue.Add(inFlight)
+		if got := <-started; got != inFlight {
+			t.Fatalf("synced %s first, want %s", got, inFlight)
+		}
+		queue.Add("aws/queued")
+		cancel()
+		select {
+		case <-stopped:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("Run did not return with %s under way", inFlight)
+		}
+	}
+
+	stopWhileSyncing("aws/write")
+	mu.Lock()
+	if err, ok := ended["aws/write"]; !ok || err != nil {
+		t.Errorf("the sync under way: finished %v, its context ended with %v; want finished on a live context", ok, err)
+	}
+	mu.Unlock()
+
+	queue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	loop.Queue = queue
+	stopWhileSyncing("aws/hang")
+	mu.Lock()
+	defer mu.Unlock()
+	if err := ended["aws/hang"]; !errors.Is(err, context.Canceled) {
+		t.Errorf("a sync that does not finish: its context ended with %v, want context.Canceled after the grace", err)
+	}
+	if _, ok := ended["aws/queued"]; ok {
+		t.Error("a key queued when the loop stopped was synced")
+	}
+}
+
 func TestClashes(t *testing.T) {
 	c := reconcile.NewClashes[string]()
 	if !c.Record("svc", "aws/ns/svc") {
