@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,6 +42,9 @@ const (
 	// sizesEnv, a comma-separated list of numbers of Services, runs BenchmarkServiceMirror at
 	// those sizes only.
 	sizesEnv = "SEMAPHORE_BENCH_SERVICES"
+	// failoversEnv, a number, fails the service mirror over that many times, back and forth
+	// between two replicas, each with a change in flight (1 by default).
+	failoversEnv = "SEMAPHORE_BENCH_FAILOVERS"
 )
 
 // BenchmarkServiceMirror measures the service mirror on 1,000 remote Services (and, with
@@ -130,17 +134,64 @@ func benchServiceMirror(b *testing.B, n int) {
 	}
 }
 
-// handovers restarts proc, then fails it over to a standby, against the n mirrors in sync,
-// reports both and returns the process left running. The change made during the failover is
-// to slices[0], in the remote of client.
-func handovers(b *testing.B, local *testenv.Cluster, proc *measure.Process, n int, view *localView, client kubernetes.Interface, slices []*discoveryv1.EndpointSlice) *measure.Process {
+// handovers restarts proc, then fails it over to a standby and back as often as failovers
+// says, against the n mirrors in sync; it reports them and returns the process left running.
+// Each failover changes remoteSlices[0], in the remote of client, as the leader stops: a change in
+// flight then is written once, by one replica or the other.
+func handovers(b *testing.B, local *testenv.Cluster, proc *measure.Process, n int, view *localView, client kubernetes.Interface, remoteSlices []*discoveryv1.EndpointSlice) *measure.Process {
 	proc, r := restart(b, local, proc, n)
 	r.report(b, "restart", n)
-	standby, f := failover(b, local, proc, n, func() *localChange {
-		return changeOne(b, view, client, &slices[0], "198.18.0.1")
-	})
-	f.report(b, "failover", n)
-	return standby
+	ids := [2]string{"replica-a", "replica-b"} // the leader's now, then its standby's
+	var all []handover
+	for i := range failovers(b) {
+		standby, f := failover(b, local, proc, ids[(i+1)%2], fmt.Sprintf("failover-%d", i+1), n, func() *localChange {
+			return changeOne(b, view, client, &remoteSlices[0], fmt.Sprintf("198.18.%d.%d", i/250, i%250+1))
+		})
+		if i == 0 {
+			f.report(b, "failover", n)
+		}
+		if objs := twice(f.writes); len(objs) > 0 {
+			b.Errorf("failover %d wrote %v more than once:%s", i+1, objs, writeKinds(f.writes))
+		}
+		all = append(all, f)
+		proc = standby
+	}
+	if len(all) > 1 {
+		reportFailovers(b, all)
+	}
+	return proc
+}
+
+// failovers is the number of failovers SEMAPHORE_BENCH_FAILOVERS asks for, 1 by default.
+func failovers(b *testing.B) int {
+	v := os.Getenv(failoversEnv)
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a number of failovers, at least 1", failoversEnv, v)
+	}
+	return n
+}
+
+// reportFailovers prints the spread of several failovers and the writes they made.
+func reportFailovers(b *testing.B, all []handover) {
+	var lead, caughtUp []time.Duration
+	writes, duplicated := 0, 0
+	for _, h := range all {
+		lead, caughtUp = append(lead, h.lead), append(caughtUp, h.caughtUp)
+		writes += len(h.writes)
+		if len(twice(h.writes)) > 0 {
+			duplicated++
+		}
+	}
+	slices.Sort(lead)
+	slices.Sort(caughtUp)
+	b.ReportMetric(float64(duplicated), "failovers-with-a-duplicate")
+	fmt.Printf("service-mirror: %d failovers: leading after %v to %v, caught up after %v to %v; %d writes in all, %d failovers wrote an object twice\n",
+		len(all), lead[0].Round(time.Millisecond), lead[len(lead)-1].Round(time.Millisecond),
+		caughtUp[0].Round(time.Millisecond), caughtUp[len(caughtUp)-1].Round(time.Millisecond), writes, duplicated)
 }
 
 // compareOriginal runs the original on the same remote and reports its figures next to ours

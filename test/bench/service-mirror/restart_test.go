@@ -51,12 +51,12 @@ func restart(b *testing.B, local *testenv.Cluster, proc *measure.Process, n int)
 	return next, h
 }
 
-// failover starts a standby, replica-b, next to leader (replica-a), stops the leader as the
-// kubelet does while one remote slice changes, and times the standby's takeover of n mirrors;
-// it returns the standby.
-func failover(b *testing.B, local *testenv.Cluster, leader *measure.Process, n int, change func() *localChange) (*measure.Process, handover) {
+// failover starts a standby with identity id next to leader, stops the leader as the kubelet
+// does while one remote slice changes, and times the standby's takeover of n mirrors; it
+// returns the standby, which logs to <name>.log.
+func failover(b *testing.B, local *testenv.Cluster, leader *measure.Process, id, name string, n int, change func() *localChange) (*measure.Process, handover) {
 	admin := freeAddr(b)
-	standby := leader.Again(b, "standby", "SEMAPHORE_ADMIN_ADDR="+admin, "SEMAPHORE_LEADER_ELECT_IDENTITY=replica-b")
+	standby := leader.Again(b, name, "SEMAPHORE_ADMIN_ADDR="+admin, "SEMAPHORE_LEADER_ELECT_IDENTITY="+id)
 	standby.Start(b)
 	waitSince(b, time.Now(), standby.Log, "standby ready", func() bool { return ready(admin) })
 	time.Sleep(3 * time.Second) // it has found the Lease held
@@ -65,7 +65,7 @@ func failover(b *testing.B, local *testenv.Cluster, leader *measure.Process, n i
 	c := change()
 	leader.Terminate()
 	var h handover
-	h.lead = waitSince(b, t0, standby.Log, "Lease taken", func() bool { return holder(b, local) == "replica-b" })
+	h.lead = waitSince(b, t0, standby.Log, "Lease taken", func() bool { return holder(b, local) == id })
 	h.caughtUp = waitSince(b, t0, standby.Log, "caught up", func() bool { return caughtUp(admin, n) })
 	h.change = c.wait(b, standby.Log)
 	time.Sleep(2 * time.Second)
@@ -158,6 +158,23 @@ func (h handover) report(b *testing.B, what string, n int) {
 		line += fmt.Sprintf("; a change made as the leader stopped mirrored after %v", h.change.Round(time.Millisecond))
 	}
 	fmt.Println(line)
+}
+
+// twice lists the objects written more than once, whatever the answer: a write cut off in
+// flight may have been applied, and one the successor makes again then is a duplicate.
+func twice(writes testenv.AuditEvents) []string {
+	counts := map[string]int{}
+	for _, w := range writes {
+		counts[w.ObjectRef.Resource+"/"+w.ObjectRef.Name]++
+	}
+	var out []string
+	for obj, n := range counts {
+		if n > 1 {
+			out = append(out, obj)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // writeKinds says what writes were, with their status codes, as " (update endpointslices
