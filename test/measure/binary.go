@@ -151,6 +151,22 @@ func (p *Process) CPUSeconds(b *testing.B) float64 {
 	return stat.CPUTime()
 }
 
+// MachineCPUSeconds is the processor time all the machine's processors have spent busy (not
+// idle, not waiting for I/O) since it started: what the API servers, the binary and the
+// benchmark share.
+func MachineCPUSeconds(b *testing.B) float64 {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stat, err := fs.Stat()
+	if err != nil {
+		b.Fatal(err)
+	}
+	t := stat.CPUTotal
+	return t.User + t.Nice + t.System + t.IRQ + t.SoftIRQ + t.Steal
+}
+
 // PeakRSS is the binary's peak resident memory in bytes.
 func (p *Process) PeakRSS(b *testing.B) float64 { return testenv.PeakRSS(b, p.Pid()) }
 

@@ -87,7 +87,7 @@ func benchServiceMirror(b *testing.B, n int) {
 		func(i, e int) string { return fmt.Sprintf("10.%d.%d.%d", i/250, i%250, e+1) })
 	b.Logf("created %d remote Services with %d endpoints each in %v", n, endpoints, time.Since(start).Round(time.Millisecond))
 	// The reference: a bare client with the controller's rate limit writes the same objects.
-	bare := bareMirrors(b, local, []*testenv.Cluster{aws}, [][]*corev1.Service{remoteSvcs}, [][]*discoveryv1.EndpointSlice{remoteSlices})
+	bare, _ := bareMirrors(b, local, []*testenv.Cluster{aws}, [][]*corev1.Service{remoteSvcs}, [][]*discoveryv1.EndpointSlice{remoteSlices})
 
 	// The local view: an informer on the mirror namespace, as a user's kubectl --watch would be.
 	view := watchMirrorNamespace(b, local.Client)
