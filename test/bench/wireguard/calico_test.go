@@ -179,22 +179,7 @@ var wantRouteOps = map[string]float64{changeAdd: 1, changeMove: 0, changeBorrow:
 // rest and blockRounds rounds of the four block changes.
 func benchCalico(b *testing.B, local, aws *testenv.Cluster, awsClient kubernetes.Interface, reader *device.Manager, dev string) *calicoBench {
 	ctx := context.Background()
-	if err := awsClient.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	testenv.Eventually(b, changeMax, "the node-mode nodes deleted", func() error {
-		list, err := awsClient.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err == nil && len(list.Items) > 0 {
-			err = fmt.Errorf("%d nodes left", len(list.Items))
-		}
-		return err
-	})
-	testenv.Eventually(b, changeMax, "the node-mode device gone", func() error {
-		if _, err := reader.Peers(dev); err == nil {
-			return fmt.Errorf("device %s still answers", dev)
-		}
-		return nil
-	})
+	clearRemote(b, awsClient, reader, dev)
 
 	c := &calicoBench{
 		b: b, reader: reader, dev: dev, model: initialIPAM(),
@@ -203,7 +188,7 @@ func benchCalico(b *testing.B, local, aws *testenv.Cluster, awsClient kubernetes
 		ops:    map[string][]float64{}, routeOps: map[string][]float64{}, writes: map[string][]float64{},
 	}
 	start := time.Now()
-	_, c.keys = populate(b, awsClient, false)
+	_, c.keys = populate(b, awsClient, 0, remoteNodes, nil)
 	names := make([]string, 0, len(c.model))
 	for name := range c.model {
 		names = append(names, name)
@@ -281,6 +266,33 @@ func benchCalico(b *testing.B, local, aws *testenv.Cluster, awsClient kubernetes
 	}
 	c.listNodes = time.Since(t2)
 	return c
+}
+
+// clearRemote deletes every remote node and waits until they are gone and so is the device of
+// the controller that read them (stopped before): the next controller starts cold.
+func clearRemote(b *testing.B, client kubernetes.Interface, reader *device.Manager, dev string) {
+	ctx := context.Background()
+	if err := client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	testenv.Eventually(b, changeMax, "the remote's nodes deleted", func() error {
+		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err == nil && len(list.Items) > 0 {
+			err = fmt.Errorf("%d nodes left", len(list.Items))
+		}
+		return err
+	})
+	waitGone(b, reader, dev)
+}
+
+// waitGone waits until device dev no longer answers.
+func waitGone(b *testing.B, reader *device.Manager, dev string) {
+	testenv.Eventually(b, changeMax, "the previous controller's device gone", func() error {
+		if _, err := reader.Peers(dev); err == nil {
+			return fmt.Errorf("device %s still answers", dev)
+		}
+		return nil
+	})
 }
 
 // write creates or updates (when it has a resourceVersion) block name as the model has it, or
