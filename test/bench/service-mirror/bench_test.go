@@ -96,7 +96,7 @@ func benchServiceMirror(b *testing.B, n int) {
 
 	// Phase 1: a fresh local cluster converges on the remote.
 	convergence, convergeWrites := proc.Converge(b, convergeWait, func() (bool, string) {
-		return converged(view, n), fmt.Sprintf("%d services", len(view.services.GetStore().List()))
+		return converged(view, n), fmt.Sprintf("%d services", view.serviceCount())
 	})
 	convergeCPU := proc.CPUSeconds(b)
 
@@ -208,5 +208,5 @@ func compareOriginal(b *testing.B, dir string, local, remote *testenv.Cluster, s
 
 // converged reports whether every one of the n mirror Services and slices is complete.
 func converged(v *localView, n int) bool {
-	return len(v.services.GetStore().List()) >= n && v.completeSlices() >= n
+	return v.serviceCount() >= n && v.completeSlices() >= n
 }
