@@ -3,7 +3,9 @@
 package bench
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/test/measure"
 )
@@ -38,6 +41,9 @@ type binaryRun struct {
 	complete time.Duration // start -> the device holds every peer and route
 	cpu      float64       // seconds of CPU, user and system, until then
 	rss      float64       // peak RSS (VmHWM) in bytes, read restPeriod later
+	// Then, from the Go runtime (wireguard-go's share included: it runs in the same process):
+	// goroutines, and bytes of heap and of goroutine stacks in use.
+	goroutines, heap, stacks float64
 }
 
 // binaryBench is the binary's figures at each of binarySizes.
@@ -58,11 +64,15 @@ func benchBinary(b *testing.B, local, aws *testenv.Cluster, client kubernetes.In
 		keys = append(keys, more...)
 		b.Logf("the remote has %d nodes with /24 pod CIDRs from 100.64.0.0/10 (%d created in %v)",
 			n, len(more), time.Since(start).Round(time.Millisecond))
-		proc := binaryProcess(b, first, local, aws, n)
+		admin, err := testbed.FreeAddr()
+		if err != nil {
+			b.Fatal(err)
+		}
+		proc := binaryProcess(b, first, local, aws, n, admin)
 		if first == nil {
 			first = proc
 		}
-		runs = append(runs, runBinary(b, proc, reader, dev, keys))
+		runs = append(runs, runBinary(b, proc, admin, reader, dev, keys))
 	}
 	return runs
 }
@@ -70,16 +80,16 @@ func benchBinary(b *testing.B, local, aws *testenv.Cluster, client kubernetes.In
 // binaryProcess prepares the binary as the chart runs it on a node without kernel WireGuard
 // (SEMAPHORE_WG_MODE=userspace, the implementation the in-process controller uses), with a key
 // directory of its own so that it starts cold; after the first, it is the same build again.
-func binaryProcess(b *testing.B, first *measure.Process, local, aws *testenv.Cluster, n int) *measure.Process {
+func binaryProcess(b *testing.B, first *measure.Process, local, aws *testenv.Cluster, n int, admin string) *measure.Process {
 	keyDir := "SEMAPHORE_WG_KEY_DIR=" + filepath.Join(b.TempDir(), "keys")
 	if first != nil {
-		return first.Again(b, fmt.Sprintf("wireguard-%d", n), keyDir)
+		return first.Again(b, fmt.Sprintf("wireguard-%d", n), keyDir, "SEMAPHORE_ADMIN_ADDR="+admin)
 	}
 	// No lease namespace: semaphore-wireguard runs on every node, without leader election.
 	// Errors only, as in-process: wireguard-go reports each failed handshake (nothing answers
 	// at the endpoints) as a warning, thousands a minute at 2,000 peers.
 	return measure.Binary(b, wireguardPkg, userAgent, b.TempDir(), local, aws, "",
-		"SEMAPHORE_WG_NODE_NAME="+nodeName, keyDir, "SEMAPHORE_WG_MODE=userspace",
+		"SEMAPHORE_WG_NODE_NAME="+nodeName, keyDir, "SEMAPHORE_WG_MODE=userspace", "SEMAPHORE_ADMIN_ADDR="+admin,
 		fmt.Sprintf("SEMAPHORE_WG_LISTEN_PORTS=%s:%d", remoteName, listenPort), "SEMAPHORE_LOG_LEVEL=error")
 }
 
@@ -87,7 +97,7 @@ func binaryProcess(b *testing.B, first *measure.Process, local, aws *testenv.Clu
 // device holds every peer and route; it reads the CPU used then and the peak RSS restPeriod
 // later, so that what the binary does right after converging counts too. Then it stops the
 // binary as the kubelet would and waits until its device is gone.
-func runBinary(b *testing.B, proc *measure.Process, reader *device.Manager, dev string, keys []wgtypes.Key) binaryRun {
+func runBinary(b *testing.B, proc *measure.Process, admin string, reader *device.Manager, dev string, keys []wgtypes.Key) binaryRun {
 	want := map[wgtypes.Key]peerState{}
 	for i, k := range keys {
 		want[k] = peerState{endpoint: endpoint(i), allowedIPs: wideCIDR(i), keepalive: keepalive}
@@ -100,9 +110,23 @@ func runBinary(b *testing.B, proc *measure.Process, reader *device.Manager, dev 
 	r.complete, r.cpu = time.Since(t0), proc.CPUSeconds(b)
 	time.Sleep(restPeriod)
 	r.rss = proc.PeakRSS(b)
+	r.goroutines, r.heap, r.stacks = goRuntime(b, admin)
 	proc.Terminate()
 	waitGone(b, reader, dev)
 	return r
+}
+
+// goRuntime reads the goroutines and the heap and stack bytes in use from the metrics of the
+// binary whose admin server is at admin.
+func goRuntime(b *testing.B, admin string) (goroutines, heap, stacks float64) {
+	samples, err := testbed.Scrape(context.Background(), http.DefaultClient, "http://"+admin+"/metrics", "go_")
+	if err != nil {
+		b.Fatal(err)
+	}
+	goroutines, _ = testbed.SampleSum(samples, "go_goroutines", nil)
+	heap, _ = testbed.SampleSum(samples, "go_memstats_heap_inuse_bytes", nil)
+	stacks, _ = testbed.SampleSum(samples, "go_memstats_stack_inuse_bytes", nil)
+	return goroutines, heap, stacks
 }
 
 // logOnFailure shows the end of the binary's log if the benchmark fails: its file goes with
@@ -117,12 +141,14 @@ func logOnFailure(b *testing.B, proc *measure.Process) {
 	})
 }
 
-// perThousand is how many MiB the peak RSS grows by per 1,000 nodes, from the smallest size
-// to the largest.
-func (r binaryBench) perThousand() float64 {
+// perThousand is how much "of" (bytes, or a count) grows by per 1,000 nodes, from the
+// smallest size to the largest.
+func (r binaryBench) perThousand(of func(binaryRun) float64) float64 {
 	first, last := r[0], r[len(r)-1]
-	return (last.rss - first.rss) / (1 << 20) / float64(last.nodes-first.nodes) * 1000
+	return (of(last) - of(first)) / float64(last.nodes-first.nodes) * 1000
 }
+
+func mib(bytes float64) float64 { return bytes / (1 << 20) }
 
 func (r binaryBench) report(b *testing.B) {
 	for _, run := range r {
@@ -130,14 +156,19 @@ func (r binaryBench) report(b *testing.B) {
 		b.ReportMetric(run.complete.Seconds(), fmt.Sprintf("process-complete-s-%d", run.nodes))
 		b.ReportMetric(run.cpu, fmt.Sprintf("process-cpu-s-%d", run.nodes))
 	}
-	b.ReportMetric(r.perThousand(), "process-RSS-MiB/1000-nodes")
+	b.ReportMetric(r.perThousand(func(run binaryRun) float64 { return mib(run.rss) }), "process-RSS-MiB/1000-nodes")
+	b.ReportMetric(r.perThousand(func(run binaryRun) float64 { return run.goroutines }), "process-goroutines/1000-nodes")
 }
 
 func (r binaryBench) print() {
 	for _, run := range r {
-		fmt.Printf("wireguard: binary, %d nodes: device complete after %.2f s, peak RSS %.1f MiB, %.2f s of CPU\n",
-			run.nodes, run.complete.Seconds(), run.rss/(1<<20), run.cpu)
+		fmt.Printf("wireguard: binary, %d nodes: device complete after %.2f s, peak RSS %.1f MiB, %.2f s of CPU; then %.0f goroutines, heap in use %.1f MiB, stacks %.1f MiB\n",
+			run.nodes, run.complete.Seconds(), mib(run.rss), run.cpu, run.goroutines, mib(run.heap), mib(run.stacks))
 	}
-	fmt.Printf("wireguard: binary: peak RSS grows by %.1f MiB per 1,000 nodes (%d -> %d nodes)\n",
-		r.perThousand(), r[0].nodes, r[len(r)-1].nodes)
+	fmt.Printf("wireguard: binary, per 1,000 nodes (%d -> %d): peak RSS +%.1f MiB, goroutines +%.0f, heap +%.1f MiB, stacks +%.1f MiB\n",
+		r[0].nodes, r[len(r)-1].nodes,
+		r.perThousand(func(run binaryRun) float64 { return mib(run.rss) }),
+		r.perThousand(func(run binaryRun) float64 { return run.goroutines }),
+		r.perThousand(func(run binaryRun) float64 { return mib(run.heap) }),
+		r.perThousand(func(run binaryRun) float64 { return mib(run.stacks) }))
 }
