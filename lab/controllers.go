@@ -22,6 +22,9 @@ type ControllerStatus struct {
 	Detail string // the failing checks of /readyz, or the error reaching it
 	// Leader tells whether the pod holds its Lease (with Lease set).
 	Leader bool
+	// Runtime is what its Go runtime runs with, when it could be read (RuntimeErr otherwise).
+	Runtime    goRuntime
+	RuntimeErr error
 }
 
 // controllersStatus is the readiness of every controller the lab runs, and which holds its
@@ -34,7 +37,10 @@ func (c *controllersStatus) collect(ctx context.Context, st *State) {
 	c.controllers = make([]ControllerStatus, len(st.Controllers))
 	var wg sync.WaitGroup
 	for i, ctl := range st.Controllers {
-		wg.Go(func() { c.controllers[i] = readiness(ctx, ctl) })
+		wg.Go(func() {
+			c.controllers[i] = readiness(ctx, ctl)
+			c.controllers[i].Runtime, c.controllers[i].RuntimeErr = readGoRuntime(ctx, st, ctl)
+		})
 	}
 	// Each Lease once, however many replicas compete for it.
 	var leases [][2]string // cluster, lease
@@ -80,6 +86,11 @@ func (c *controllersStatus) problems(st *State) []string {
 		if !ctl.Ready {
 			problems = append(problems, fmt.Sprintf("%s %s is not ready: %s", ctl.Component, ctl.where(), ctl.Detail))
 		}
+		if ctl.RuntimeErr != nil {
+			problems = append(problems, fmt.Sprintf("%s %s: its Go runtime's settings: %v", ctl.Component, ctl.where(), ctl.RuntimeErr))
+		} else if p := ctl.Runtime.problem(); p != "" {
+			problems = append(problems, fmt.Sprintf("%s %s: %s", ctl.Component, ctl.where(), p))
+		}
 		if ctl.Lease != "" && ctl.Leader {
 			leaders[ctl.Component+" in "+ctl.Cluster]++
 		}
@@ -113,7 +124,7 @@ func (c *controllersStatus) print(w io.Writer, _ *State) {
 				ready += ", standby"
 			}
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\thttp://%s/metrics\tlog %s\n", ctl.Component, where, ctl.PodName, ready, ctl.Admin, ctl.Log)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\thttp://%s/metrics\tlog %s\n", ctl.Component, where, ctl.PodName, ready, ctl.Runtime, ctl.Admin, ctl.Log)
 	}
 	tw.Flush()
 }

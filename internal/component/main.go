@@ -28,7 +28,7 @@ type App interface {
 	Run(ctx context.Context) error
 }
 
-// Main is the body of a component binary: it sets the collector's target (tuneGC), loads a C
+// Main is the body of a component binary: it sets the collector's targets (tuneGC), loads a C
 // from the environment (printing the variables for -h), sets up logging, builds the app with
 // newApp, logs its start and runs it until SIGINT or SIGTERM. Any error ends the process with
 // one line naming the component and a non-zero status.
@@ -36,7 +36,7 @@ func Main[C any, PC interface {
 	*C
 	Config
 }, A App](name string, newApp func(C, *slog.Logger) (A, error)) {
-	tuneGC(os.LookupEnv)
+	softLimit := tuneGC(os.LookupEnv, cgroupRoot)
 	var cfg C
 	err := config.Load(os.Args[1:], os.Stdout, PC(&cfg))
 	if errors.Is(err, config.ErrHelp) {
@@ -45,6 +45,9 @@ func Main[C any, PC interface {
 	if err == nil {
 		log := logging.Setup(os.Stderr, PC(&cfg).Level(), name)
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		if softLimit > 0 {
+			log.Debug("soft memory limit from the container's", "gomemlimit_bytes", softLimit)
+		}
 		err = run(ctx, log, func() (App, error) { return newApp(cfg, log) })
 		stop()
 	}
