@@ -35,7 +35,8 @@ const (
 	// remotesConvergeWait is longer than convergeWait: 20,000 writes at 200 QPS take 100 s
 	// at best, and convergence has been slower than linear at that size.
 	remotesConvergeWait = 10 * time.Minute
-	remoteChanges       = 100
+	// remoteChanges per phase: 300, so that a p99 is the third-highest delay, not the second.
+	remoteChanges = 300
 	// slowLatency delays every chunk between the controller and the slow remote, each way.
 	slowLatency = 300 * time.Millisecond
 	// slowChangeEvery: one change in the slow remote per this many in the others, so that it
