@@ -39,7 +39,7 @@ func (c *controllersStatus) collect(ctx context.Context, st *State) {
 	for i, ctl := range st.Controllers {
 		wg.Go(func() {
 			c.controllers[i] = readiness(ctx, ctl)
-			c.controllers[i].Runtime, c.controllers[i].RuntimeErr = readGoRuntime(ctx, st, ctl)
+			c.controllers[i].Runtime, c.controllers[i].RuntimeErr = readGoRuntime(ctx, ctl)
 		})
 	}
 	// Each Lease once, however many replicas compete for it.

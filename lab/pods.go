@@ -204,6 +204,9 @@ func (l *lab) controllerOf(pod *corev1.Pod, p PodState) (ControllerState, error)
 		c.Node = pod.Spec.NodeName // a DaemonSet's pod: one per node
 	}
 	ctr := pod.Spec.Containers[0]
+	if q, ok := ctr.Resources.Limits[corev1.ResourceMemory]; ok {
+		c.MemoryLimit = q.Value()
+	}
 	for _, e := range ctr.Env {
 		switch e.Name {
 		case "SEMAPHORE_LEADER_ELECT_LEASE_NAME":

@@ -69,6 +69,8 @@ type ControllerState struct {
 	Lease string `json:"lease,omitempty"`
 	// RemotesDir is where the pod reads its remotes' kubeconfigs (SEMAPHORE_REMOTES_DIR).
 	RemotesDir string `json:"remotesDir,omitempty"`
+	// MemoryLimit is its container's memory limit in bytes, 0 for none.
+	MemoryLimit int64 `json:"memoryLimit,omitempty"`
 }
 
 // DNSState is one cluster's CoreDNS pod.

@@ -225,7 +225,8 @@ func killCgroups(hs []hierarchy, name string, timeout time.Duration) error {
 	for _, h := range hs {
 		errs = append(errs, removeCgroup(h.dir(name), time.Until(deadline)))
 	}
-	errs = append(errs, waitExited(killed, deadline))
+	slices.Sort(killed)
+	errs = append(errs, waitExited(slices.Compact(killed), deadline))
 	return errors.Join(errs...)
 }
 

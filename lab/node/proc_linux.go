@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/procfs"
+
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
@@ -156,14 +158,13 @@ func logTail(path string, n int) string {
 
 // procState is process pid's state (R, S, Z...), "" when there is no such process.
 func procState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return ""
 	}
-	// The command name before it is in parentheses and may hold spaces and parentheses.
-	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(fields) == 0 {
+	st, err := p.Stat()
+	if err != nil {
 		return ""
 	}
-	return fields[0]
+	return st.State
 }

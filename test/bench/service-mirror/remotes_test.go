@@ -344,7 +344,6 @@ func isolation(b *testing.B, local *testenv.Cluster, remotes []*testenv.Cluster,
 	baseline.latencies.Wait(b, remoteChanges, log)
 
 	remotes[0].SetLatency(slowLatency)
-	defer remotes[0].SetLatency(0)
 	others, slow := watchMirrorNamespace(b, local.Client), watchMirrorNamespace(b, local.Client)
 	spreadChanges(b, others, clients[1:], sources[1:], "198.19", func(i int) {
 		if i%slowChangeEvery == 0 {

@@ -31,7 +31,7 @@ type localView struct {
 	firstSeen atomic.Int64
 	latencies measure.Latencies
 	// nServices and complete count the Services and the slices with every endpoint as events
-	// arrive: a convergence check polls them every few milliseconds, and listing 20,000
+	// arrive (a deleted one no longer counts): a convergence check polls them every few milliseconds, and listing 20,000
 	// objects each time would take the processors the API servers and the controller share.
 	nServices, complete atomic.Int64
 }
@@ -70,8 +70,18 @@ func watchNamespace(b *testing.B, client kubernetes.Interface, namespace string)
 			}
 		}
 	}
+	forget := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if s, ok := obj.(*discoveryv1.EndpointSlice); ok {
+			if old, seen := v.slices.LoadAndDelete(s.Name); seen && old.(int) == endpoints {
+				v.complete.Add(-1)
+			}
+		}
+	}
 	_, _ = factory.Discovery().V1().EndpointSlices().Informer().AddEventHandler(
-		cache.ResourceEventHandlerFuncs{AddFunc: record, UpdateFunc: func(_, o any) { record(o) }})
+		cache.ResourceEventHandlerFuncs{AddFunc: record, UpdateFunc: func(_, o any) { record(o) }, DeleteFunc: forget})
 	stop := make(chan struct{})
 	b.Cleanup(func() { close(stop) })
 	factory.Start(stop)
