@@ -29,9 +29,11 @@ import (
 // own remote namespaces, and delete the sets they caused when they end. The local cluster
 // serves GlobalNetworkSets in both Calico API groups from the CRDs in testdata.
 var (
-	clusters        *fixture.Clusters
-	local, aws, gcp *testenv.Cluster
-	dyn             dynamic.Interface
+	clusters *fixture.Clusters
+	local    *testenv.Cluster
+	aws      *testenv.Cluster
+	gcp      *testenv.Cluster
+	dyn      dynamic.Interface
 )
 
 // apis are the two Calico API groups the controller can write.

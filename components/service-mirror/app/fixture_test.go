@@ -25,8 +25,10 @@ import (
 // seconds. Tests stay independent by using their own remote namespaces and their own local
 // mirror namespace, and run one at a time (outage tests cut a shared remote).
 var (
-	clusters        *fixture.Clusters
-	local, aws, gcp *testenv.Cluster
+	clusters *fixture.Clusters
+	local    *testenv.Cluster
+	aws      *testenv.Cluster
+	gcp      *testenv.Cluster
 )
 
 const mirrorLabel = "mirror.semaphore.uw.io/mirror-service"

@@ -25,7 +25,10 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
-var local, aws *testenv.Cluster
+var (
+	local *testenv.Cluster
+	aws   *testenv.Cluster
+)
 
 // TestMain starts the clusters every test but the pure ones (Sources) needs; those run alone under
 // -short, where the others skip (needClusters).

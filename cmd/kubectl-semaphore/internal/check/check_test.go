@@ -32,7 +32,10 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
-var aws, gcp *testenv.Cluster
+var (
+	aws *testenv.Cluster
+	gcp *testenv.Cluster
+)
 
 func TestMain(m *testing.M) {
 	if testenv.Short() {
