@@ -56,6 +56,12 @@ KUBE_ASSETS = $${KUBEBUILDER_ASSETS:-$$(bash ci/kube-binaries.sh | tail -n 1)}
 # Tests find CoreDNS by running ci/coredns.sh themselves, but go test holds a package's output
 # until the package finishes; building it beforehand keeps a cold build's progress visible.
 PREBUILD_COREDNS = if [ -f ci/coredns.sh ]; then bash ci/coredns.sh >/dev/null; fi
+# As root the tests run real nodes (lab/node) and network namespaces (test/datapath): what they
+# need from Debian (ci/node-packages.sh) is installed, and kubelet, kube-proxy and the rest of
+# the Kubernetes binaries are built, before any test starts, so that nothing skips for want of
+# what `make test` provides (in CI such a skip fails: testenv.SkipForMissing). Without root
+# those tests skip for want of root, and nothing is installed.
+PREPARE_ROOT_TESTS = if [ "$$(id -u)" = 0 ]; then bash ci/node-packages.sh && bash ci/kube-binaries.sh all >/dev/null; fi
 
 ##@ General
 
@@ -167,19 +173,39 @@ verify: generate ## Fail if generated files or go.mod/go.sum are not up to date
 	@echo "verify: generated files are up to date"
 
 # `test` is what CI runs (.ci/run) and what the README tells contributors to run: lint, verify,
-# then every test. All three always run, so a formatting slip never hides test results; lint and
-# verify go first because they take seconds and the tests take many minutes. It fails if any of
-# them failed, and says which.
+# then every test. All of them always run, so a formatting slip never hides test results; lint
+# and verify go first because they take seconds and the tests take many minutes. It fails if any
+# of them failed, and says which, and how long each took (a cold run's time goes mostly to
+# building tools: docs/development.md).
+TEST_STEPS := lint verify test-go lab-check test-alerts
+
 .PHONY: test
 test: ## Lint, verify, run all tests against real API servers, then check the lab (what CI runs)
-	@failed=""; \
-	$(MAKE) lint || failed="$$failed lint"; \
-	$(MAKE) verify || failed="$$failed verify"; \
-	$(MAKE) test-go || failed="$$failed test-go"; \
-	$(MAKE) lab-check || failed="$$failed lab-check"; \
-	$(MAKE) test-alerts || failed="$$failed test-alerts"; \
+	@failed=""; took=""; \
+	for step in $(TEST_STEPS); do \
+		start=$$SECONDS; \
+		$(MAKE) $$step || failed="$$failed $$step"; \
+		d=$$((SECONDS - start)); took="$$took, $$step $$((d / 60))m$$((d % 60))s"; \
+	done; \
+	echo "make test: took $${took#, } ($$((SECONDS / 60))m$$((SECONDS % 60))s in all)"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
 	echo "make test: lint, verify and tests passed"
+
+# The tests that skipped and why, after the run, where a CI log shows them at a glance: as root
+# with `make test`'s tools, only what the machine cannot offer should be there. With -v a test's
+# log lines stream before its result line: the reason is the test's last `file.go:N:` line.
+SKIP_SUMMARY = awk '/^=== RUN / { cur = $$3; last[cur] = ""; next } /^=== CONT / { cur = $$3; next } \
+	/^ *--- SKIP: / { n++; skips = skips "  " $$3 ": " last[$$3] "\n"; next } \
+	cur != "" && /^ +[^ ]+\.go:[0-9]+: / { line = $$0; sub(/^ +/, "", line); last[cur] = line } \
+	END { printf "test-go: %d tests skipped%s\n%s", n, (n ? ":" : ""), skips }' "$$log"
+
+# What CI does on a fresh machine, for finding what a warm machine hides: .ci/run in a fresh clone
+# of HEAD with a new, empty HOME (so empty Go build, golangci-lint and ~/.cache/semaphore caches);
+# it shares the Go module cache (FRESH_MODULES=1: not that either) and the Debian packages that
+# ci/ installs, and says so. As long as a cold make test: about half an hour on 2 cores.
+.PHONY: test-fresh
+test-fresh: ## Run .ci/run as CI on a fresh machine: a fresh clone of HEAD, every cache empty (ci/fresh-run)
+	@bash ci/fresh-run
 
 .PHONY: test-go
 test-go: ## Only run the Go tests (unit and integration)
@@ -188,8 +214,12 @@ test-go: ## Only run the Go tests (unit and integration)
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
 	export KUBEBUILDER_ASSETS="$$assets"; \
 	$(PREBUILD_COREDNS); \
-	set -x; \
-	$(GO) test -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./...
+	$(PREPARE_ROOT_TESTS); \
+	log=$$(mktemp); trap 'rm -f "$$log"' EXIT; status=0; \
+	echo "+ $(GO) test -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./..."; \
+	$(GO) test -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./... 2>&1 | tee "$$log" || status=$$?; \
+	$(SKIP_SUMMARY); \
+	exit $$status
 
 # The pure tests alone, in well under two minutes: every test that needs kube-apiserver and etcd,
 # CoreDNS, root and network namespaces, promtool or a build of the components skips under -short

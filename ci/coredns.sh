@@ -96,4 +96,5 @@ go build -trimpath -ldflags=-s -o "$out.tmp/coredns" . >&2
 "$out.tmp/coredns" -version >&2
 rm -rf "$out"
 mv "$out.tmp" "$out"
+echo "built coredns in $SECONDS s" >&2
 echo "$out/coredns"

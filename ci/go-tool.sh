@@ -34,12 +34,13 @@ go_install_tool() {
 	local dir=$1 pkg=$2
 	shift 2
 	mkdir -p "$(dirname "$dir")"
-	local tmp
+	local tmp start=$SECONDS
 	tmp=$(mktemp -d "$dir.tmp.XXXXXX")
 	if ! (cd "$tmp" && GOBIN="$tmp" GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0 go install "$@" "$pkg" >&2); then
 		rm -rf "$tmp"
 		return 1
 	fi
+	echo "built $pkg in $((SECONDS - start)) s" >&2
 	rm -rf "$dir"
 	chmod 755 "$tmp"
 	mv "$tmp" "$dir"

@@ -82,11 +82,13 @@ version_flags="-X k8s.io/component-base/version.gitVersion=v$KUBE_VERSION -X k8s
 # (two test binaries, a test and the lab) do not take each other's file.
 for cmd in "${missing[@]}"; do
 	tmp="$out/.$cmd.$$.tmp"
+	start=$SECONDS
 	if [[ $cmd == etcd ]]; then
 		go build -trimpath -ldflags=-s -o "$tmp" go.etcd.io/etcd/server/v3 >&2
 	else
 		go build -trimpath -ldflags="-s $version_flags" -o "$tmp" "k8s.io/kubernetes/cmd/$cmd" >&2
 	fi
 	mv -f "$tmp" "$out/$cmd"
+	echo "built $cmd in $((SECONDS - start)) s" >&2
 done
 echo "$out"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/netnstopo"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 // Two nodes joined by the underlay reach each other, and each its own local address; nothing of
@@ -20,7 +21,7 @@ func TestTwoNodesOnAnUnderlay(t *testing.T) {
 		t.Skip("needs root to create network namespaces (and is skipped in -short mode)")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip(err)
+		testenv.SkipForMissing(t, "needs ip (iproute2, which bash ci/node-packages.sh installs): %v", err)
 	}
 	var b [3]byte
 	_, _ = rand.Read(b[:])

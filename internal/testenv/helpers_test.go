@@ -53,3 +53,32 @@ func TestBufferConcurrentWrites(t *testing.T) {
 		t.Errorf("Buffer holds %d bytes, want 20", got)
 	}
 }
+
+// SkipForMissing skips outside CI and fails in CI (CI=true), with the same message.
+func TestSkipForMissingFailsInCI(t *testing.T) {
+	for _, tc := range []struct {
+		ci                    string
+		wantSkip, wantFailure string
+	}{
+		{ci: "", wantSkip: "needs containerd (installed by x)"},
+		{ci: "false", wantSkip: "needs containerd (installed by x)"},
+		{ci: "true", wantFailure: "in CI, where make test installs it first: needs containerd (installed by x)"},
+	} {
+		t.Setenv("CI", tc.ci)
+		rec := &outcomeTB{TB: t}
+		testenv.SkipForMissing(rec, "needs %s (installed by %s)", "containerd", "x")
+		if rec.skipped != tc.wantSkip || rec.failed != tc.wantFailure {
+			t.Errorf("CI=%q: skipped %q, failed %q; want skipped %q, failed %q", tc.ci, rec.skipped, rec.failed, tc.wantSkip, tc.wantFailure)
+		}
+	}
+}
+
+// outcomeTB records a Skipf or Fatalf instead of ending the test.
+type outcomeTB struct {
+	testing.TB
+	skipped, failed string
+}
+
+func (o *outcomeTB) Helper()                        {}
+func (o *outcomeTB) Skipf(format string, a ...any)  { o.skipped = fmt.Sprintf(format, a...) }
+func (o *outcomeTB) Fatalf(format string, a ...any) { o.failed = fmt.Sprintf(format, a...) }

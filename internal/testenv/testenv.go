@@ -12,6 +12,7 @@ package testenv
 import (
 	"errors"
 	"flag"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -128,6 +129,22 @@ func SkipIfShort(t testing.TB, needs string) {
 		t.Skip("-short: needs " + needs)
 	}
 }
+
+// SkipForMissing skips the test for want of something that `make test` installs or builds
+// before the tests run (a Debian package of ci/node-packages.sh, a binary of ci/kube-binaries.sh),
+// saying what is missing and what provides it. In CI (CI=true) it fails the test instead: CI ran
+// that install step, so a skip there would hide a broken one behind a green run.
+func SkipForMissing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf("in CI, where make test installs it first: "+format, args...)
+		return
+	}
+	t.Skipf(format, args...)
+}
+
+// InCI reports whether the tests run in CI, which sets CI=true.
+func InCI() bool { return os.Getenv("CI") == "true" }
 
 // Short is testing.Short for a TestMain, before m.Run has parsed the flags: a TestMain that
 // starts what pure tests do not need asks it first.

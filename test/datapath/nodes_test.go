@@ -127,7 +127,8 @@ func eventually(t *testing.T, nodes []*node, timeout time.Duration, what string,
 }
 
 // requireLab skips the test where it cannot build its network: it needs root, iproute2,
-// unshare, mount and a TUN device for userspace WireGuard.
+// unshare, mount and a TUN device for userspace WireGuard (in CI, where make test installs the
+// tools first, a missing tool fails it).
 func requireLab(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
@@ -138,7 +139,7 @@ func requireLab(t *testing.T) {
 	}
 	for _, tool := range []string{"ip", "unshare", "sh", "mount"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("data-path test needs %s: %v", tool, err)
+			testenv.SkipForMissing(t, "data-path test needs %s (bash ci/node-packages.sh installs it): %v", tool, err)
 		}
 	}
 	if _, err := os.Stat("/dev/net/tun"); err != nil {
