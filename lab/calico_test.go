@@ -46,7 +46,8 @@ func TestCalicoBlocks(t *testing.T) {
 }
 
 // The umbrella values the lab gives gcp and merit make their semaphore-wireguard read aws's
-// pod addresses from its IPAM blocks, and leave the others to their Nodes.
+// pod addresses from its IPAM blocks, and leave the others to their Nodes; every cluster holds
+// each remote to that remote's pod range.
 func TestUmbrellaValuesReadCalicoIPAM(t *testing.T) {
 	for cluster, want := range map[string]string{"gcp": "aws:calico-ipam", "merit": "aws:calico-ipam", "aws": "node"} {
 		l := &lab{registry: "127.0.0.1:5000", remoteEntries: map[string][]remoteEntry{}}
@@ -63,6 +64,13 @@ func TestUmbrellaValuesReadCalicoIPAM(t *testing.T) {
 		}
 		if !strings.Contains(rel.Manifest, "name: SEMAPHORE_WG_POD_CIDRS_FROM\n              value: \""+want+"\"") {
 			t.Errorf("%s: SEMAPHORE_WG_POD_CIDRS_FROM is not %q:\n%s", cluster, want, rel.Manifest)
+		}
+		var ranges []string
+		for _, r := range remotesOf(cluster) {
+			ranges = append(ranges, r+":"+specOf(r).PodCIDR)
+		}
+		if want := strings.Join(ranges, ","); !strings.Contains(rel.Manifest, "name: SEMAPHORE_REMOTE_POD_RANGES\n              value: \""+want+"\"") {
+			t.Errorf("%s: SEMAPHORE_REMOTE_POD_RANGES is not %q", cluster, want)
 		}
 	}
 }

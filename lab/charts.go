@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"strings"
@@ -149,8 +150,9 @@ func (l *lab) installUmbrellas(ctx context.Context) error {
 	return nil
 }
 
-// umbrellaValues are the umbrella's values for cluster: its name and remotes, and what the lab
-// changes from the defaults (podCIDRsFrom: calico-ipam for the Calico-way cluster). Everything else, the controllers' settings included, is the
+// umbrellaValues are the umbrella's values for cluster: its name and remotes (each with its pod
+// range), and what the lab changes from the defaults (podCIDRsFrom: calico-ipam for the
+// Calico-way cluster). Everything else, the controllers' settings included, is the
 // chart's default.
 func (l *lab) umbrellaValues(cluster string) map[string]any {
 	listenPorts := map[string]any{}
@@ -159,7 +161,11 @@ func (l *lab) umbrellaValues(cluster string) map[string]any {
 	}
 	remotes := make([]any, len(l.remoteEntries[cluster]))
 	for i, e := range l.remoteEntries[cluster] {
-		remotes[i] = e
+		// Each remote held to its own pod range: semaphore-wireguard routes nothing else of it.
+		entry := maps.Clone(e)
+		name, _ := e["name"].(string)
+		entry["podRanges"] = []any{specOf(name).PodCIDR}
+		remotes[i] = entry
 	}
 	wireguard := map[string]any{
 		"listenPorts": listenPorts,

@@ -31,6 +31,7 @@ const remotesDir = "/etc/semaphore/remotes"
 // remoteValues is one item of global.remotes.
 type remoteValues struct {
 	Name, Server, CAData string
+	PodRanges            []string
 	TokenSecret          *secretKeyRef
 	KubeconfigSecret     *secretKeyRef
 }
@@ -48,6 +49,10 @@ func remotesOf(t testing.TB, vals map[string]any) []remoteValues {
 			t.Fatalf("global.remotes item %v is not an object", item)
 		}
 		r := remoteValues{Name: str(m["name"]), Server: str(m["server"]), CAData: str(m["caData"])}
+		ranges, _ := m["podRanges"].([]any)
+		for _, c := range ranges {
+			r.PodRanges = append(r.PodRanges, str(c))
+		}
 		ref := func(key, defaultKey string) *secretKeyRef {
 			s, ok := m[key].(map[string]any)
 			if !ok {
@@ -329,6 +334,31 @@ func checkEnv(t *testing.T, w workload, vals, sub map[string]any) {
 	}
 	if w.Component == "wireguard" {
 		checkPodCIDRsFrom(t, w, env, cfg.(*wgapp.Config), names, sub)
+		checkRemotePodRanges(t, w, env, cfg.(*wgapp.Config), remotesOf(t, vals))
+	}
+}
+
+// checkRemotePodRanges checks the wireguard container's SEMAPHORE_REMOTE_POD_RANGES against
+// global.remotes[].podRanges (remote:CIDR pairs in the order of the remotes, the variable unset
+// when no remote has any), and the ranges each remote is held to once decoded.
+func checkRemotePodRanges(t *testing.T, w workload, env map[string]string, cfg *wgapp.Config, remotes []remoteValues) {
+	t.Helper()
+	var pairs []string
+	for _, r := range remotes {
+		for _, c := range r.PodRanges {
+			pairs = append(pairs, r.Name+":"+c)
+		}
+		var got []string
+		for _, p := range cfg.RemotePodRanges[r.Name] {
+			got = append(got, p.String())
+		}
+		if !slices.Equal(got, r.PodRanges) {
+			t.Errorf("%s %s: remote %s is held to %v, want its podRanges %v", w.Kind, w.Name, r.Name, got, r.PodRanges)
+		}
+	}
+	got, ok := env["SEMAPHORE_REMOTE_POD_RANGES"]
+	if want := strings.Join(pairs, ","); got != want || ok != (want != "") {
+		t.Errorf("%s %s: SEMAPHORE_REMOTE_POD_RANGES=%q (set: %v), want %q", w.Kind, w.Name, got, ok, want)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/labels"
@@ -40,6 +41,7 @@ type Config struct {
 	Mode            device.Mode        `envconfig:"SEMAPHORE_WG_MODE" default:"auto" desc:"WireGuard implementation: auto (kernel when available), kernel or userspace"`
 	Keepalive       time.Duration      `envconfig:"SEMAPHORE_WG_KEEPALIVE" default:"25s" desc:"persistent keepalive interval of every peer (0 disables)"`
 	EndpointAddress string             `envconfig:"SEMAPHORE_WG_ENDPOINT_ADDRESS" desc:"address remote nodes reach this node at (defaults to the Node's InternalIP)"`
+	RemotePodRanges addrguard.Ranges   `envconfig:"SEMAPHORE_REMOTE_POD_RANGES" desc:"ranges each remote's pod addresses must lie in, as remote:CIDR pairs, e.g. aws:198.18.0.0/16,aws:fd00:1::/48 (a remote may be named more than once); a pod CIDR outside them is not routed. A remote not named is held only to the rules every remote is (no special, metadata or local address, nothing wider than /16 or /48)"`
 	PodCIDRsFrom    controller.Sources `envconfig:"SEMAPHORE_WG_POD_CIDRS_FROM" default:"node" desc:"where each remote node's pod addresses come from: node (its spec.podCIDRs) or calico-ipam (the remote's Calico IPAM blocks affine to it and the addresses it borrowed); one value for every remote or remote:source pairs, e.g. aws:calico-ipam,merit:node"`
 }
 
@@ -72,6 +74,9 @@ func (c *Config) Validate() error {
 		if !slices.Contains(c.Remotes, r) {
 			return fmt.Errorf("SEMAPHORE_WG_LISTEN_PORTS: %q is not in SEMAPHORE_REMOTES", r)
 		}
+	}
+	if err := c.RemotePodRanges.CheckRemotes(c.Remotes); err != nil {
+		return fmt.Errorf("SEMAPHORE_REMOTE_POD_RANGES: %w", err)
 	}
 	if err := peers.CheckDeviceNames(c.Remotes); err != nil {
 		return fmt.Errorf("SEMAPHORE_REMOTES: %w", err)
@@ -193,6 +198,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		Keepalive:       cfg.Keepalive,
 		ResyncPeriod:    cfg.ResyncPeriod,
 		PodCIDRsFrom:    cfg.PodCIDRsFrom,
+		Guard:           addrguard.New(cfg.RemotePodRanges),
 	}, base.Local, base.Remotes, devs, mgr, base.Health, controller.NewMetrics(base.Factory, base.Registry), base.Queue, log)
 	if err != nil {
 		return nil, err

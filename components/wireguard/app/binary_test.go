@@ -35,6 +35,11 @@ func TestBadConfiguration(t *testing.T) {
 		{Name: "unknown source of a remote", Env: valid("SEMAPHORE_WG_POD_CIDRS_FROM=aws:ipam"), Want: []string{"SEMAPHORE_WG_POD_CIDRS_FROM", "ipam"}},
 		{Name: "source for an unknown remote", Env: valid("SEMAPHORE_WG_POD_CIDRS_FROM=aws:node,azure:calico-ipam"), Want: []string{"SEMAPHORE_WG_POD_CIDRS_FROM", `"azure"`}},
 		{Name: "remote named twice", Env: valid("SEMAPHORE_WG_POD_CIDRS_FROM=aws:node,aws:calico-ipam"), Want: []string{"SEMAPHORE_WG_POD_CIDRS_FROM", `"aws"`}},
+		{Name: "pod range not a CIDR", Env: valid("SEMAPHORE_REMOTE_POD_RANGES=aws:198.18.0.0"), Want: []string{"SEMAPHORE_REMOTE_POD_RANGES", "198.18.0.0"}},
+		{Name: "pod range with host bits", Env: valid("SEMAPHORE_REMOTE_POD_RANGES=aws:198.18.0.1/16"), Want: []string{"SEMAPHORE_REMOTE_POD_RANGES", "host bits"}},
+		{Name: "pod range without a remote", Env: valid("SEMAPHORE_REMOTE_POD_RANGES=198.18.0.0/16"), Want: []string{"SEMAPHORE_REMOTE_POD_RANGES", "remote:CIDR"}},
+		{Name: "pod range of an unknown remote", Env: valid("SEMAPHORE_REMOTE_POD_RANGES=aws:198.18.0.0/16,azure:198.19.0.0/16"), Want: []string{"SEMAPHORE_REMOTE_POD_RANGES", `"azure"`}},
+		{Name: "pod range inside loopback", Env: valid("SEMAPHORE_REMOTE_POD_RANGES=aws:127.0.0.0/16"), Want: []string{"SEMAPHORE_REMOTE_POD_RANGES", "127.0.0.0/8"}},
 		{Name: "relative key dir", Env: valid("SEMAPHORE_WG_KEY_DIR=keys"), Want: []string{"SEMAPHORE_WG_KEY_DIR"}},
 		{
 			// Both long names derive the device name wg-produ-2ee022 (found by brute force in

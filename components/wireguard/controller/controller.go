@@ -31,6 +31,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/calicoipam"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/internal/remote"
@@ -65,6 +66,9 @@ type Options struct {
 	ResyncPeriod    time.Duration
 	// PodCIDRsFrom says, per remote, where its nodes' pod addresses come from.
 	PodCIDRsFrom Sources
+	// Guard refuses the pod CIDRs a remote may not have routed to it; this node's own ranges
+	// are added to its local ones. Nil holds every remote to the rules alone.
+	Guard *addrguard.Guard
 }
 
 // Controller manages this node's devices.
@@ -106,6 +110,9 @@ type remoteCache struct {
 // New wires an informer on the Nodes of each remote, and one on its IPAM blocks when its pod
 // addresses come from Calico IPAM.
 func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, devs []RemoteDevice, devices Devices, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) (*Controller, error) {
+	if opts.Guard == nil {
+		opts.Guard = addrguard.New(nil)
+	}
 	c := &Controller{opts: opts, log: log, local: local, devices: devices, metrics: m, remotes: map[string]*remoteCache{}}
 	c.base = multiremote.New(multiremote.Config[string]{
 		Queue:          "wireguard",
@@ -181,6 +188,7 @@ func (c *Controller) annotateNode(ctx context.Context) error {
 		return err
 	}
 	c.localRanges = localRanges(node, addr)
+	c.opts.Guard.SetLocal(c.localRanges)
 	want := map[string]*string{}
 	for _, rc := range c.remotes {
 		key := rc.dev.Key.PublicKey().String()
@@ -275,7 +283,7 @@ func (c *Controller) sync(_ context.Context, name string) (string, error) {
 	if err != nil {
 		return reconcile.Error, err
 	}
-	desired, skipped := peers.Desired(c.opts.LocalCluster, nodes)
+	desired, skipped := peers.Desired(c.opts.LocalCluster, nodes, c.opts.Guard.For(name))
 	// A remote node publishing our own key (a copied key directory) cannot be a peer:
 	// WireGuard ignores it, and asking for it again on every sync would never settle.
 	own := rc.dev.Key.PublicKey()
@@ -421,7 +429,8 @@ func (c *Controller) recordSkips(rc *remoteCache, skipped []peers.Skip) {
 }
 
 var allReasons = []string{peers.ReasonNotAnnotated, peers.ReasonBadKey, peers.ReasonBadEndpoint, peers.ReasonNoPodCIDR,
-	peers.ReasonBadPodCIDR, peers.ReasonDuplicateKey, peers.ReasonOverlappingIP}
+	peers.ReasonBadPodCIDR, peers.ReasonDuplicateKey, peers.ReasonOverlappingIP,
+	addrguard.ReasonSpecial, addrguard.ReasonOutsideRanges, addrguard.ReasonLocal, addrguard.ReasonTooWide}
 
 // stats reads every device's peers for the statistics collector.
 func (c *Controller) stats() []DeviceStats {

@@ -19,6 +19,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
@@ -99,6 +100,13 @@ func start(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key) *running 
 // startReading is start with aws's pod addresses read from sources.
 func startReading(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key, sources controller.Sources) *running {
 	t.Helper()
+	return startWith(t, devs, devKey, controller.Options{PodCIDRsFrom: sources})
+}
+
+// startWith is start with opts; the cluster, node, MTU and keepalive are start's.
+func startWith(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key, opts controller.Options) *running {
+	t.Helper()
+	opts.LocalCluster, opts.NodeName, opts.MTU, opts.Keepalive = "gcp", "gcp-node-1", 1420, 25*time.Second
 	dir := t.TempDir()
 	testenv.WriteRemoteKubeconfig(t, dir, aws.Name, aws.Kubeconfig)
 	log := slog.New(slog.NewTextHandler(testenv.LogWriter(t), nil))
@@ -109,7 +117,7 @@ func startReading(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key, so
 	reg := prometheus.NewRegistry()
 	in := component.NewInstruments(reg, "semaphore_wg", 200*time.Millisecond, log)
 	in.Health.AddClusters(remotes)
-	ctrl, err := controller.New(controller.Options{LocalCluster: "gcp", NodeName: "gcp-node-1", MTU: 1420, Keepalive: 25 * time.Second, PodCIDRsFrom: sources},
+	ctrl, err := controller.New(opts,
 		local.Client, remotes, []controller.RemoteDevice{{Remote: "aws", Device: "wg-aws", Key: devKey, ListenPort: 51821}},
 		devs, in.Health, controller.NewMetrics(in.Factory, reg), in.Queue, log)
 	if err != nil {
@@ -317,4 +325,52 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A hostile (or broken) remote publishes Nodes that claim half the address space, a metadata
+// address, ranges outside the ones configured for it and the local node's own pod range: none
+// of them becomes a peer or a route, each is counted by reason, and the honest node next to
+// them is a peer with its route.
+func TestRemoteNodesClaimingWhatIsNotTheirsGetNoPeerAndNoRoute(t *testing.T) {
+	needClusters(t)
+	peerstest.CreateNode(t, local.Client, "gcp-node-1", "192.0.2.21", nil, "198.18.21.0/24")
+	var ranges addrguard.Ranges
+	if err := ranges.Decode("aws:198.18.0.0/16,aws:fd00:198::/32"); err != nil {
+		t.Fatal(err)
+	}
+	devs := devicetest.New()
+	r := startWith(t, devs, devicetest.Key(t), controller.Options{Guard: addrguard.New(ranges)})
+
+	honest := devicetest.Key(t)
+	remoteNode(t, "aws-honest", honest.PublicKey(), "192.0.2.31:51822", "198.18.31.0/24")
+	hostile := map[string][]string{
+		"aws-half-v4":       {"0.0.0.0/1"},
+		"aws-other-half-v4": {"128.0.0.0/1"},
+		"aws-wide-v6":       {"198.18.32.0/24", "fd00::/8"},
+		"aws-metadata":      {"169.254.169.254/32"},
+		"aws-elsewhere":     {"198.51.100.0/24"},
+		"aws-our-pods":      {"198.18.21.0/25"},
+		"aws-our-node":      {"192.0.2.21/32"},
+	}
+	for name, cidrs := range hostile {
+		remoteNode(t, name, devicetest.Key(t).PublicKey(), "192.0.2.40:51822", cidrs...)
+	}
+	remoteNode(t, "aws-metadata-endpoint", devicetest.Key(t).PublicKey(), "169.254.169.254:53", "198.18.33.0/24")
+
+	want := map[string]float64{
+		addrguard.ReasonTooWide: 3, addrguard.ReasonSpecial: 1, addrguard.ReasonOutsideRanges: 2,
+		addrguard.ReasonLocal: 1, peers.ReasonBadEndpoint: 1,
+	}
+	testenv.Eventually(t, 30*time.Second, "refused nodes counted by reason", func() error {
+		for reason, n := range want {
+			if v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_skipped_peers", map[string]string{"remote": "aws", "reason": reason}); v != n {
+				return fmt.Errorf("skipped_peers{reason=%s} = %v, want %v", reason, v, n)
+			}
+		}
+		return nil
+	})
+	peersNow, routes := devs.Endpoints("wg-aws"), devs.Routes("wg-aws")
+	if fmt.Sprint(peersNow) != fmt.Sprint(map[string]string{honest.PublicKey().String(): "192.0.2.31:51822"}) || fmt.Sprint(routes) != "[198.18.31.0/24]" {
+		t.Errorf("peers %v and routes %v, want only the honest node and 198.18.31.0/24", peersNow, routes)
+	}
 }

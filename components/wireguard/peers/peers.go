@@ -6,6 +6,7 @@ package peers
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -17,6 +18,7 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/overlap"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 )
 
 // Annotation key suffixes. A node publishes, for each remote cluster <remote> it peers with,
@@ -110,7 +112,11 @@ type Skip struct {
 // address to one peer only). The one overlap allowed is a single address inside another node's
 // larger range (an address borrowed from another node's Calico IPAM block): WireGuard and the
 // kernel pick the longest matching prefix, so it reaches the node that holds it.
-func Desired(local string, nodes []Node) ([]Peer, []Skip) {
+//
+// Every pod CIDR must pass guard (the remote's ranges, never the local cluster's own or a
+// special range, no wider than the minimum prefix length): a node with one that does not is
+// skipped whole, with the guard's reason, so that nothing of what it claims is routed.
+func Desired(local string, nodes []Node, guard addrguard.Remote) ([]Peer, []Skip) {
 	nodes = slices.Clone(nodes)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	var peers []Peer
@@ -166,6 +172,10 @@ func Desired(local string, nodes []Node) ([]Peer, []Skip) {
 			skipped = append(skipped, Skip{n.Name, ReasonBadPodCIDR, bad})
 			continue
 		}
+		if refusal := refused(allowed, guard); refusal != nil {
+			skipped = append(skipped, Skip{n.Name, refusal.Reason, refusal.Detail})
+			continue
+		}
 		if other, ok := keys[key]; ok {
 			skipped = append(skipped, Skip{n.Name, ReasonDuplicateKey, "public key already used by node " + other})
 			continue
@@ -181,6 +191,17 @@ func Desired(local string, nodes []Node) ([]Peer, []Skip) {
 		peers = append(peers, Peer{Node: n.Name, PublicKey: key, Endpoint: endpoint, AllowedIPs: toIPNets(allowed)})
 	}
 	return peers, skipped
+}
+
+// refused returns the guard's refusal of the first of ps it refuses.
+func refused(ps []netip.Prefix, guard addrguard.Remote) *addrguard.Refusal {
+	for _, p := range ps {
+		var r *addrguard.Refusal
+		if errors.As(guard.Routed(p), &r) {
+			return r
+		}
+	}
+	return nil
 }
 
 func overlapping(ps []netip.Prefix, taken *overlap.Index) string {
@@ -208,8 +229,9 @@ func parseEndpoint(s string) (*net.UDPAddr, error) {
 		return nil, fmt.Errorf("port 0")
 	}
 	a := ap.Addr().Unmap()
-	// Addresses nothing can be sent to, as a node might publish before it knows its own.
-	if a.IsUnspecified() || a.IsLoopback() || a.IsMulticast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) || a.Zone() != "" {
+	// Addresses nothing can be sent to, as a node might publish before it knows its own, and
+	// those a remote must not make the local node send to (link-local, metadata services).
+	if err := addrguard.Special(a); err != nil || a.Zone() != "" {
 		return nil, fmt.Errorf("%s cannot be reached from another node", a)
 	}
 	return net.UDPAddrFromAddrPort(netip.AddrPortFrom(a, ap.Port())), nil

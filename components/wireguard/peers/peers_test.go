@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 )
 
 // ---------------------------------------------------------------------------------------------
@@ -667,6 +669,43 @@ func TestDesiredSkipsBadNodes(t *testing.T) {
 				node("node-b6", local, keyOf("node-b6"), "192.0.2.7:wireguard", "198.18.7.0/24"),
 				node("node-b7", local, keyOf("node-b7"), "[fd00::8]:0", "198.18.8.0/24"),
 				node("node-b8", local, keyOf("node-b8"), "localhost:51821", "198.18.9.0/24"),
+				node("node-b9", local, keyOf("node-b9"), "169.254.169.254:53", "198.18.10.0/24"),
+				node("node-c1", local, keyOf("node-c1"), "[fe80::1]:51821", "198.18.11.0/24"),
+				node("node-c2", local, keyOf("node-c2"), "[fd00:ec2::254]:51821", "198.18.12.0/24"),
+			},
+		},
+		{
+			name:   "pod CIDR too wide to be routed",
+			reason: addrguard.ReasonTooWide,
+			bad: []peers.Node{
+				good("node-w1", "192.0.2.2:51821", "0.0.0.0/1"),
+				good("node-w2", "192.0.2.3:51821", "128.0.0.0/1"),
+				good("node-w3", "192.0.2.4:51821", "198.18.2.0/24", "198.16.0.0/15"), // one of two
+				good("node-w4", "192.0.2.5:51821", "fd00::/8"),
+			},
+		},
+		{
+			name:   "pod CIDR outside the remote's ranges",
+			reason: addrguard.ReasonOutsideRanges,
+			bad: []peers.Node{
+				good("node-o1", "192.0.2.2:51821", "100.64.2.0/24"),
+				good("node-o2", "192.0.2.3:51821", "198.18.3.0/24", "fd00:19::/64"),
+			},
+		},
+		{
+			name:   "pod CIDR of the local cluster",
+			reason: addrguard.ReasonLocal,
+			bad: []peers.Node{
+				good("node-l1", "192.0.2.2:51821", "198.19.252.0/24"),
+				good("node-l2", "192.0.2.3:51821", "198.19.252.7/32"),
+			},
+		},
+		{
+			name:   "pod CIDR in a special range",
+			reason: addrguard.ReasonSpecial,
+			bad: []peers.Node{
+				good("node-s1", "192.0.2.2:51821", "127.0.0.0/24"),
+				good("node-s2", "192.0.2.3:51821", "169.254.169.254/32"),
 			},
 		},
 		{
@@ -700,12 +739,25 @@ func TestDesiredSkipsBadNodes(t *testing.T) {
 	}
 }
 
+// testGuard holds the remote to 198.18.0.0/15 and fd00:18::/32, and its local cluster has
+// 198.19.252.0/24.
+func testGuard() addrguard.Remote {
+	g := addrguard.New(addrguard.Ranges{"remote": {netip.MustParsePrefix("198.18.0.0/15"), netip.MustParsePrefix("fd00:18::/32")}})
+	g.SetLocal([]netip.Prefix{netip.MustParsePrefix("198.19.252.0/24")})
+	return g.For("remote")
+}
+
+// desiredPeers is peers.Desired with testGuard.
+func desiredPeers(local string, nodes []peers.Node) ([]peers.Peer, []peers.Skip) {
+	return peers.Desired(local, nodes, testGuard())
+}
+
 // checkDesired checks that Desired makes wantPeers of nodes and skips wantSkips, each with a
 // one-line detail, and leaves nodes as they were.
 func checkDesired(t *testing.T, nodes []peers.Node, wantPeers []peers.Peer, wantSkips []peers.Skip) {
 	t.Helper()
 	before := deepCopy(nodes)
-	gotPeers, gotSkips := peers.Desired(local, nodes)
+	gotPeers, gotSkips := desiredPeers(local, nodes)
 	if diff := cmp.Diff(wantPeers, gotPeers, netOpts, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("Desired() peers mismatch (-want +got):\n%s", diff)
 	}
@@ -732,7 +784,7 @@ func TestDesiredSkipDetails(t *testing.T) {
 		node("node-x4", local, pubKey("node-a").String(), "192.0.2.4:51821", "198.18.4.0/24"),
 		good("node-x5", "192.0.2.5:51821", "198.18.1.0/25"),
 	}
-	_, skips := peers.Desired(local, nodes)
+	_, skips := desiredPeers(local, nodes)
 	want := map[string][]string{
 		"node-1":  {peers.PubKeyAnnotation(local), "not-a-key"},
 		"node-2":  {peers.EndpointAnnotation(local), "node-2.example.com:51821"},
@@ -755,10 +807,10 @@ func TestDesiredSkipDetails(t *testing.T) {
 // The peers share nothing with the input: changing one does not change the other.
 func TestDesiredDoesNotAlias(t *testing.T) {
 	nodes := []peers.Node{nodeA()}
-	got, _ := peers.Desired(local, nodes)
+	got, _ := desiredPeers(local, nodes)
 	got[0].AllowedIPs[0].IP[0] = 1
 	nodes[0].PodCIDRs[0] = "10.0.0.0/8"
-	again, _ := peers.Desired(local, []peers.Node{nodeA()})
+	again, _ := desiredPeers(local, []peers.Node{nodeA()})
 	if diff := cmp.Diff([]peers.Peer{peerA}, again, netOpts); diff != "" {
 		t.Errorf("Desired() mismatch (-want +got):\n%s", diff)
 	}
@@ -794,7 +846,7 @@ func TestRoutes(t *testing.T) {
 		})
 	}
 	// The routes of Desired's peers: every pod CIDR of every peer.
-	ps, _ := peers.Desired(local, []peers.Node{
+	ps, _ := desiredPeers(local, []peers.Node{
 		nodeA(),
 		good("node-b", "[fd00::2]:51821", "198.18.2.0/24", "fd00:18:2::/64"),
 		{Name: "node-x", PodCIDRs: []string{"198.18.9.0/24"}},
@@ -986,7 +1038,7 @@ func fleet(n int) []peers.Node {
 func TestChangesOneNodeOf500(t *testing.T) {
 	const n = 500
 	nodes := fleet(n)
-	desired, skips := peers.Desired(local, nodes)
+	desired, skips := desiredPeers(local, nodes)
 	if len(desired) != n || len(skips) != 0 {
 		t.Fatalf("Desired() = %d peers, skipped %+v; want %d peers", len(desired), skips, n)
 	}
@@ -1054,7 +1106,7 @@ func TestChangesOneNodeOf500(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			changed, _ := peers.Desired(local, tt.change(deepCopy(nodes)))
+			changed, _ := desiredPeers(local, tt.change(deepCopy(nodes)))
 			got := peers.Changes(changed, actual, keepalive, nil)
 			adds, removes := 0, 0
 			for _, g := range got {
@@ -1078,11 +1130,11 @@ func TestChangesOneNodeOf500(t *testing.T) {
 
 func BenchmarkDesiredAndChanges500(b *testing.B) {
 	nodes := fleet(500)
-	desired, _ := peers.Desired(local, nodes)
+	desired, _ := desiredPeers(local, nodes)
 	actual := actualOf(desired, keepalive)
 	b.ResetTimer()
 	for b.Loop() {
-		d, _ := peers.Desired(local, nodes)
+		d, _ := desiredPeers(local, nodes)
 		if len(peers.Changes(d, actual, keepalive, nil)) != 0 {
 			b.Fatal("changes")
 		}
@@ -1116,7 +1168,7 @@ func TestDesiredRejectsUnusableValues(t *testing.T) {
 		{node("same-cidr-twice", good.PublicKey().String(), "192.0.2.1:51821", "198.18.1.0/24", "198.18.1.0/24"), peers.ReasonBadPodCIDR},
 		{node("nested-cidrs", good.PublicKey().String(), "192.0.2.1:51821", "198.18.0.0/16", "198.18.1.0/24"), peers.ReasonBadPodCIDR},
 	} {
-		got, skipped := peers.Desired("gcp", []peers.Node{tc.node})
+		got, skipped := desiredPeers("gcp", []peers.Node{tc.node})
 		if len(got) != 0 || len(skipped) != 1 || skipped[0].Reason != tc.reason {
 			t.Errorf("%s: peers %v, skipped %+v, want skipped as %s", tc.node.Name, got, skipped, tc.reason)
 		}
@@ -1164,14 +1216,39 @@ func TestChangesLeaveRoamedEndpoints(t *testing.T) {
 func TestDesiredLetsASingleAddressSitInsideAnotherNodesRange(t *testing.T) {
 	blocks := good("node-a", "192.0.2.1:51821", "198.18.1.0/26", "198.18.1.64/26")
 	borrower := good("node-b", "192.0.2.2:51821", "198.18.1.128/26", "198.18.1.70/32")
-	got, skipped := peers.Desired(local, []peers.Node{blocks, borrower})
+	got, skipped := desiredPeers(local, []peers.Node{blocks, borrower})
 	if len(got) != 2 || len(skipped) != 0 {
 		t.Fatalf("peers %v, skipped %+v; want both nodes as peers", got, skipped)
 	}
 	overlapping := good("node-c", "192.0.2.3:51821", "198.18.1.64/27")
 	hostInHost := good("node-d", "192.0.2.4:51821", "198.18.1.70/32")
-	_, skipped = peers.Desired(local, []peers.Node{blocks, borrower, overlapping, hostInHost})
+	_, skipped = desiredPeers(local, []peers.Node{blocks, borrower, overlapping, hostInHost})
 	if len(skipped) != 2 || skipped[0].Reason != peers.ReasonOverlappingIP || skipped[1].Reason != peers.ReasonOverlappingIP {
 		t.Fatalf("skipped %+v; want node-c (a range inside a range) and node-d (the same address) as overlapping", skipped)
 	}
+}
+
+// The central property, on arbitrary pod CIDRs: no route and no AllowedIPs entry Desired makes
+// lies outside the remote's ranges, inside the local cluster's, in a special range, or is wider
+// than the minimum prefix length.
+func FuzzDesiredRoutesOnlyWhatTheGuardAdmits(f *testing.F) {
+	f.Add("198.18.1.0/24", "0.0.0.0/1")
+	f.Add("198.19.252.0/25", "fd00:18:1::/64")
+	f.Add("::ffff:127.0.0.1/128", "169.254.169.254/32")
+	guard := testGuard()
+	f.Fuzz(func(t *testing.T, a, b string) {
+		nodes := []peers.Node{good("node-1", "192.0.2.1:51821", a), good("node-2", "192.0.2.2:51821", b, a)}
+		ps, _ := desiredPeers(local, nodes)
+		var nets []net.IPNet
+		for _, p := range ps {
+			nets = append(nets, p.AllowedIPs...)
+		}
+		for _, n := range append(nets, peers.Routes(ps)...) {
+			addr, _ := netip.AddrFromSlice(n.IP)
+			bits, _ := n.Mask.Size()
+			if err := guard.Routed(netip.PrefixFrom(addr, bits)); err != nil {
+				t.Fatalf("pod CIDRs %q, %q: %s is routed: %v", a, b, n.String(), err)
+			}
+		}
+	})
 }

@@ -139,3 +139,19 @@ without remotes; use it like semaphore-common.remoteVolumes.
   readOnly: true
 {{- end }}
 {{- end -}}
+
+{{- /*
+semaphore-common.remotePodRanges: SEMAPHORE_REMOTE_POD_RANGES, every podRanges entry of
+global.remotes as remote:CIDR pairs, comma-separated, in the order of the remotes; empty when
+no remote has any.
+  the root context
+*/ -}}
+{{- define "semaphore-common.remotePodRanges" -}}
+{{- $pairs := list -}}
+{{- range $r := (include "semaphore-common.global" . | fromYaml).remotes }}
+{{- range $cidr := ($r.podRanges | default list) }}
+{{- $pairs = append $pairs (printf "%s:%s" $r.name $cidr) -}}
+{{- end }}
+{{- end }}
+{{- join "," $pairs -}}
+{{- end -}}
