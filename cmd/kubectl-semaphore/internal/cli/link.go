@@ -27,7 +27,9 @@ cluster of --to (its token, the CA, the API server address), checks from here th
 takes the token, writes the token into the Secret semaphore-remote-<from cluster> of the
 semaphore release's namespace in --to (--namespace, default semaphore; created or updated, not
 written when equal), and prints the global.remotes entry for that release's values, or puts it
-into the values file --values-out (keeping the file's other remotes and values).
+into the values file --values-out (keeping the file's other remotes and values). The entry's
+podRanges, the ranges the remote's pod addresses must lie in, hold the pod CIDRs of the Nodes of
+--from: widen them if the remote's pod range is larger.
 
 The consumer's name is --to-cluster, or else global.clusterName of the semaphore release in --to.
 Run it again after a token rotation: it updates the Secret.`,
@@ -60,6 +62,9 @@ Run it again after a token rotation: it updates the Secret.`,
 			}
 			fmt.Fprintf(o.Err, "Secret %s in context %s: %s (the token of consumer %s from semaphore-remote %s/%s in context %s)\n",
 				res.Secret, lo.ToContext, res.Action, res.Consumer, res.Remote.Namespace, res.Remote.Release, lo.FromContext)
+			for _, note := range res.Notes {
+				fmt.Fprintln(o.Err, note)
+			}
 			if valuesOut != "" {
 				changed, err := link.WriteValues(valuesOut, res.Entry)
 				if err != nil {

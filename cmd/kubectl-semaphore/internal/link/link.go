@@ -93,6 +93,8 @@ type Result struct {
 	Secret string
 	Action Action
 	Entry  Entry
+	// Notes are what the user should know about Entry, such as where its podRanges come from.
+	Notes []string
 }
 
 // Entry is one item of the semaphore umbrella's global.remotes.
@@ -100,6 +102,7 @@ type Entry struct {
 	Name        string    `json:"name"`
 	Server      string    `json:"server"`
 	CAData      string    `json:"caData,omitempty"`
+	PodRanges   []string  `json:"podRanges,omitempty"`
 	TokenSecret SecretKey `json:"tokenSecret"`
 }
 
@@ -169,7 +172,7 @@ func Link(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("context %s: writing the token to Secret %s/%s: %w", o.ToContext, o.Namespace, name, err)
 	}
-	return &Result{
+	res := &Result{
 		Remote:   remote,
 		Consumer: consumer,
 		Secret:   o.Namespace + "/" + name,
@@ -180,7 +183,19 @@ func Link(ctx context.Context, o Options) (*Result, error) {
 			CAData:      base64.StdEncoding.EncodeToString(ca),
 			TokenSecret: SecretKey{Name: name, Key: TokenKey},
 		},
-	}, nil
+	}
+	ranges, err := PodRanges(ctx, o.From)
+	switch {
+	case err != nil:
+		res.Notes = append(res.Notes, fmt.Sprintf("context %s: %v: set podRanges of %s yourself", o.FromContext, err, remote.ClusterName))
+	case len(ranges) == 0:
+		res.Notes = append(res.Notes, fmt.Sprintf("context %s: no Node has a pod CIDR: set podRanges of %s yourself (its IP pools' CIDRs)", o.FromContext, remote.ClusterName))
+	default:
+		res.Entry.PodRanges = ranges
+		res.Notes = append(res.Notes, fmt.Sprintf("podRanges %v of %s hold its Nodes' pod CIDRs (context %s): widen them if its pod range is larger, or pods of nodes added later are not routed",
+			ranges, remote.ClusterName, o.FromContext))
+	}
+	return res, nil
 }
 
 // FindRemote finds the one semaphore-remote release in namespace ("" for all) by its link

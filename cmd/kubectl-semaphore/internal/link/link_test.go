@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -187,6 +189,13 @@ func TestLink(t *testing.T) {
 		fails(t, kc, []string{"--from", "azure", "--to", "gcp"}, `no context "azure"`)
 	})
 
+	for i, cidrs := range [][]string{{"198.18.1.0/25", "fd00:18:1::/64"}, {"198.18.1.128/25", "fd00:18:1:1::/64"}} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("aws-node-%d", i+1)}, Spec: corev1.NodeSpec{PodCIDR: cidrs[0], PodCIDRs: cidrs}}
+		if _, err := aws.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	t.Run("link", func(t *testing.T) {
 		code, out, errOut := run(t, kc, args...)
 		if code != 0 {
@@ -203,12 +212,16 @@ func TestLink(t *testing.T) {
 		if err := yaml.UnmarshalStrict([]byte(out), &vals); err != nil {
 			t.Fatalf("output is no values file: %v\n%s", err, out)
 		}
-		want := link.Entry{
+		want := []link.Entry{{
 			Name: "aws", Server: aws.Config.Host, CAData: base64.StdEncoding.EncodeToString(aws.Config.CAData),
+			PodRanges:   []string{"198.18.1.0/24", "fd00:18:1::/63"},
 			TokenSecret: link.SecretKey{Name: "semaphore-remote-aws", Key: "token"},
+		}}
+		if diff := cmp.Diff(want, vals.Global.Remotes); diff != "" {
+			t.Errorf("printed global.remotes (-want +got):\n%s", diff)
 		}
-		if len(vals.Global.Remotes) != 1 || vals.Global.Remotes[0] != want {
-			t.Errorf("printed %+v, want global.remotes [%+v]", vals.Global.Remotes, want)
+		if !strings.Contains(errOut, "podRanges [198.18.1.0/24 fd00:18:1::/63] of aws hold its Nodes' pod CIDRs") {
+			t.Errorf("link does not say where podRanges come from: %s", errOut)
 		}
 		if got, _ := copied(t, gcp); got != token {
 			t.Errorf("gcp's copy holds %q, want aws's token", got)
