@@ -15,6 +15,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 )
 
 // The mesh's drift: every mirror, global service and network set of every cluster compared
@@ -235,7 +236,8 @@ func setDrift(local string, lo *clusterObjects, remote string, ro *clusterObject
 	}
 	want := map[string][]string{}
 	for src, pods := range groups {
-		if nets, _ := netset.Nets(pods); len(nets) > 0 {
+		// The lab's pods publish only their own addresses: the rules alone hold every one.
+		if nets, _, _ := netset.Nets(pods, addrguard.Remote{}); len(nets) > 0 {
 			want[netset.SetName(src)] = nets
 		}
 	}

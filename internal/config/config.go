@@ -17,6 +17,8 @@ import (
 
 	"github.com/kelseyhightower/envconfig"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 )
 
 // Validator is a configuration struct that can check itself after decoding.
@@ -157,6 +159,20 @@ func CheckClusterName(variable, name string) error {
 	}
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
 		return fmt.Errorf("%s: %q is not a valid cluster name: %s", variable, name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// RemoteRanges holds the ranges each remote's pod addresses must lie in, for the components that
+// hold remotes to them (internal/addrguard).
+type RemoteRanges struct {
+	RemotePodRanges addrguard.Ranges `envconfig:"SEMAPHORE_REMOTE_POD_RANGES" desc:"ranges each remote's pod addresses must lie in, as remote:CIDR pairs, e.g. aws:198.18.0.0/16,aws:fd00:1::/48 (a remote may be named more than once); a remote's address outside them is refused. A remote not named is held only to the rules every remote is (no special, metadata or local address; no routed range wider than /16 or /48)"`
+}
+
+// Validate checks that every remote named is one of remotes.
+func (r *RemoteRanges) Validate(remotes []string) error {
+	if err := r.RemotePodRanges.CheckRemotes(remotes); err != nil {
+		return fmt.Errorf("SEMAPHORE_REMOTE_POD_RANGES: %w", err)
 	}
 	return nil
 }

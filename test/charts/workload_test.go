@@ -332,16 +332,19 @@ func checkEnv(t *testing.T, w workload, vals, sub map[string]any) {
 		t.Errorf("%s %s: the component would not start with this environment: %v", w.Kind, w.Name, err)
 		return
 	}
-	if w.Component == "wireguard" {
-		checkPodCIDRsFrom(t, w, env, cfg.(*wgapp.Config), names, sub)
-		checkRemotePodRanges(t, w, env, cfg.(*wgapp.Config), remotesOf(t, vals))
+	switch cfg := cfg.(type) {
+	case *wgapp.Config:
+		checkPodCIDRsFrom(t, w, env, cfg, names, sub)
+		checkRemotePodRanges(t, w, env, cfg.RemoteRanges, remotesOf(t, vals))
+	case *policyapp.Config:
+		checkRemotePodRanges(t, w, env, cfg.RemoteRanges, remotesOf(t, vals))
 	}
 }
 
-// checkRemotePodRanges checks the wireguard container's SEMAPHORE_REMOTE_POD_RANGES against
+// checkRemotePodRanges checks a container's SEMAPHORE_REMOTE_POD_RANGES against
 // global.remotes[].podRanges (remote:CIDR pairs in the order of the remotes, the variable unset
 // when no remote has any), and the ranges each remote is held to once decoded.
-func checkRemotePodRanges(t *testing.T, w workload, env map[string]string, cfg *wgapp.Config, remotes []remoteValues) {
+func checkRemotePodRanges(t *testing.T, w workload, env map[string]string, cfg config.RemoteRanges, remotes []remoteValues) {
 	t.Helper()
 	var pairs []string
 	for _, r := range remotes {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/controller"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/labels"
@@ -29,6 +30,7 @@ const MetricsPrefix = "semaphore_policy"
 type Config struct {
 	config.Shared
 	config.LeaderElection
+	config.RemoteRanges
 	PodLabel          string        `envconfig:"SEMAPHORE_POLICY_LABEL" default:"policy.semaphore.uw.io/name" desc:"label of remote pods whose value names their set"`
 	CalicoAPI         string        `envconfig:"SEMAPHORE_POLICY_CALICO_API" default:"projectcalico.org/v3" desc:"API group/version of the GlobalNetworkSets: projectcalico.org/v3 (Calico API server) or crd.projectcalico.org/v1 (Calico CRDs)"`
 	Workers           int           `envconfig:"SEMAPHORE_POLICY_WORKERS" default:"4" desc:"sets reconciled in parallel"`
@@ -42,6 +44,9 @@ func (c *Config) Validate() error {
 	}
 	c.LeaderElection.Complete(Name)
 	if err := c.LeaderElection.Validate(); err != nil {
+		return err
+	}
+	if err := c.RemoteRanges.Validate(c.Remotes); err != nil {
 		return err
 	}
 	if errs := validation.IsQualifiedName(c.PodLabel); len(errs) > 0 {
@@ -84,6 +89,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		ResyncPeriod:      cfg.ResyncPeriod,
 		InventoryInterval: cfg.InventoryInterval,
 		AdoptOriginal:     cfg.AdoptOriginal,
+		Guard:             addrguard.New(cfg.RemotePodRanges),
 	}, base.Local, dyn, base.Remotes, base.Health, controller.NewMetrics(base.Factory), base.Queue, log)
 	return &App{Leading: component.NewLeading(base, ctrl, cfg.Workers), cfg: cfg}, nil
 }

@@ -34,6 +34,11 @@ func TestBadConfiguration(t *testing.T) {
 			Want: []string{"SEMAPHORE_POLICY_WORKERS"},
 		},
 		{
+			Name: "pod range of an unknown remote",
+			Env:  valid("SEMAPHORE_REMOTE_POD_RANGES=azure:198.18.0.0/16"),
+			Want: []string{"SEMAPHORE_REMOTE_POD_RANGES", `"azure"`},
+		},
+		{
 			Name: "workers not a number",
 			Env:  valid("SEMAPHORE_POLICY_WORKERS=four"),
 			Want: []string{"SEMAPHORE_POLICY_WORKERS", "four"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/test/fixture"
@@ -190,4 +191,43 @@ func TestNameClashLeavesForeignSetsAlone(t *testing.T) {
 		}
 		return setHas(api, src, "198.18.3.1/32")
 	})
+}
+
+// A remote's pods whose addresses it may not publish (a metadata address, addresses outside the
+// ranges configured for it) are kept out of its set, so no local policy comes to trust them;
+// each is logged and counted once, not again on the next sync; its honest pods are in the set.
+func TestAddressesTheRemoteMayNotPublishStayOutOfSets(t *testing.T) {
+	cfg := newConfig(t, calico.APICRD, "aws", "gcp")
+	if err := cfg.RemotePodRanges.Decode("gcp:198.18.0.0/24,gcp:fd00:18::/64"); err != nil {
+		t.Fatal(err)
+	}
+	ns := fixture.Namespace(t, "sys-log")
+	pod(t, gcp, ns, "honest", "forwarder", "198.18.0.20", "fd00:18::20")
+	pod(t, gcp, ns, "metadata", "forwarder", "169.254.169.254")
+	pod(t, gcp, ns, "elsewhere", "forwarder", "198.18.1.20")
+	pod(t, gcp, ns, "elsewhere-v6", "forwarder", "198.18.0.21", "fd00:19::21")
+	r := start(t, cfg)
+
+	src := netset.Source{Cluster: "gcp", Namespace: ns, Name: "forwarder"}
+	testenv.Eventually(t, 30*time.Second, "set of the honest addresses", func() error {
+		return setHas(calico.APICRD, src, "198.18.0.20/32", "198.18.0.21/32", "fd00:18::20/128")
+	})
+	refused := func(reason string) float64 {
+		v, _ := testenv.MetricSeries(t, r.App.Registry, "semaphore_policy_refused_addresses_total", map[string]string{"remote": "gcp", "reason": reason})
+		return v
+	}
+	testenv.Eventually(t, 10*time.Second, "refusals counted", func() error {
+		if special, outside := refused(addrguard.ReasonSpecial), refused(addrguard.ReasonOutsideRanges); special != 1 || outside != 2 {
+			return fmt.Errorf("refused: %v special, %v outside the ranges; want 1 and 2", special, outside)
+		}
+		return nil
+	})
+	// Another change to the set syncs it again: the same refusals are not counted twice.
+	pod(t, gcp, ns, "honest-2", "forwarder", "198.18.0.22")
+	testenv.Eventually(t, 30*time.Second, "the new pod in the set", func() error {
+		return setHas(calico.APICRD, src, "198.18.0.20/32", "198.18.0.21/32", "198.18.0.22/32", "fd00:18::20/128")
+	})
+	if special, outside := refused(addrguard.ReasonSpecial), refused(addrguard.ReasonOutsideRanges); special != 1 || outside != 2 {
+		t.Errorf("after another sync, refused: %v special, %v outside the ranges; want 1 and 2 still", special, outside)
+	}
 }

@@ -7,6 +7,7 @@ package controller
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
@@ -42,6 +44,9 @@ type Options struct {
 	// AdoptOriginal takes over, in place, the sets the original semaphore-policy made for our
 	// remotes (netset.MadeByOriginal); without it they are name clashes, left alone.
 	AdoptOriginal bool
+	// Guard refuses the pod addresses a remote may not put into a set; nil holds every remote
+	// to the rules alone (no special or metadata address).
+	Guard *addrguard.Guard
 }
 
 // Controller turns labelled remote pods into GlobalNetworkSets.
@@ -59,6 +64,10 @@ type Controller struct {
 type remoteCache struct {
 	*multiremote.Remote
 	pods cache.Indexer
+
+	mu sync.Mutex
+	// refused are, per set, the addresses last refused (recordRefusals), to log and count each once.
+	refused map[netset.Source]map[netset.Refused]bool
 }
 
 const bySet = "set"
@@ -101,7 +110,7 @@ func New(opts Options, local kubernetes.Interface, dyn dynamic.Interface, remote
 }
 
 func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
-	rc := &remoteCache{Remote: c.base.AddRemote(r.Name)}
+	rc := &remoteCache{Remote: c.base.AddRemote(r.Name), refused: map[netset.Source]map[netset.Refused]bool{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(r.Client, c.opts.ResyncPeriod,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = c.opts.PodLabel }))
 	podInformer := factory.Core().V1().Pods().Informer()

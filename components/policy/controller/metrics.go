@@ -14,6 +14,7 @@ type Metrics struct {
 	writes    *prometheus.CounterVec
 	clashes   *prometheus.CounterVec
 	adopted   *prometheus.CounterVec
+	refused   *prometheus.CounterVec
 	inventory []multiremote.Gauge[Inventory]
 }
 
@@ -27,6 +28,8 @@ func NewMetrics(f *metrics.Factory) *Metrics {
 			"Times a GlobalNetworkSet had a set's name but was not created by semaphore-policy; it is left alone.", "remote"),
 		adopted: f.CounterVec("adopted_total",
 			"GlobalNetworkSets the original semaphore-policy made that were taken over (SEMAPHORE_ADOPT_ORIGINAL), by remote.", "remote"),
+		refused: f.CounterVec("refused_addresses_total",
+			"Remote pod addresses kept out of the GlobalNetworkSets because the remote may not publish them (docs/security.md), each counted once when first refused, by remote and reason: special_address, outside_remote_ranges, local_address.", "remote", "reason"),
 		inventory: []multiremote.Gauge[Inventory]{
 			multiremote.NewGauge(f, "sets", "GlobalNetworkSets present in the local cluster for pods of a remote, by remote.", func(i Inventory) int { return i.Sets }),
 			multiremote.NewGauge(f, "addresses", "Addresses (nets) in the GlobalNetworkSets of a remote, by remote.", func(i Inventory) int { return i.Addresses }),

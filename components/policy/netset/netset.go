@@ -5,6 +5,7 @@ package netset
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 )
 
@@ -83,10 +85,16 @@ func Included(p *corev1.Pod) bool {
 	return p.Status.PodIP != "" || len(p.Status.PodIPs) > 0
 }
 
+// Refused is a pod address the guard kept out of its set.
+type Refused struct {
+	Pod, Addr, Reason string
+}
+
 // Nets returns the host networks (/32 for IPv4, /128 for IPv6) of the addresses of the
-// included pods, without duplicates, sorted by address (IPv4 first), and the addresses that did
-// not parse.
-func Nets(pods []*corev1.Pod) (nets []string, bad []string) {
+// included pods, without duplicates, sorted by address (IPv4 first), the addresses that did not
+// parse, and those guard refused (a remote may publish only addresses inside its ranges, never
+// the local cluster's or special ones), which local policies must not come to trust.
+func Nets(pods []*corev1.Pod, guard addrguard.Remote) (nets []string, bad []string, refused []Refused) {
 	seen := map[netip.Addr]bool{}
 	var addrs []netip.Addr
 	for _, p := range pods {
@@ -110,6 +118,11 @@ func Nets(pods []*corev1.Pod) (nets []string, bad []string) {
 				continue
 			}
 			a = a.Unmap().WithZone("")
+			var r *addrguard.Refusal
+			if errors.As(guard.Addr(a), &r) {
+				refused = append(refused, Refused{Pod: p.Namespace + "/" + p.Name, Addr: a.String(), Reason: r.Reason})
+				continue
+			}
 			if !seen[a] {
 				seen[a] = true
 				addrs = append(addrs, a)
@@ -121,5 +134,5 @@ func Nets(pods []*corev1.Pod) (nets []string, bad []string) {
 	for _, a := range addrs {
 		nets = append(nets, netip.PrefixFrom(a, a.BitLen()).String())
 	}
-	return nets, bad
+	return nets, bad, slices.CompactFunc(refused, func(a, b Refused) bool { return a == b })
 }

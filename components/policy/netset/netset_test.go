@@ -2,6 +2,7 @@ package netset_test
 
 import (
 	"maps"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 )
 
@@ -193,13 +195,42 @@ func TestIncluded(t *testing.T) {
 	}
 }
 
+// guard holds aws to the ranges of the addresses of the cases below, and the local cluster has
+// 10.0.7.0/24.
+var guard = func() *addrguard.Guard {
+	var ranges addrguard.Ranges
+	if err := ranges.Decode("aws:10.0.0.0/16,aws:192.168.0.0/16,aws:9.0.0.0/8,aws:fd00::/64"); err != nil {
+		panic(err)
+	}
+	g := addrguard.New(ranges)
+	g.SetLocal([]netip.Prefix{netip.MustParsePrefix("10.0.7.0/24")})
+	return g
+}()
+
 func TestNets(t *testing.T) {
 	tests := []struct {
-		name    string
-		pods    []*corev1.Pod
-		want    []string
-		wantBad []string
+		name        string
+		pods        []*corev1.Pod
+		want        []string
+		wantBad     []string
+		wantRefused []netset.Refused
 	}{
+		{
+			name: "addresses the remote may not publish are refused, each once",
+			pods: []*corev1.Pod{
+				pod("ok", corev1.PodRunning, "10.0.0.1"),
+				pod("metadata", corev1.PodRunning, "169.254.169.254"),
+				pod("elsewhere", corev1.PodRunning, "198.51.100.7", "fd00:99::1"),
+				pod("ours", corev1.PodRunning, "10.0.7.9"),
+			},
+			want: []string{"10.0.0.1/32"},
+			wantRefused: []netset.Refused{
+				{Pod: "ns/metadata", Addr: "169.254.169.254", Reason: addrguard.ReasonSpecial},
+				{Pod: "ns/elsewhere", Addr: "198.51.100.7", Reason: addrguard.ReasonOutsideRanges},
+				{Pod: "ns/elsewhere", Addr: "fd00:99::1", Reason: addrguard.ReasonOutsideRanges},
+				{Pod: "ns/ours", Addr: "10.0.7.9", Reason: addrguard.ReasonLocal},
+			},
+		},
 		{
 			name: "none",
 			want: []string{},
@@ -297,12 +328,15 @@ func TestNets(t *testing.T) {
 			for i, p := range tt.pods {
 				before[i] = p.DeepCopy()
 			}
-			got, bad := netset.Nets(tt.pods)
+			got, bad, refused := netset.Nets(tt.pods, guard.For("aws"))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Nets() nets mismatch (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.wantBad, bad); diff != "" {
 				t.Errorf("Nets() bad mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantRefused, refused); diff != "" {
+				t.Errorf("Nets() refused mismatch (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(before, tt.pods, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Nets() changed its input (-want +got):\n%s", diff)

@@ -34,6 +34,7 @@ const MetricsPrefix = "semaphore_wg"
 // node (a DaemonSet), so there is no leader election.
 type Config struct {
 	config.Shared
+	config.RemoteRanges
 	NodeName        string             `envconfig:"SEMAPHORE_WG_NODE_NAME" required:"true" desc:"name of the Node this instance runs on (from the downward API)"`
 	KeyDir          string             `envconfig:"SEMAPHORE_WG_KEY_DIR" default:"/var/lib/semaphore-wireguard" desc:"host directory holding one private key per device (mode 0600), kept across restarts"`
 	ListenPorts     map[string]int     `envconfig:"SEMAPHORE_WG_LISTEN_PORTS" desc:"UDP listen port of each remote's device, as remote:port pairs, e.g. aws:51821,merit:51822 (required for every remote)"`
@@ -41,7 +42,6 @@ type Config struct {
 	Mode            device.Mode        `envconfig:"SEMAPHORE_WG_MODE" default:"auto" desc:"WireGuard implementation: auto (kernel when available), kernel or userspace"`
 	Keepalive       time.Duration      `envconfig:"SEMAPHORE_WG_KEEPALIVE" default:"25s" desc:"persistent keepalive interval of every peer (0 disables)"`
 	EndpointAddress string             `envconfig:"SEMAPHORE_WG_ENDPOINT_ADDRESS" desc:"address remote nodes reach this node at (defaults to the Node's InternalIP)"`
-	RemotePodRanges addrguard.Ranges   `envconfig:"SEMAPHORE_REMOTE_POD_RANGES" desc:"ranges each remote's pod addresses must lie in, as remote:CIDR pairs, e.g. aws:198.18.0.0/16,aws:fd00:1::/48 (a remote may be named more than once); a pod CIDR outside them is not routed. A remote not named is held only to the rules every remote is (no special, metadata or local address, nothing wider than /16 or /48)"`
 	PodCIDRsFrom    controller.Sources `envconfig:"SEMAPHORE_WG_POD_CIDRS_FROM" default:"node" desc:"where each remote node's pod addresses come from: node (its spec.podCIDRs) or calico-ipam (the remote's Calico IPAM blocks affine to it and the addresses it borrowed); one value for every remote or remote:source pairs, e.g. aws:calico-ipam,merit:node"`
 }
 
@@ -75,8 +75,8 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("SEMAPHORE_WG_LISTEN_PORTS: %q is not in SEMAPHORE_REMOTES", r)
 		}
 	}
-	if err := c.RemotePodRanges.CheckRemotes(c.Remotes); err != nil {
-		return fmt.Errorf("SEMAPHORE_REMOTE_POD_RANGES: %w", err)
+	if err := c.RemoteRanges.Validate(c.Remotes); err != nil {
+		return err
 	}
 	if err := peers.CheckDeviceNames(c.Remotes); err != nil {
 		return fmt.Errorf("SEMAPHORE_REMOTES: %w", err)

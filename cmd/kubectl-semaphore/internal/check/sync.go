@@ -18,6 +18,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 )
 
@@ -130,7 +131,9 @@ func checkNetworkSets(ctx context.Context, dyn dynamic.Interface, remote kuberne
 	}
 	want := map[string][]string{}
 	for src, ps := range groups {
-		if nets, _ := netset.Nets(ps); len(nets) > 0 {
+		// Held to the rules alone: an address refused for lying outside the remote's configured
+		// ranges or inside this cluster's shows here as a set that differs.
+		if nets, _, _ := netset.Nets(ps, addrguard.Remote{}); len(nets) > 0 {
 			want[netset.SetName(src)] = nets
 		}
 	}
