@@ -338,6 +338,8 @@ func checkEnv(t *testing.T, w workload, vals, sub map[string]any) {
 		checkRemotePodRanges(t, w, env, cfg.RemoteRanges, remotesOf(t, vals))
 	case *policyapp.Config:
 		checkRemotePodRanges(t, w, env, cfg.RemoteRanges, remotesOf(t, vals))
+	case *mirrorapp.Config:
+		checkRemotePodRanges(t, w, env, cfg.RemoteRanges, remotesOf(t, vals))
 	}
 }
 

@@ -7,7 +7,6 @@ package controller
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,22 +58,21 @@ type Controller struct {
 
 	localSets cache.Indexer
 	remotes   map[string]*remoteCache
+	// refusals logs and counts each address refused for a set once.
+	refusals *addrguard.Reporter
 }
 
 type remoteCache struct {
 	*multiremote.Remote
 	pods cache.Indexer
-
-	mu sync.Mutex
-	// refused are, per set, the addresses last refused (recordRefusals), to log and count each once.
-	refused map[netset.Source]map[netset.Refused]bool
 }
 
 const bySet = "set"
 
 // New wires informers for the local sets and for each remote's labelled pods.
 func New(opts Options, local kubernetes.Interface, dyn dynamic.Interface, remotes []remote.Cluster, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) *Controller {
-	c := &Controller{opts: opts, log: log, sets: dyn.Resource(opts.Resource), metrics: m, remotes: map[string]*remoteCache{}}
+	c := &Controller{opts: opts, log: log, sets: dyn.Resource(opts.Resource), metrics: m, remotes: map[string]*remoteCache{},
+		refusals: addrguard.NewReporter(m.refused, log)}
 	c.base = multiremote.New(multiremote.Config[netset.Source]{
 		Queue:             "policy",
 		QueueMetrics:      queueMetrics,
@@ -110,7 +108,7 @@ func New(opts Options, local kubernetes.Interface, dyn dynamic.Interface, remote
 }
 
 func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
-	rc := &remoteCache{Remote: c.base.AddRemote(r.Name), refused: map[netset.Source]map[netset.Refused]bool{}}
+	rc := &remoteCache{Remote: c.base.AddRemote(r.Name)}
 	factory := informers.NewSharedInformerFactoryWithOptions(r.Client, c.opts.ResyncPeriod,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = c.opts.PodLabel }))
 	podInformer := factory.Core().V1().Pods().Informer()

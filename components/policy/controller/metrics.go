@@ -3,6 +3,7 @@ package controller
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
@@ -28,8 +29,7 @@ func NewMetrics(f *metrics.Factory) *Metrics {
 			"Times a GlobalNetworkSet had a set's name but was not created by semaphore-policy; it is left alone.", "remote"),
 		adopted: f.CounterVec("adopted_total",
 			"GlobalNetworkSets the original semaphore-policy made that were taken over (SEMAPHORE_ADOPT_ORIGINAL), by remote.", "remote"),
-		refused: f.CounterVec("refused_addresses_total",
-			"Remote pod addresses kept out of the GlobalNetworkSets because the remote may not publish them (docs/security.md), each counted once when first refused, by remote and reason: special_address, outside_remote_ranges, local_address.", "remote", "reason"),
+		refused: addrguard.RefusedMetric(f, "were kept out of the GlobalNetworkSets"),
 		inventory: []multiremote.Gauge[Inventory]{
 			multiremote.NewGauge(f, "sets", "GlobalNetworkSets present in the local cluster for pods of a remote, by remote.", func(i Inventory) int { return i.Sets }),
 			multiremote.NewGauge(f, "addresses", "Addresses (nets) in the GlobalNetworkSets of a remote, by remote.", func(i Inventory) int { return i.Addresses }),

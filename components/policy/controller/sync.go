@@ -10,6 +10,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
@@ -34,12 +35,12 @@ func (c *Controller) sync(ctx context.Context, src netset.Source) (string, error
 			return reconcile.Error, err
 		}
 		var bad []string
-		var refused []netset.Refused
+		var refused []addrguard.Refused
 		nets, bad, refused = netset.Nets(pods, c.opts.Guard.For(src.Cluster))
 		if len(bad) > 0 {
 			c.log.Warn("pod addresses that do not parse are left out", "remote", src.Cluster, "namespace", src.Namespace, "name", src.Name, "addresses", bad)
 		}
-		c.recordRefusals(rc, src, refused)
+		c.refusals.Report(src.Cluster, src.Namespace+"/"+src.Name, refused)
 	}
 
 	name := netset.SetName(src)
@@ -161,27 +162,4 @@ func (c *Controller) delete(ctx context.Context, u *unstructured.Unstructured) e
 		return c.sets.Delete(ctx, name, opts)
 	}
 	return c.base.Delete(ctx, u.GetName(), u, del, "delete")
-}
-
-// recordRefusals logs and counts each refused address of src's set once, when it is first
-// refused; one that is refused again on a later sync is neither logged nor counted again.
-func (c *Controller) recordRefusals(rc *remoteCache, src netset.Source, refused []netset.Refused) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	before := rc.refused[src]
-	now := make(map[netset.Refused]bool, len(refused))
-	for _, r := range refused {
-		now[r] = true
-		if before[r] {
-			continue
-		}
-		c.metrics.refused.WithLabelValues(src.Cluster, r.Reason).Inc()
-		c.log.Warn("remote pod address refused: it is left out of the set", "remote", src.Cluster, "namespace", src.Namespace,
-			"name", src.Name, "pod", r.Pod, "address", r.Addr, "reason", r.Reason)
-	}
-	if len(now) == 0 {
-		delete(rc.refused, src)
-		return
-	}
-	rc.refused[src] = now
 }

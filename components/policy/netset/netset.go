@@ -85,16 +85,11 @@ func Included(p *corev1.Pod) bool {
 	return p.Status.PodIP != "" || len(p.Status.PodIPs) > 0
 }
 
-// Refused is a pod address the guard kept out of its set.
-type Refused struct {
-	Pod, Addr, Reason string
-}
-
 // Nets returns the host networks (/32 for IPv4, /128 for IPv6) of the addresses of the
 // included pods, without duplicates, sorted by address (IPv4 first), the addresses that did not
 // parse, and those guard refused (a remote may publish only addresses inside its ranges, never
 // the local cluster's or special ones), which local policies must not come to trust.
-func Nets(pods []*corev1.Pod, guard addrguard.Remote) (nets []string, bad []string, refused []Refused) {
+func Nets(pods []*corev1.Pod, guard addrguard.Remote) (nets []string, bad []string, refused []addrguard.Refused) {
 	seen := map[netip.Addr]bool{}
 	var addrs []netip.Addr
 	for _, p := range pods {
@@ -120,7 +115,7 @@ func Nets(pods []*corev1.Pod, guard addrguard.Remote) (nets []string, bad []stri
 			a = a.Unmap().WithZone("")
 			var r *addrguard.Refusal
 			if errors.As(guard.Addr(a), &r) {
-				refused = append(refused, Refused{Pod: p.Namespace + "/" + p.Name, Addr: a.String(), Reason: r.Reason})
+				refused = append(refused, addrguard.Refused{Source: p.Namespace + "/" + p.Name, Addr: a.String(), Reason: r.Reason})
 				continue
 			}
 			if !seen[a] {
@@ -134,5 +129,5 @@ func Nets(pods []*corev1.Pod, guard addrguard.Remote) (nets []string, bad []stri
 	for _, a := range addrs {
 		nets = append(nets, netip.PrefixFrom(a, a.BitLen()).String())
 	}
-	return nets, bad, slices.CompactFunc(refused, func(a, b Refused) bool { return a == b })
+	return nets, bad, slices.Compact(refused)
 }

@@ -213,7 +213,7 @@ func TestNets(t *testing.T) {
 		pods        []*corev1.Pod
 		want        []string
 		wantBad     []string
-		wantRefused []netset.Refused
+		wantRefused []addrguard.Refused
 	}{
 		{
 			name: "addresses the remote may not publish are refused, each once",
@@ -224,11 +224,11 @@ func TestNets(t *testing.T) {
 				pod("ours", corev1.PodRunning, "10.0.7.9"),
 			},
 			want: []string{"10.0.0.1/32"},
-			wantRefused: []netset.Refused{
-				{Pod: "ns/metadata", Addr: "169.254.169.254", Reason: addrguard.ReasonSpecial},
-				{Pod: "ns/elsewhere", Addr: "198.51.100.7", Reason: addrguard.ReasonOutsideRanges},
-				{Pod: "ns/elsewhere", Addr: "fd00:99::1", Reason: addrguard.ReasonOutsideRanges},
-				{Pod: "ns/ours", Addr: "10.0.7.9", Reason: addrguard.ReasonLocal},
+			wantRefused: []addrguard.Refused{
+				{Source: "ns/metadata", Addr: "169.254.169.254", Reason: addrguard.ReasonSpecial},
+				{Source: "ns/elsewhere", Addr: "198.51.100.7", Reason: addrguard.ReasonOutsideRanges},
+				{Source: "ns/elsewhere", Addr: "fd00:99::1", Reason: addrguard.ReasonOutsideRanges},
+				{Source: "ns/ours", Addr: "10.0.7.9", Reason: addrguard.ReasonLocal},
 			},
 		},
 		{

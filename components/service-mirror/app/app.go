@@ -20,6 +20,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/labels"
@@ -36,6 +37,7 @@ const MetricsPrefix = "semaphore_service_mirror"
 type Config struct {
 	config.Shared
 	config.LeaderElection
+	config.RemoteRanges
 	Namespace      string          `envconfig:"SEMAPHORE_MIRROR_NAMESPACE" default:"semaphore" desc:"local namespace that holds the mirror Services and EndpointSlices"`
 	LabelSelector  string          `envconfig:"SEMAPHORE_MIRROR_LABEL_SELECTOR" default:"mirror.semaphore.uw.io/mirror-service=true" desc:"label selector of the remote Services to mirror"`
 	Workers        int             `envconfig:"SEMAPHORE_MIRROR_WORKERS" default:"8" desc:"remote Services reconciled in parallel, and as many global services"`
@@ -69,6 +71,9 @@ func (c *Config) Validate() error {
 	if err := c.WithdrawAfter.CheckRemotes(c.Remotes); err != nil {
 		return fmt.Errorf("SEMAPHORE_WITHDRAW_AFTER: %w", err)
 	}
+	if err := c.RemoteRanges.Validate(c.Remotes); err != nil {
+		return err
+	}
 	if err := c.validateGlobal(); err != nil {
 		return err
 	}
@@ -95,6 +100,9 @@ func (c *Config) validateGlobal() error {
 	return nil
 }
 
+// refusedWhat is what the service mirror does with an endpoint address a remote may not publish.
+const refusedWhat = "were left out of the mirrors and global services"
+
 // globalZone is the last label of the DNS names of global services.
 const globalZone = "global"
 
@@ -106,6 +114,7 @@ func MetricSpecs() []metrics.Spec {
 		globalcontroller.NewMetrics(f)
 		withdraw.NewMetrics(f)
 		original.NewMetrics(f)
+		addrguard.RefusedMetric(f, refusedWhat)
 	})
 }
 
@@ -131,6 +140,9 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		adopter = original.NewAdopter(base.Local, cfg.Namespace, cfg.ResyncPeriod, base.Factory, log)
 	}
 	tracker := withdraw.NewTracker(cfg.WithdrawAfter, cfg.Remotes, base.Health, withdraw.NewMetrics(base.Factory), log)
+	// One guard and one report of refusals for the mirrors and the global services.
+	guard := addrguard.New(cfg.RemotePodRanges)
+	refusals := addrguard.NewReporter(addrguard.RefusedMetric(base.Factory, refusedWhat), log)
 	ctrls := &Controllers{Adopter: adopter, Withdraw: tracker, WithdrawInterval: min(cfg.RemoteProbeInterval, time.Second), Mirrors: controller.New(controller.Options{
 		Namespace:       cfg.Namespace,
 		MirrorNamespace: mirrorNamespace,
@@ -139,6 +151,8 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		DriftInterval:   cfg.DriftInterval,
 		RemoteSlices:    remoteSlices,
 		Withdraw:        tracker,
+		Guard:           guard,
+		Refusals:        refusals,
 		Adopter:         adopter,
 	}, base.Local, base.Remotes, base.Health, controller.NewMetrics(base.Factory), base.Queue, log)}
 	if cfg.globalSelector != nil {
@@ -155,6 +169,8 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 			InventoryInterval: cfg.DriftInterval,
 			RemoteSlices:      remoteSlices,
 			Withdraw:          tracker,
+			Guard:             guard,
+			Refusals:          refusals,
 			Adopter:           adopter,
 		}, base.Local, meta, base.Remotes, base.Health, globalcontroller.NewMetrics(base.Factory), base.Queue, log.With("global", true))
 	}

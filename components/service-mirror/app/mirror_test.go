@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/test/fixture"
@@ -462,6 +463,47 @@ func TestNameClashLeavesForeignObjectsAlone(t *testing.T) {
 		}
 		if !labels.IsManagedBy(svc.Labels, labels.ServiceMirror) || len(slices) != 1 {
 			return fmt.Errorf("labels %v, %d slices", svc.Labels, len(slices))
+		}
+		return nil
+	})
+}
+
+// A remote's endpoint addresses it may not publish (a metadata address, addresses outside the
+// ranges configured for it) stay out of its mirror, so the mirror's name never leads to them;
+// an endpoint left without an address goes; each refusal is counted once. The remote's honest
+// endpoints are mirrored. (The API server itself refuses loopback and link-local endpoint
+// addresses, 169.254.169.254 among them, from a remote that runs a conforming one; Alibaba
+// Cloud's metadata address it takes.)
+func TestEndpointsTheRemoteMayNotPublishAreNotMirrored(t *testing.T) {
+	cfg := newConfig(t, "aws", "gcp")
+	if err := cfg.RemotePodRanges.Decode("aws:198.18.1.0/24"); err != nil {
+		t.Fatal(err)
+	}
+	ns := fixture.Namespace(t, "sys-log")
+	remoteService(t, aws, ns, "fluentd", nil)
+	mixed := endpoint("198.18.1.8")
+	mixed.Addresses = []string{"198.18.1.8", "198.18.9.8"} // one address of two outside the ranges
+	remoteSlice(t, aws, ns, "fluentd", "fluentd-abcde", discoveryv1.AddressTypeIPv4,
+		endpoint("198.18.1.7"), endpoint("100.100.100.200"), endpoint("10.96.0.1"), mixed)
+	r := start(t, cfg)
+
+	src := mirror.Source{Cluster: "aws", Namespace: ns, Name: "fluentd"}
+	eventually(t, 30*time.Second, "mirror with the honest endpoints only", func() error {
+		_, slices, err := mirrorOf(cfg, src)
+		if err != nil {
+			return err
+		}
+		if got := addressesOf(slices); fmt.Sprint(got) != fmt.Sprint(map[string]bool{"198.18.1.7": true, "198.18.1.8": true}) {
+			return fmt.Errorf("mirrored %v", got)
+		}
+		return nil
+	})
+	refused := func(reason string) float64 {
+		return metricValue(t, r.App.Registry, "semaphore_service_mirror_refused_addresses_total", map[string]string{"remote": "aws", "reason": reason})
+	}
+	eventually(t, 10*time.Second, "refusals counted", func() error {
+		if special, outside := refused(addrguard.ReasonSpecial), refused(addrguard.ReasonOutsideRanges); special != 1 || outside != 2 {
+			return fmt.Errorf("refused: %v special, %v outside the ranges; want 1 and 2", special, outside)
 		}
 		return nil
 	})

@@ -55,6 +55,7 @@ func (c *Controller) sync(ctx context.Context, src mirror.Source) (string, error
 		return reconcile.Error, err
 	}
 	desired := mirror.EndpointSlices(src, c.opts.Namespace, slices)
+	c.opts.Refusals.Report(src.Cluster, src.Namespace+"/"+src.Name, mirror.Admit(desired, c.opts.Guard.For(src.Cluster)))
 	if c.opts.Withdraw.Withdrawn(src.Cluster) {
 		withdraw.Endpoints(desired)
 	}

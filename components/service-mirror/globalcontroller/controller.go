@@ -29,6 +29,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
@@ -54,6 +55,10 @@ type Options struct {
 	RemoteSlices *remoteslices.Shared
 	// Withdraw says which remotes' endpoints are withdrawn (nil: none ever are).
 	Withdraw *withdraw.Tracker
+	// Guard refuses the endpoint addresses a remote may not publish (nil: the rules alone), and
+	// Refusals reports them, each once.
+	Guard    *addrguard.Guard
+	Refusals *addrguard.Reporter
 	// Adopter takes over the original tool's global Services (nil: never).
 	Adopter *original.Adopter
 }

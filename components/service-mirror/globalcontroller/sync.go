@@ -166,6 +166,9 @@ func (c *Controller) desiredSlices(k global.Key, used global.Definition, ours []
 			h = hints.For(cl.name, cl.name == c.opts.LocalCluster)
 		}
 		copies := global.EndpointSlices(k, c.opts.Namespace, cl.name, source, h)
+		if cl.name != c.opts.LocalCluster {
+			c.opts.Refusals.Report(cl.name, k.String(), mirror.Admit(copies, c.opts.Guard.For(cl.name)))
+		}
 		if c.opts.Withdraw.Withdrawn(cl.name) {
 			withdraw.Endpoints(copies)
 		}

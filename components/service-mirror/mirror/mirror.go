@@ -5,7 +5,9 @@ package mirror
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/names"
 )
@@ -257,4 +260,33 @@ func mergeLabels(actual, desired map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// Admit takes out of slices, in place, every endpoint address guard refuses (an address the
+// remote may not publish, or no IP address at all: an FQDN slice's), and every endpoint left
+// without an address; it returns what it refused, each with its source slice. The slices must
+// be the caller's own copies (EndpointSlices, CopySlice).
+func Admit(slices []*discoveryv1.EndpointSlice, guard addrguard.Remote) []addrguard.Refused {
+	var refused []addrguard.Refused
+	for _, s := range slices {
+		kept := s.Endpoints[:0]
+		for _, e := range s.Endpoints {
+			addrs := e.Addresses[:0]
+			for _, text := range e.Addresses {
+				a, _ := netip.ParseAddr(text) // the zero Addr, refused, when it is none
+				var r *addrguard.Refusal
+				if !errors.As(guard.Addr(a), &r) {
+					addrs = append(addrs, text)
+					continue
+				}
+				refused = append(refused, addrguard.Refused{Source: s.Annotations[AnnotationSourceSlice], Addr: text, Reason: r.Reason})
+			}
+			if len(addrs) > 0 {
+				e.Addresses = addrs
+				kept = append(kept, e)
+			}
+		}
+		s.Endpoints = kept
+	}
+	return refused
 }

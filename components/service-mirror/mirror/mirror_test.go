@@ -2,6 +2,7 @@ package mirror_test
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 )
 
@@ -780,5 +782,43 @@ func checkUpdate[O any, P interface {
 		if again, _ := update(desired, got); again != mirror.NoChange {
 			t.Errorf("%s(desired, result) = %v, want NoChange", fn, again)
 		}
+	}
+}
+
+// Admit keeps the addresses the guard accepts, drops an endpoint left with none (and an FQDN
+// slice's every endpoint), and reports each refusal with its source slice.
+func TestAdmitKeepsOnlyWhatTheRemoteMayPublish(t *testing.T) {
+	var ranges addrguard.Ranges
+	if err := ranges.Decode("aws:198.18.1.0/24,aws:fd00:1::/64"); err != nil {
+		t.Fatal(err)
+	}
+	ep := func(addrs ...string) discoveryv1.Endpoint { return discoveryv1.Endpoint{Addresses: addrs} }
+	slice := func(name string, t discoveryv1.AddressType, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+		return mirror.CopySlice(&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name}, AddressType: t, Endpoints: eps}, metav1.ObjectMeta{})
+	}
+	copies := []*discoveryv1.EndpointSlice{
+		slice("v4", discoveryv1.AddressTypeIPv4, ep("198.18.1.1"), ep("198.18.2.1"), ep("198.18.1.2", "100.100.100.200"), ep("127.0.0.1")),
+		slice("v6", discoveryv1.AddressTypeIPv6, ep("fd00:1::1"), ep("fd00:ec2::254")),
+		slice("names", discoveryv1.AddressTypeFQDN, ep("metadata.google.internal")),
+	}
+	refused := mirror.Admit(copies, addrguard.New(ranges).For("aws"))
+	var kept []string
+	for _, s := range copies {
+		for _, e := range s.Endpoints {
+			kept = append(kept, s.Annotations[mirror.AnnotationSourceSlice]+":"+strings.Join(e.Addresses, "+"))
+		}
+	}
+	if want := []string{"v4:198.18.1.1", "v4:198.18.1.2", "v6:fd00:1::1"}; !slices.Equal(kept, want) {
+		t.Errorf("kept %v, want %v", kept, want)
+	}
+	want := []addrguard.Refused{
+		{Source: "v4", Addr: "198.18.2.1", Reason: addrguard.ReasonOutsideRanges},
+		{Source: "v4", Addr: "100.100.100.200", Reason: addrguard.ReasonSpecial},
+		{Source: "v4", Addr: "127.0.0.1", Reason: addrguard.ReasonSpecial},
+		{Source: "v6", Addr: "fd00:ec2::254", Reason: addrguard.ReasonSpecial},
+		{Source: "names", Addr: "metadata.google.internal", Reason: addrguard.ReasonSpecial},
+	}
+	if diff := cmp.Diff(want, refused); diff != "" {
+		t.Errorf("refused (-want +got):\n%s", diff)
 	}
 }

@@ -1,0 +1,81 @@
+package addrguard
+
+import (
+	"log/slog"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kube-semaphore/semaphore/internal/metrics"
+)
+
+// Refused is one address a remote published that the guard refused: what published it (a pod,
+// an EndpointSlice), the address, and why.
+type Refused struct {
+	Source, Addr, Reason string
+}
+
+// Once remembers, per object (a set, a mirror), the refusals reported last, so that each is
+// logged and counted once: when it is first refused, not again on every sync while it stays.
+// Its methods may be called from several goroutines.
+type Once struct {
+	mu   sync.Mutex
+	last map[string]map[Refused]bool
+}
+
+// New records refused as object's refusals now and returns those that were not among them
+// before. An object with no refusals is forgotten.
+func (o *Once) New(object string, refused []Refused) []Refused {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	before := o.last[object]
+	var fresh []Refused
+	now := make(map[Refused]bool, len(refused))
+	for _, r := range refused {
+		if !before[r] && !now[r] {
+			fresh = append(fresh, r)
+		}
+		now[r] = true
+	}
+	if len(now) == 0 {
+		delete(o.last, object)
+		return nil
+	}
+	if o.last == nil {
+		o.last = map[string]map[Refused]bool{}
+	}
+	o.last[object] = now
+	return fresh
+}
+
+// Reporter logs and counts each refusal once (Once), by remote and reason.
+type Reporter struct {
+	once    Once
+	counter *prometheus.CounterVec // labels: remote, reason
+	log     *slog.Logger
+}
+
+// RefusedMetric is the counter of a Reporter, on f: refused_addresses_total{remote, reason}; what
+// says what was done with them ("were kept out of the sets").
+func RefusedMetric(f *metrics.Factory, what string) *prometheus.CounterVec {
+	return f.CounterVec("refused_addresses_total", "Addresses a remote published that "+what+", because the remote may not publish them (docs/security.md), "+
+		"each counted once, when first refused, by remote and reason: special_address, outside_remote_ranges, local_address.", "remote", "reason")
+}
+
+// NewReporter reports on counter, whose labels are remote and reason, and log.
+func NewReporter(counter *prometheus.CounterVec, log *slog.Logger) *Reporter {
+	return &Reporter{counter: counter, log: log}
+}
+
+// Report records the refusals of object (what the component writes: a set, a mirror) from
+// remote, and logs and counts those not reported before. A nil Reporter reports nothing.
+func (r *Reporter) Report(remote, object string, refused []Refused) {
+	if r == nil {
+		return
+	}
+	for _, f := range r.once.New(remote+"/"+object, refused) {
+		r.counter.WithLabelValues(remote, f.Reason).Inc()
+		r.log.Warn("address the remote may not publish is left out", "remote", remote, "object", object,
+			"source", f.Source, "address", f.Addr, "reason", f.Reason)
+	}
+}
