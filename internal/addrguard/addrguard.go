@@ -95,10 +95,8 @@ func (g *Guard) Prefix(remote string, p netip.Prefix) error {
 		return &Refusal{ReasonSpecial, "not a valid range"}
 	}
 	p = unmap(p).Masked()
-	for _, s := range special {
-		if s.Overlaps(p) {
-			return &Refusal{ReasonSpecial, fmt.Sprintf("%s overlaps %s", p, s)}
-		}
+	if err := overlapsSpecial(p); err != nil {
+		return err
 	}
 	if allowed, ok := g.ranges[remote]; ok && !within(p, allowed) {
 		return &Refusal{ReasonOutsideRanges, fmt.Sprintf("%s is not inside %s's ranges %v", p, remote, allowed)}
@@ -166,9 +164,12 @@ func (r Remote) Addr(a netip.Addr) error { return r.guard.orEmpty().Addr(r.name,
 // Routed is Guard.Routed for this remote.
 func (r Remote) Routed(p netip.Prefix) error { return r.guard.orEmpty().Routed(r.name, p) }
 
+// rulesAlone is the guard of no ranges and no local ones: a nil Guard's.
+var rulesAlone = &Guard{}
+
 func (g *Guard) orEmpty() *Guard {
 	if g == nil {
-		return &Guard{}
+		return rulesAlone
 	}
 	return g
 }
@@ -181,9 +182,14 @@ func Special(a netip.Addr) error {
 		return &Refusal{ReasonSpecial, "not a valid address"}
 	}
 	a = a.Unmap()
+	return overlapsSpecial(netip.PrefixFrom(a, a.BitLen()))
+}
+
+// overlapsSpecial returns a *Refusal when p overlaps a special range.
+func overlapsSpecial(p netip.Prefix) error {
 	for _, s := range special {
-		if s.Contains(a) {
-			return &Refusal{ReasonSpecial, fmt.Sprintf("%s is inside %s", a, s)}
+		if s.Overlaps(p) {
+			return &Refusal{ReasonSpecial, fmt.Sprintf("%s overlaps %s", p, s)}
 		}
 	}
 	return nil

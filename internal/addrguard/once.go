@@ -15,25 +15,25 @@ type Refused struct {
 	Source, Addr, Reason string
 }
 
-// Once remembers, per object (a set, a mirror), the refusals reported last, so that each is
+// once remembers, per object (a set, a mirror), the refusals reported last, so that each is
 // logged and counted once: when it is first refused, not again on every sync while it stays.
 // Its methods may be called from several goroutines.
-type Once struct {
+type once struct {
 	mu   sync.Mutex
 	last map[string]map[Refused]bool
 }
 
-// New records refused as object's refusals now and returns those that were not among them
+// fresh records refused as object's refusals now and returns those that were not among them
 // before. An object with no refusals is forgotten.
-func (o *Once) New(object string, refused []Refused) []Refused {
+func (o *once) fresh(object string, refused []Refused) []Refused {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	before := o.last[object]
-	var fresh []Refused
+	var out []Refused
 	now := make(map[Refused]bool, len(refused))
 	for _, r := range refused {
 		if !before[r] && !now[r] {
-			fresh = append(fresh, r)
+			out = append(out, r)
 		}
 		now[r] = true
 	}
@@ -45,12 +45,12 @@ func (o *Once) New(object string, refused []Refused) []Refused {
 		o.last = map[string]map[Refused]bool{}
 	}
 	o.last[object] = now
-	return fresh
+	return out
 }
 
-// Reporter logs and counts each refusal once (Once), by remote and reason.
+// Reporter logs and counts each refusal once, by remote and reason.
 type Reporter struct {
-	once    Once
+	once    once
 	counter *prometheus.CounterVec // labels: remote, reason
 	log     *slog.Logger
 }
@@ -73,7 +73,7 @@ func (r *Reporter) Report(remote, object string, refused []Refused) {
 	if r == nil {
 		return
 	}
-	for _, f := range r.once.New(remote+"/"+object, refused) {
+	for _, f := range r.once.fresh(remote+"/"+object, refused) {
 		r.counter.WithLabelValues(remote, f.Reason).Inc()
 		r.log.Warn("address the remote may not publish is left out", "remote", remote, "object", object,
 			"source", f.Source, "address", f.Addr, "reason", f.Reason)
