@@ -9,7 +9,10 @@ package addrguard
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -63,7 +66,10 @@ func (r *Refusal) Error() string { return r.Reason + ": " + r.Detail }
 // while they run.
 type Guard struct {
 	ranges Ranges
-	local  atomic.Pointer[[]netip.Prefix]
+	local  atomic.Pointer[[]netip.Prefix] // the union of localBySource, read without a lock
+
+	mu            sync.Mutex
+	localBySource map[string][]netip.Prefix
 }
 
 // New returns a guard for the given remote ranges. A remote without ranges in them is not
@@ -72,11 +78,22 @@ func New(ranges Ranges) *Guard {
 	return &Guard{ranges: ranges}
 }
 
-// SetLocal replaces the local cluster's own ranges (its nodes' pod CIDRs and addresses, its
-// Service ranges, its Calico IPAM blocks), which no remote address may fall in.
-func (g *Guard) SetLocal(local []netip.Prefix) {
-	local = append([]netip.Prefix(nil), local...)
-	g.local.Store(&local)
+// SetLocal replaces the local cluster's own ranges that source knows of (its nodes' pod CIDRs
+// and addresses, its Service ranges, its Calico IPAM blocks), which no remote address may fall
+// in. Each source (a watcher of Nodes, of ServiceCIDRs, this node's own configuration) replaces
+// only its own; the guard refuses the union of all.
+func (g *Guard) SetLocal(source string, local []netip.Prefix) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.localBySource == nil {
+		g.localBySource = map[string][]netip.Prefix{}
+	}
+	g.localBySource[source] = append([]netip.Prefix(nil), local...)
+	var union []netip.Prefix
+	for _, name := range slices.Sorted(maps.Keys(g.localBySource)) {
+		union = append(union, g.localBySource[name]...)
+	}
+	g.local.Store(&union)
 }
 
 // Addr returns nil when remote may publish the address, or the *Refusal saying why not.

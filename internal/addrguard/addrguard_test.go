@@ -36,7 +36,7 @@ func reason(t *testing.T, err error) string {
 // ranges, the remote's ranges, the local cluster's and the minimum prefix length.
 func TestGuard(t *testing.T) {
 	g := addrguard.New(mustRanges(t, "aws:198.18.0.0/16,aws:fd00:1::/48"))
-	g.SetLocal([]netip.Prefix{netip.MustParsePrefix("198.18.7.0/24"), netip.MustParsePrefix("10.96.0.0/12")})
+	g.SetLocal("test", []netip.Prefix{netip.MustParsePrefix("198.18.7.0/24"), netip.MustParsePrefix("10.96.0.0/12")})
 	for _, tc := range []struct {
 		remote, in string
 		routed     bool
@@ -130,7 +130,7 @@ func FuzzGuardAcceptsOnlyTheRemotesOwnAddresses(f *testing.F) {
 	ranges := addrguard.Ranges{"aws": {netip.MustParsePrefix("198.18.0.0/16"), netip.MustParsePrefix("fd00:1::/48")}}
 	local := []netip.Prefix{netip.MustParsePrefix("198.18.7.0/24"), netip.MustParsePrefix("fd00:1:0:7::/64")}
 	g := addrguard.New(ranges)
-	g.SetLocal(local)
+	g.SetLocal("test", local)
 	specials := []netip.Prefix{
 		netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("169.254.0.0/16"),
 		netip.MustParsePrefix("224.0.0.0/4"), netip.MustParsePrefix("::1/128"), netip.MustParsePrefix("fe80::/10"),
@@ -174,4 +174,24 @@ func FuzzGuardAcceptsOnlyTheRemotesOwnAddresses(f *testing.F) {
 			t.Fatalf("routed %s, wider than the minimum prefix length", p)
 		}
 	})
+}
+
+// Each source of local ranges replaces only its own: the Nodes' ranges going does not forget
+// the Service ranges.
+func TestLocalRangesOfEachSourceAreKeptApart(t *testing.T) {
+	g := addrguard.New(nil)
+	g.SetLocal("nodes", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")})
+	g.SetLocal("services", []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")})
+	for _, a := range []string{"10.0.0.5", "10.96.0.10"} {
+		if got := reason(t, g.Addr("aws", netip.MustParseAddr(a))); got != addrguard.ReasonLocal {
+			t.Errorf("Addr(%s) with both sources: %q, want %q", a, got, addrguard.ReasonLocal)
+		}
+	}
+	g.SetLocal("nodes", nil)
+	if got := reason(t, g.Addr("aws", netip.MustParseAddr("10.0.0.5"))); got != "" {
+		t.Errorf("Addr(10.0.0.5) after the nodes' ranges went: %q, want accepted", got)
+	}
+	if got := reason(t, g.Addr("aws", netip.MustParseAddr("10.96.0.10"))); got != addrguard.ReasonLocal {
+		t.Errorf("Addr(10.96.0.10) after the nodes' ranges went: %q, want %q", got, addrguard.ReasonLocal)
+	}
 }

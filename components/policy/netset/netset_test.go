@@ -203,7 +203,7 @@ var guard = func() *addrguard.Guard {
 		panic(err)
 	}
 	g := addrguard.New(ranges)
-	g.SetLocal([]netip.Prefix{netip.MustParsePrefix("10.0.7.0/24")})
+	g.SetLocal("test", []netip.Prefix{netip.MustParsePrefix("10.0.7.0/24")})
 	return g
 }()
 

@@ -188,7 +188,7 @@ func (c *Controller) annotateNode(ctx context.Context) error {
 		return err
 	}
 	c.localRanges = localRanges(node, addr)
-	c.opts.Guard.SetLocal(c.localRanges)
+	c.opts.Guard.SetLocal("this node", c.localRanges)
 	want := map[string]*string{}
 	for _, rc := range c.remotes {
 		key := rc.dev.Key.PublicKey().String()

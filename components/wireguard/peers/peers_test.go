@@ -743,7 +743,7 @@ func TestDesiredSkipsBadNodes(t *testing.T) {
 // 198.19.252.0/24.
 func testGuard() addrguard.Remote {
 	g := addrguard.New(addrguard.Ranges{"remote": {netip.MustParsePrefix("198.18.0.0/15"), netip.MustParsePrefix("fd00:18::/32")}})
-	g.SetLocal([]netip.Prefix{netip.MustParsePrefix("198.19.252.0/24")})
+	g.SetLocal("test", []netip.Prefix{netip.MustParsePrefix("198.19.252.0/24")})
 	return g.For("remote")
 }
 
