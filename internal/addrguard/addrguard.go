@@ -25,6 +25,9 @@ const (
 	ReasonOutsideRanges = "outside_remote_ranges"
 	// ReasonLocal: inside one of the local cluster's own ranges.
 	ReasonLocal = "local_address"
+	// ReasonOtherRemote: a remote without ranges of its own publishing inside another
+	// remote's ranges.
+	ReasonOtherRemote = "other_remote_range"
 	// ReasonTooWide: a routed range shorter than the minimum prefix length.
 	ReasonTooWide = "range_too_wide"
 )
@@ -117,6 +120,10 @@ func (g *Guard) Prefix(remote string, p netip.Prefix) error {
 	}
 	if allowed, ok := g.ranges[remote]; ok && !within(p, allowed) {
 		return &Refusal{ReasonOutsideRanges, fmt.Sprintf("%s is not inside %s's ranges %v", p, remote, allowed)}
+	} else if !ok {
+		if other, r := g.ranges.holder(p); other != "" {
+			return &Refusal{ReasonOtherRemote, fmt.Sprintf("%s overlaps %s's range %s", p, other, r)}
+		}
 	}
 	if local := g.local.Load(); local != nil {
 		for _, l := range *local {

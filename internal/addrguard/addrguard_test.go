@@ -68,6 +68,9 @@ func TestGuard(t *testing.T) {
 		{remote: "gcp", in: "0.0.0.0", want: addrguard.ReasonSpecial},
 		{remote: "gcp", in: "::", want: addrguard.ReasonSpecial},
 		{remote: "gcp", in: "fd00:2::/32", routed: true, want: addrguard.ReasonTooWide},
+		{remote: "gcp", in: "198.18.1.7", want: addrguard.ReasonOtherRemote}, // aws's, and gcp has no ranges of its own
+		{remote: "gcp", in: "198.18.1.0/24", routed: true, want: addrguard.ReasonOtherRemote},
+		{remote: "gcp", in: "fd00:1:0:5::/64", routed: true, want: addrguard.ReasonOtherRemote},
 	} {
 		var err error
 		switch p, perr := netip.ParsePrefix(tc.in); {
@@ -193,5 +196,20 @@ func TestLocalRangesOfEachSourceAreKeptApart(t *testing.T) {
 	}
 	if got := reason(t, g.Addr("aws", netip.MustParseAddr("10.96.0.10"))); got != addrguard.ReasonLocal {
 		t.Errorf("Addr(10.96.0.10) after the nodes' ranges went: %q, want %q", got, addrguard.ReasonLocal)
+	}
+}
+
+// Two remotes' ranges may not overlap: an address in both could be claimed by either.
+func TestRangesOfTwoRemotesMustNotOverlap(t *testing.T) {
+	for value, wantErr := range map[string]bool{
+		"aws:198.18.0.0/16,gcp:198.19.0.0/16":                    false,
+		"aws:198.18.0.0/16,aws:198.18.1.0/24":                    false, // one remote's ranges may overlap
+		"aws:198.18.0.0/16,gcp:198.18.7.0/24":                    true,
+		"aws:fd00:1::/48,gcp:fd00::/16":                          true,
+		"aws:198.18.0.0/16,gcp:198.19.0.0/16,onprem:198.0.0.0/8": true,
+	} {
+		if err := mustRanges(t, value).CheckApart(); (err != nil) != wantErr {
+			t.Errorf("CheckApart(%s) = %v, want an error: %v", value, err, wantErr)
+		}
 	}
 }

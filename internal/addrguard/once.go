@@ -2,6 +2,7 @@ package addrguard
 
 import (
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,10 +57,12 @@ type Reporter struct {
 }
 
 // RefusedMetric is the counter of a Reporter, on f: refused_addresses_total{remote, reason}; what
-// says what was done with them ("were kept out of the sets").
-func RefusedMetric(f *metrics.Factory, what string) *prometheus.CounterVec {
+// says what was done with them ("were kept out of the sets"); more are the reasons of the
+// component's own besides the guard's.
+func RefusedMetric(f *metrics.Factory, what string, more ...string) *prometheus.CounterVec {
+	reasons := strings.Join(append([]string{ReasonSpecial, ReasonOutsideRanges, ReasonLocal, ReasonOtherRemote}, more...), ", ")
 	return f.CounterVec("refused_addresses_total", "Addresses a remote published that "+what+", because the remote may not publish them (docs/security.md), "+
-		"each counted once, when first refused, by remote and reason: special_address, outside_remote_ranges, local_address.", "remote", "reason")
+		"each counted once, when first refused, by remote and reason: "+reasons+".", "remote", "reason")
 }
 
 // NewReporter reports on counter, whose labels are remote and reason, and log.

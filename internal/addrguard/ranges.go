@@ -55,6 +55,38 @@ func (r Ranges) CheckRemotes(remotes []string) error {
 	return nil
 }
 
+// CheckApart refuses ranges of two remotes that overlap: an address in both would belong to
+// either, and each could capture the other's traffic. Ranges of one remote may overlap.
+func (r Ranges) CheckApart() error {
+	names := slices.Sorted(maps.Keys(r))
+	for i, a := range names {
+		for _, b := range names[i+1:] {
+			for _, pa := range r[a] {
+				for _, pb := range r[b] {
+					if pa.Overlaps(pb) {
+						return fmt.Errorf("%s:%s and %s:%s overlap; each remote's ranges must be its own", a, pa, b, pb)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// holder is the first remote (in name order) one of whose ranges overlaps p, and that range;
+// "" when none does. Configured ranges of different remotes never overlap (CheckApart), so
+// the order decides nothing in a valid configuration.
+func (r Ranges) holder(p netip.Prefix) (string, netip.Prefix) {
+	for _, name := range slices.Sorted(maps.Keys(r)) {
+		for _, q := range r[name] {
+			if q.Overlaps(p) {
+				return name, q
+			}
+		}
+	}
+	return "", netip.Prefix{}
+}
+
 // String is the ranges as Decode reads them.
 func (r Ranges) String() string {
 	var parts []string

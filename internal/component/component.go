@@ -14,23 +14,29 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/admin"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/leader"
+	"github.com/kube-semaphore/semaphore/internal/localranges"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 )
 
 // Instruments are the metrics every component has: build_info, API client requests, remote
-// health and its work queue. Component-specific metrics are created on Factory.
+// health, its work queue and the local ranges its guard refuses. Component-specific metrics are
+// created on Factory.
 type Instruments struct {
-	Factory *metrics.Factory
-	Health  *remote.Health
-	Queue   workqueue.MetricsProvider
+	Factory     *metrics.Factory
+	Health      *remote.Health
+	Queue       workqueue.MetricsProvider
+	LocalRanges *prometheus.GaugeVec
 }
 
 // NewInstruments creates the shared metrics of a component on reg.
@@ -39,9 +45,10 @@ func NewInstruments(reg prometheus.Registerer, metricsPrefix string, probeInterv
 	metrics.BuildInfo(f)
 	metrics.ClientGo(f)
 	return Instruments{
-		Factory: f,
-		Health:  remote.NewHealth(f, probeInterval, log),
-		Queue:   metrics.WorkqueueProvider(f),
+		Factory:     f,
+		Health:      remote.NewHealth(f, probeInterval, log),
+		Queue:       metrics.WorkqueueProvider(f),
+		LocalRanges: localranges.NewMetric(f),
 	}
 }
 
@@ -54,10 +61,11 @@ type Base struct {
 	Local       kubernetes.Interface
 	Remotes     []remote.Cluster
 
-	election config.LeaderElection
-	admin    *admin.Server
-	listener net.Listener
-	leading  atomic.Bool
+	election    config.LeaderElection
+	admin       *admin.Server
+	listener    net.Listener
+	leading     atomic.Bool
+	localRanges *localranges.Watcher
 }
 
 // New builds everything that can fail on bad configuration, so the process fails at start:
@@ -100,6 +108,19 @@ func New(name, metricsPrefix string, shared config.Shared, election config.Leade
 	return b, nil
 }
 
+// GuardLocalRanges makes guard refuse the local cluster's own ranges (its Nodes' pod CIDRs and
+// addresses, its Service ranges, its Calico IPAM blocks), kept up to date while the component
+// runs. The controller starts only once every source has been read: before that the guard
+// would let through a remote address that is local.
+func (b *Base) GuardLocalRanges(guard *addrguard.Guard, resync time.Duration) error {
+	dyn, err := dynamic.NewForConfig(b.LocalConfig)
+	if err != nil {
+		return fmt.Errorf("SEMAPHORE_LOCAL_KUBECONFIG: %w", err)
+	}
+	b.localRanges, err = localranges.New(b.Local, dyn, guard, b.LocalRanges, resync, b.Log)
+	return err
+}
+
 // AdminAddr is the address the admin server listens on.
 func (b *Base) AdminAddr() string { return b.listener.Addr().String() }
 
@@ -130,6 +151,16 @@ func (b *Base) RunController(ctx context.Context, ctrl Controller, workers int) 
 func (b *Base) Run(ctx context.Context, run func(context.Context), localSynced func() bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if w := b.localRanges; w != nil {
+		go w.Run(ctx)
+		b.admin.AddReadyCheck("local-ranges", func() error {
+			if !w.Synced() {
+				return errors.New("the local cluster's ranges (Nodes, ServiceCIDRs, Calico IPAM blocks) not read yet")
+			}
+			return nil
+		})
+		run = afterSync(w.Synced, run)
+	}
 	b.admin.AddReadyCheck("controller", func() error {
 		// A standby replica is ready: it is waiting for the lease, as it should.
 		if b.leading.Load() && !localSynced() {
@@ -150,6 +181,15 @@ func (b *Base) Run(ctx context.Context, run func(context.Context), localSynced f
 		err = serr
 	}
 	return err
+}
+
+// afterSync is run that starts once synced reports true (or never, when ctx ends first).
+func afterSync(synced cache.InformerSynced, run func(context.Context)) func(context.Context) {
+	return func(ctx context.Context) {
+		if cache.WaitForCacheSync(ctx.Done(), synced) {
+			run(ctx)
+		}
+	}
 }
 
 // Leading is a component whose one controller runs, with its workers, while the replica

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -130,6 +131,9 @@ func (s *Shared) Validate() error {
 		}
 		seen[r] = true
 	}
+	if err := CheckNamesApart(s.Remotes); err != nil {
+		return fmt.Errorf("SEMAPHORE_REMOTES: %w", err)
+	}
 	if s.RemotesDir == "" && len(s.Remotes) > 0 {
 		return errors.New("SEMAPHORE_REMOTES_DIR: must not be empty")
 	}
@@ -163,6 +167,28 @@ func CheckClusterName(variable, name string) error {
 	return nil
 }
 
+// GlobalPrefix is what the names of global services' Services start with ("gl-"); a remote's
+// mirrors' names start with the remote's name and a dash in the same way.
+const GlobalPrefix = "gl"
+
+// CheckNamesApart refuses remote names of which one is another's dash-prefix ("aws" and
+// "aws-prod"), or is or starts with the global services' prefix ("gl", "gl-x"): the objects
+// made for them are named <remote>-<namespace>-..., so aws's Service y in namespace prod-x and
+// aws-prod's y in x would take the same name, and a remote "gl" the global services' names.
+func CheckNamesApart(remotes []string) error {
+	for _, a := range append([]string{GlobalPrefix}, remotes...) {
+		for _, b := range remotes {
+			if strings.HasPrefix(b, a+"-") {
+				return fmt.Errorf("%q and %q: %q is a prefix of %q up to a dash, so the names of the objects made for them can collide; rename one remote", a, b, a, b)
+			}
+		}
+	}
+	if slices.Contains(remotes, GlobalPrefix) {
+		return fmt.Errorf("%q is the prefix of the global services' names; rename that remote", GlobalPrefix)
+	}
+	return nil
+}
+
 // RemoteRanges holds the ranges each remote's pod addresses must lie in, for the components that
 // hold remotes to them (internal/addrguard).
 type RemoteRanges struct {
@@ -172,6 +198,9 @@ type RemoteRanges struct {
 // Validate checks that every remote named is one of remotes.
 func (r *RemoteRanges) Validate(remotes []string) error {
 	if err := r.RemotePodRanges.CheckRemotes(remotes); err != nil {
+		return fmt.Errorf("SEMAPHORE_REMOTE_POD_RANGES: %w", err)
+	}
+	if err := r.RemotePodRanges.CheckApart(); err != nil {
 		return fmt.Errorf("SEMAPHORE_REMOTE_POD_RANGES: %w", err)
 	}
 	return nil

@@ -189,6 +189,9 @@ func TestLoadErrors(t *testing.T) {
 		{"empty remote", map[string]string{"SEMAPHORE_REMOTES": "aws,"}, "SEMAPHORE_REMOTES", "empty"},
 		{"remote is the local cluster", map[string]string{"SEMAPHORE_REMOTES": "aws,gcp"}, "SEMAPHORE_REMOTES", "local cluster"},
 		{"duplicate remote", map[string]string{"SEMAPHORE_REMOTES": "aws,merit,aws"}, "SEMAPHORE_REMOTES", "twice"},
+		{"remote a dash-prefix of another", map[string]string{"SEMAPHORE_REMOTES": "aws,aws-prod"}, "SEMAPHORE_REMOTES", `"aws" and "aws-prod"`},
+		{"remote named as the global prefix", map[string]string{"SEMAPHORE_REMOTES": "aws,gl"}, "SEMAPHORE_REMOTES", `"gl"`},
+		{"remote starting with the global prefix", map[string]string{"SEMAPHORE_REMOTES": "gl-eu"}, "SEMAPHORE_REMOTES", `"gl" and "gl-eu"`},
 		{"empty remotes dir", map[string]string{"SEMAPHORE_REMOTES_DIR": ""}, "SEMAPHORE_REMOTES_DIR", "empty"},
 		{"empty admin address", map[string]string{"SEMAPHORE_ADMIN_ADDR": ""}, "SEMAPHORE_ADMIN_ADDR", "empty"},
 		{"bad log level", map[string]string{"SEMAPHORE_LOG_LEVEL": "loud"}, "SEMAPHORE_LOG_LEVEL", `"loud"`},
@@ -373,5 +376,17 @@ func TestCheckClusterName(t *testing.T) {
 				t.Errorf("CheckClusterName(%q) = %q, want it to start with the variable", tt.name, err)
 			}
 		})
+	}
+}
+
+// Two remotes' pod ranges that overlap are refused at start, naming the variable.
+func TestRemoteRangesOfTwoRemotesOverlapping(t *testing.T) {
+	var r config.RemoteRanges
+	if err := r.RemotePodRanges.Decode("aws:198.18.0.0/16,gcp:198.18.4.0/24"); err != nil {
+		t.Fatal(err)
+	}
+	err := r.Validate([]string{"aws", "gcp"})
+	if err == nil || !strings.HasPrefix(err.Error(), "SEMAPHORE_REMOTE_POD_RANGES: ") || !strings.Contains(err.Error(), "overlap") {
+		t.Errorf("Validate() = %v, want an overlap error naming SEMAPHORE_REMOTE_POD_RANGES", err)
 	}
 }

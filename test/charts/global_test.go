@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 )
@@ -48,10 +49,15 @@ func checkGlobalServices(t *testing.T, m *manifest, w workload, sub map[string]a
 		t.Errorf("NOTES.txt with globalServices.enabled=%v:\n%s", on, notes)
 	}
 
+	// The read of the local ranges (checkRBACSanity) is there whether global services are on
+	// or not.
+	globalOnes := func(u *unstructured.Unstructured) bool {
+		return u.GetLabels()["app.kubernetes.io/component"] == w.Component && !isLocalRangesRBAC(u)
+	}
 	mine := func(kind string) []*rbacv1.ClusterRoleBinding {
 		var out []*rbacv1.ClusterRoleBinding
 		for _, u := range m.Of(kind) {
-			if u.GetLabels()["app.kubernetes.io/component"] == w.Component {
+			if globalOnes(u) {
 				out = append(out, typed[rbacv1.ClusterRoleBinding](t, u))
 			}
 		}
@@ -59,7 +65,7 @@ func checkGlobalServices(t *testing.T, m *manifest, w workload, sub map[string]a
 	}
 	var roles []*rbacv1.ClusterRole
 	for _, u := range m.Of("ClusterRole") {
-		if u.GetLabels()["app.kubernetes.io/component"] == w.Component {
+		if globalOnes(u) {
 			roles = append(roles, typed[rbacv1.ClusterRole](t, u))
 		}
 	}
@@ -150,7 +156,7 @@ func TestGlobalServicesValues(t *testing.T) {
 			}
 			var roles []string
 			for _, u := range m.Of("ClusterRole") {
-				if u.GetLabels()["app.kubernetes.io/component"] == "service-mirror" {
+				if u.GetLabels()["app.kubernetes.io/component"] == "service-mirror" && !isLocalRangesRBAC(u) {
 					roles = append(roles, u.GetName())
 				}
 			}

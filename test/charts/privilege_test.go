@@ -110,6 +110,7 @@ global:
     - name: aws
       server: %s
       caData: %s
+      allowAnyPodAddress: true # the test's pods have the addresses its nodes give them
       tokenSecret:
         name: %s
         key: token
@@ -299,8 +300,9 @@ wireguard:
 		}
 	})
 
-	// Global services off, through `helm upgrade`: the selector is empty, the ClusterRole is
-	// gone, and with it every read outside the mirror namespace.
+	// Global services off, through `helm upgrade`: the selector is empty, the global services'
+	// ClusterRole is gone, and with it every read outside the mirror namespace but the local
+	// ranges'.
 	t.Run("service-mirror without global services after an upgrade", func(t *testing.T) {
 		up := upgrade(t, gcp, umbrellaChart, localRelease, localNamespace, valuesOf(t, nil, localValues, "serviceMirror: {globalServices: {enabled: false}}"))
 		w, err := up.Workload("service-mirror")
@@ -313,7 +315,8 @@ wireguard:
 		}
 		for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
 			for _, u := range up.Of(kind) {
-				if u.GetLabels()["app.kubernetes.io/component"] == "service-mirror" {
+				// Only the read of the local ranges (Nodes, ServiceCIDRs, IPAM blocks) stays.
+				if u.GetLabels()["app.kubernetes.io/component"] == "service-mirror" && !strings.HasSuffix(u.GetName(), "-local-ranges") {
 					t.Errorf("%s %s is still rendered", kind, u.GetName())
 				}
 			}
@@ -377,7 +380,7 @@ func simulatePod(t *testing.T, c *testenv.Cluster, m *manifest, w workload) *sim
 		}
 	}
 	p := &simulatedPod{Workload: w, RemotesDir: dir, ServiceAccount: w.Pod.Spec.ServiceAccountName}
-	p.Kubeconfig = impersonating(t, c, serviceAccountUser(localNamespace, p.ServiceAccount))
+	p.Kubeconfig = impersonatingPod(t, c, serviceAccountUser(localNamespace, p.ServiceAccount), localNode)
 	env := podEnv(t, w, ctr, localNamespace, w.Name+"-7d4b9c-x2x9z", localNode)
 	if env["SEMAPHORE_REMOTES_DIR"] != remotesDir {
 		t.Fatalf("%s %s: SEMAPHORE_REMOTES_DIR=%q, not where the remotes are mounted", w.Kind, w.Name, env["SEMAPHORE_REMOTES_DIR"])
@@ -743,7 +746,12 @@ var sweepResources = []resourceRef{
 	{"coordination.k8s.io", "leases"}, {"apps", "deployments"}, {"apps", "daemonsets"},
 	{"rbac.authorization.k8s.io", "roles"}, {"rbac.authorization.k8s.io", "clusterrolebindings"},
 	{"crd.projectcalico.org", "globalnetworksets"}, {"projectcalico.org", "globalnetworksets"},
+	{"networking.k8s.io", "servicecidrs"}, {"crd.projectcalico.org", "ipamblocks"},
 }
+
+// localRangeSources are what every component reads the local cluster's own ranges from, which
+// no remote address may fall in: list and watch only.
+var localRangeSources = []resourceRef{{"", "nodes"}, {"networking.k8s.io", "servicecidrs"}, {"crd.projectcalico.org", "ipamblocks"}}
 
 var allVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
 
@@ -751,6 +759,9 @@ var allVerbs = []string{"get", "list", "watch", "create", "update", "patch", "de
 // namespaces or cluster-scoped): exactly what the controller needs.
 func localAllowed(comp string, p *simulatedPod, ns, verb string, r resourceRef) bool {
 	in := func(verbs ...string) bool { return slices.Contains(verbs, verb) }
+	if slices.Contains(localRangeSources, r) && in("list", "watch") {
+		return true
+	}
 	switch comp {
 	case "service-mirror":
 		cfg := p.Config.(*mirrorapp.Config)
@@ -762,8 +773,6 @@ func localAllowed(comp string, p *simulatedPod, ns, verb string, r resourceRef) 
 			return in("get", "list", "watch", "create", "update", "delete")
 		case globalOn && (r == resourceRef{"", "services"} || r == resourceRef{"discovery.k8s.io", "endpointslices"}):
 			return in("get", "list", "watch") // the local cluster's own global Services, in any namespace
-		case globalOn && r == resourceRef{"", "nodes"}:
-			return in("list", "watch") // their zones, for local-first routing
 		case ns == cfg.Namespace && r == resourceRef{"", "events"}:
 			return in("create", "patch")
 		case ns == cfg.LeaderElection.Namespace && r == resourceRef{"coordination.k8s.io", "leases"}:

@@ -8,7 +8,8 @@ parameters above its definition. Index:
                   remoteVolumeMounts
   _env.tpl        env (shared variables), leaderElectionEnv, extraEnv
   _pod.tpl        adminPort, podSecurityContext, containerSecurityContext, adminContainerPort, probes
-  _workload.tpl   podDisruptionBudget, leaderElectionRBAC, affinity, podScheduling
+  _workload.tpl   podDisruptionBudget, networkPolicy, leaderElectionRBAC, localRangesRBAC, affinity,
+                  podScheduling
   _monitoring.tpl monitoring (= metricsService + serviceMonitor + podMonitor + prometheusRule +
                   dashboards)
 A component's templates look like service-mirror's (charts/service-mirror/templates).
@@ -110,7 +111,7 @@ adoptOriginal: {{ eq (toString $g.adoptOriginal) "true" }}
 {{- /*
 semaphore-common.validate: fails rendering, with a message naming the value, on what the schema
 cannot express: a missing or invalid global.clusterName, remote names listed twice or equal to
-the cluster name. Renders nothing. Call it once from any template of the component.
+the cluster name, a remote without podRanges that does not opt out (allowAnyPodAddress). Renders nothing. Call it once from any template of the component.
   $ (the including chart's root context)
 */ -}}
 {{- define "semaphore-common.validate" -}}
@@ -134,6 +135,9 @@ the cluster name. Renders nothing. Call it once from any template of the compone
 {{- end -}}
 {{- if not (or $r.tokenSecret $r.kubeconfigSecret) -}}
 {{- fail (printf "global.remotes[%s]: set tokenSecret (a token from semaphore-remote) or kubeconfigSecret" $r.name) -}}
+{{- end -}}
+{{- if and (not $r.podRanges) (ne (toString $r.allowAnyPodAddress) "true") -}}
+{{- fail (printf "global.remotes[%s]: podRanges is required: the CIDRs the remote's pod addresses lie in (kubectl semaphore link proposes them); or set allowAnyPodAddress: true to hold its addresses only to the rules every remote is held to (docs/security.md)" $r.name) -}}
 {{- end -}}
 {{- $_ := set $seen (toString $r.name) true -}}
 {{- end -}}

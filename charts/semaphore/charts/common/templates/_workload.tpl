@@ -34,6 +34,41 @@ spec:
 {{- end -}}
 
 {{- /*
+semaphore-common.networkPolicy: a networking.k8s.io/v1 NetworkPolicy (YAML document starting
+with "---") when .Values.networkPolicy.enabled (default false) that admits to the component's
+pods nothing but the admin port (metrics, probes), from .Values.networkPolicy.adminFrom (a list
+of NetworkPolicyPeers; default: every pod of the cluster). The controllers serve nothing else;
+they only make connections (to the API servers), which an Ingress policy does not restrict.
+Traffic from the pod's own node (the kubelet's probes) is always allowed by NetworkPolicy
+implementations.
+  dict "ctx" $ "component" "service-mirror"
+*/ -}}
+{{- define "semaphore-common.networkPolicy" -}}
+{{- $np := .ctx.Values.networkPolicy | default dict -}}
+{{- if eq (toString $np.enabled) "true" }}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: {{ include "semaphore-common.fullname" . }}
+  namespace: {{ .ctx.Release.Namespace }}
+  labels:
+    {{- include "semaphore-common.labels" . | nindent 4 }}
+spec:
+  podSelector:
+    matchLabels:
+      {{- include "semaphore-common.selectorLabels" . | nindent 6 }}
+  policyTypes: [Ingress]
+  ingress:
+    - ports:
+        - port: admin
+          protocol: TCP
+      from:
+        {{- toYaml ($np.adminFrom | default (list (dict "namespaceSelector" dict))) | nindent 8 }}
+{{- end }}
+{{- end -}}
+
+{{- /*
 semaphore-common.leaderElectionRBAC: a Role + RoleBinding "<fullname>-leader-election" in the
 release namespace (YAML documents starting with "---") that let the ServiceAccount run leader
 election on its own Lease only: create (which RBAC cannot limit by name) and get/update of the
@@ -74,6 +109,52 @@ roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: Role
   name: {{ include "semaphore-common.fullname" . }}-leader-election
+subjects:
+  - kind: ServiceAccount
+    name: {{ include "semaphore-common.serviceAccountName" . }}
+    namespace: {{ .ctx.Release.Namespace }}
+{{- end }}
+{{- end -}}
+
+{{- /*
+semaphore-common.localRangesRBAC: a ClusterRole + ClusterRoleBinding "<fullname>-local-ranges"
+that let the ServiceAccount read what the local cluster's own ranges are read from, which no
+remote address may fall in (docs/security.md): Nodes (their pod CIDRs and addresses),
+ServiceCIDRs (the Service ranges) and Calico's IPAM blocks. Read only; list and watch, no get.
+Renders nothing unless .Values.rbac.create (default true).
+  dict "ctx" $ "component" "policy"
+*/ -}}
+{{- define "semaphore-common.localRangesRBAC" -}}
+{{- $rbac := .ctx.Values.rbac | default dict -}}
+{{- if ne (toString $rbac.create) "false" }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{ include "semaphore-common.fullname" . }}-local-ranges
+  labels:
+    {{- include "semaphore-common.labels" . | nindent 4 }}
+rules:
+  - apiGroups: [""]
+    resources: ["nodes"]
+    verbs: ["list", "watch"]
+  - apiGroups: ["networking.k8s.io"]
+    resources: ["servicecidrs"]
+    verbs: ["list", "watch"]
+  - apiGroups: ["crd.projectcalico.org"]
+    resources: ["ipamblocks"]
+    verbs: ["list", "watch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ include "semaphore-common.fullname" . }}-local-ranges
+  labels:
+    {{- include "semaphore-common.labels" . | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ include "semaphore-common.fullname" . }}-local-ranges
 subjects:
   - kind: ServiceAccount
     name: {{ include "semaphore-common.serviceAccountName" . }}
