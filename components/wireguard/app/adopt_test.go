@@ -38,7 +38,7 @@ func TestReplacesTheOriginalsDevices(t *testing.T) {
 	ctx := context.Background()
 	peerstest.CreateNode(t, gcp.Client, "gcp-node-1", "192.0.2.21", nil)
 	remoteKey := devicetest.Key(t)
-	peerstest.CreateNode(t, aws.Client, "aws-node-1", "", peerstest.Annotations("gcp", remoteKey.PublicKey(), "192.0.2.11:51821"), "198.18.11.0/24")
+	peerstest.CreateNode(t, aws.Client, "aws-node-1", "192.0.2.11", peerstest.Annotations("gcp", remoteKey.PublicKey(), "192.0.2.11:51821"), "198.18.11.0/24")
 
 	keyDir, remotesDir := t.TempDir(), t.TempDir()
 	testenv.WriteRemoteKubeconfig(t, remotesDir, "aws", aws.DirectKubeconfig)

@@ -43,6 +43,8 @@ type Config struct {
 	Keepalive       time.Duration      `envconfig:"SEMAPHORE_WG_KEEPALIVE" default:"25s" desc:"persistent keepalive interval of every peer (0 disables)"`
 	EndpointAddress string             `envconfig:"SEMAPHORE_WG_ENDPOINT_ADDRESS" desc:"address remote nodes reach this node at (defaults to the Node's InternalIP)"`
 	PodCIDRsFrom    controller.Sources `envconfig:"SEMAPHORE_WG_POD_CIDRS_FROM" default:"node" desc:"where each remote node's pod addresses come from: node (its spec.podCIDRs) or calico-ipam (the remote's Calico IPAM blocks affine to it and the addresses it borrowed); one value for every remote or remote:source pairs, e.g. aws:calico-ipam,merit:node"`
+	EndpointRanges  addrguard.Ranges   `envconfig:"SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES" desc:"ranges a remote node's WireGuard endpoint may lie in without being one of the Node's own addresses (InternalIP, ExternalIP), as remote:CIDR pairs, e.g. aws:203.0.113.0/24,aws:2001:db8::/64: for remotes whose nodes sit behind a NAT and publish its public address. Outside them a remote node whose endpoint is not one of its addresses is not a peer"`
+	MaxPeers        int                `envconfig:"SEMAPHORE_WG_MAX_PEERS_PER_REMOTE" default:"5000" desc:"most peers of one remote's device (at least 1): of a remote with more nodes that could be peers, the first by name are, and the rest are skipped and counted as peer_limit"`
 }
 
 // Validate checks the configuration; each error names its variable.
@@ -80,6 +82,12 @@ func (c *Config) Validate() error {
 	}
 	if err := peers.CheckDeviceNames(c.Remotes); err != nil {
 		return fmt.Errorf("SEMAPHORE_REMOTES: %w", err)
+	}
+	if err := c.EndpointRanges.CheckRemotes(c.Remotes); err != nil {
+		return fmt.Errorf("SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES: %w", err)
+	}
+	if c.MaxPeers < 1 {
+		return fmt.Errorf("SEMAPHORE_WG_MAX_PEERS_PER_REMOTE: %d is not at least 1", c.MaxPeers)
 	}
 	for r := range c.PodCIDRsFrom.ByRemote {
 		if !slices.Contains(c.Remotes, r) {
@@ -190,15 +198,21 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	guard := addrguard.New(cfg.RemotePodRanges)
+	if err := base.GuardLocalRanges(guard, cfg.ResyncPeriod); err != nil {
+		return nil, err
+	}
 	a.ctrl, err = controller.New(controller.Options{
-		LocalCluster:    cfg.LocalCluster,
-		NodeName:        cfg.NodeName,
-		EndpointAddress: cfg.EndpointAddress,
-		MTU:             cfg.MTU,
-		Keepalive:       cfg.Keepalive,
-		ResyncPeriod:    cfg.ResyncPeriod,
-		PodCIDRsFrom:    cfg.PodCIDRsFrom,
-		Guard:           addrguard.New(cfg.RemotePodRanges),
+		LocalCluster:      cfg.LocalCluster,
+		NodeName:          cfg.NodeName,
+		EndpointAddress:   cfg.EndpointAddress,
+		MTU:               cfg.MTU,
+		Keepalive:         cfg.Keepalive,
+		ResyncPeriod:      cfg.ResyncPeriod,
+		PodCIDRsFrom:      cfg.PodCIDRsFrom,
+		Guard:             guard,
+		EndpointRanges:    cfg.EndpointRanges,
+		MaxPeersPerRemote: cfg.MaxPeers,
 	}, base.Local, base.Remotes, devs, mgr, base.Health, controller.NewMetrics(base.Factory, base.Registry), base.Queue, log)
 	if err != nil {
 		return nil, err

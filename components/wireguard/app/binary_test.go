@@ -40,6 +40,13 @@ func TestBadConfiguration(t *testing.T) {
 		{Name: "pod range without a remote", Env: valid("SEMAPHORE_REMOTE_POD_RANGES=198.18.0.0/16"), Want: []string{"SEMAPHORE_REMOTE_POD_RANGES", "remote:CIDR"}},
 		{Name: "pod range of an unknown remote", Env: valid("SEMAPHORE_REMOTE_POD_RANGES=aws:198.18.0.0/16,azure:198.19.0.0/16"), Want: []string{"SEMAPHORE_REMOTE_POD_RANGES", `"azure"`}},
 		{Name: "pod range inside loopback", Env: valid("SEMAPHORE_REMOTE_POD_RANGES=aws:127.0.0.0/16"), Want: []string{"SEMAPHORE_REMOTE_POD_RANGES", "127.0.0.0/8"}},
+		{Name: "endpoint range not a CIDR", Env: valid("SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES=aws:203.0.113.7"), Want: []string{"SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES", "203.0.113.7"}},
+		{Name: "endpoint range without a remote", Env: valid("SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES=203.0.113.0/24"), Want: []string{"SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES", "remote:CIDR"}},
+		{Name: "endpoint range of an unknown remote", Env: valid("SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES=aws:203.0.113.0/24,azure:2001:db8::/64"), Want: []string{"SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES", `"azure"`}},
+		{Name: "endpoint range inside link-local", Env: valid("SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES=aws:169.254.169.0/24"), Want: []string{"SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES", "169.254.0.0/16"}},
+		{Name: "no peers allowed", Env: valid("SEMAPHORE_WG_MAX_PEERS_PER_REMOTE=0"), Want: []string{"SEMAPHORE_WG_MAX_PEERS_PER_REMOTE", "0"}},
+		{Name: "negative peer limit", Env: valid("SEMAPHORE_WG_MAX_PEERS_PER_REMOTE=-1"), Want: []string{"SEMAPHORE_WG_MAX_PEERS_PER_REMOTE", "-1"}},
+		{Name: "peer limit not a number", Env: valid("SEMAPHORE_WG_MAX_PEERS_PER_REMOTE=many"), Want: []string{"SEMAPHORE_WG_MAX_PEERS_PER_REMOTE"}},
 		{Name: "relative key dir", Env: valid("SEMAPHORE_WG_KEY_DIR=keys"), Want: []string{"SEMAPHORE_WG_KEY_DIR"}},
 		{
 			// Both long names derive the device name wg-produ-2ee022 (found by brute force in

@@ -54,8 +54,8 @@ func TestRemoteRemovalCleansUpAtNextStart(t *testing.T) {
 	const owner = "example.com/owner" // someone else's annotation on our node
 	peerstest.CreateNode(t, gcp.Client, "gcp-node-1", "192.0.2.21", map[string]string{owner: "someone-else"})
 	k1, k2 := devicetest.Key(t), devicetest.Key(t)
-	peerstest.CreateNode(t, aws.Client, "aws-node-1", "", peerstest.Annotations("gcp", k1.PublicKey(), "192.0.2.11:51821"), "198.18.11.0/24")
-	peerstest.CreateNode(t, aws.Client, "aws-node-2", "", peerstest.Annotations("gcp", k2.PublicKey(), "192.0.2.12:51821"), "198.18.12.0/24")
+	peerstest.CreateNode(t, aws.Client, "aws-node-1", "192.0.2.11", peerstest.Annotations("gcp", k1.PublicKey(), "192.0.2.11:51821"), "198.18.11.0/24")
+	peerstest.CreateNode(t, aws.Client, "aws-node-2", "192.0.2.12", peerstest.Annotations("gcp", k2.PublicKey(), "192.0.2.12:51821"), "198.18.12.0/24")
 
 	keyDir := t.TempDir()
 	remotesDir := t.TempDir()

@@ -35,7 +35,6 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/internal/remote"
-	"github.com/kube-semaphore/semaphore/internal/trim"
 )
 
 // Devices is what the controller needs of the host's WireGuard devices and routes.
@@ -69,6 +68,11 @@ type Options struct {
 	// Guard refuses the pod CIDRs a remote may not have routed to it; this node's own ranges
 	// are added to its local ones. Nil holds every remote to the rules alone.
 	Guard *addrguard.Guard
+	// EndpointRanges are, per remote, where its nodes' endpoints may lie without being one of
+	// their own addresses (nodes behind a NAT).
+	EndpointRanges addrguard.Ranges
+	// MaxPeersPerRemote is the most peers of one remote; 0 is no limit.
+	MaxPeersPerRemote int
 }
 
 // Controller manages this node's devices.
@@ -103,6 +107,7 @@ type remoteCache struct {
 	mu      sync.Mutex
 	byKey   map[wgtypes.Key]string // public key -> node name, of the last desired peers
 	skipped map[string]string      // node -> reason, to log a skip once
+	limited int                    // nodes skipped for the peer limit, to log a change once
 	// skippedBlocks is block -> reason, to log a skipped IPAM block once.
 	skippedBlocks map[string]string
 }
@@ -131,7 +136,7 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, dev
 	for _, r := range remotes {
 		rc := &remoteCache{Remote: c.base.AddRemote(r.Name), dev: byName[r.Name], byKey: map[wgtypes.Key]string{}, skipped: map[string]string{}, skippedBlocks: map[string]string{}}
 		handler := rc.Handler(func(any) { c.base.Queue.Add(r.Name) })
-		factory := informers.NewSharedInformerFactoryWithOptions(r.Client, opts.ResyncPeriod, informers.WithTransform(trim.RemoteNode))
+		factory := informers.NewSharedInformerFactoryWithOptions(r.Client, opts.ResyncPeriod, informers.WithTransform(remoteNodeTransform(opts.LocalCluster)))
 		inf := factory.Core().V1().Nodes()
 		rc.nodes = inf.Lister()
 		rc.Watch(factory, inf.Informer().HasSynced)
@@ -283,7 +288,11 @@ func (c *Controller) sync(_ context.Context, name string) (string, error) {
 	if err != nil {
 		return reconcile.Error, err
 	}
-	desired, skipped := peers.Desired(c.opts.LocalCluster, nodes, c.opts.Guard.For(name))
+	desired, skipped := peers.Desired(c.opts.LocalCluster, nodes, peers.Rules{
+		Guard:          c.opts.Guard.For(name),
+		EndpointRanges: c.opts.EndpointRanges[name],
+		MaxPeers:       c.opts.MaxPeersPerRemote,
+	})
 	// A remote node publishing our own key (a copied key directory) cannot be a peer:
 	// WireGuard ignores it, and asking for it again on every sync would never settle.
 	own := rc.dev.Key.PublicKey()
@@ -344,9 +353,21 @@ func (c *Controller) remoteNodes(rc *remoteCache) ([]peers.Node, error) {
 				cidrs = append(cidrs, p.String())
 			}
 		}
-		nodes = append(nodes, peers.Node{Name: n.Name, Annotations: n.Annotations, PodCIDRs: cidrs})
+		nodes = append(nodes, peers.Node{Name: n.Name, Annotations: n.Annotations, PodCIDRs: cidrs, Addresses: nodeAddresses(n)})
 	}
 	return nodes, nil
+}
+
+// nodeAddresses are the node's InternalIP and ExternalIP addresses, those its endpoint may be.
+// Its host names (Hostname, InternalDNS, ExternalDNS) are not addresses.
+func nodeAddresses(n *corev1.Node) []string {
+	var out []string
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP || a.Type == corev1.NodeExternalIP {
+			out = append(out, a.Address)
+		}
+	}
+	return out
 }
 
 // blockPrefixes are the prefixes of each remote node according to the remote's IPAM blocks.
@@ -403,14 +424,16 @@ func (c *Controller) countChanges(rc *remoteCache, actual []wgtypes.Peer, change
 	}
 }
 
-// recordSkips sets the skipped-peers gauge and logs each node's skip once, when it starts.
+// recordSkips sets the skipped-peers gauge and logs each node's skip once, when it starts;
+// nodes over the peer limit, which may be many, are logged as one line when their number
+// changes.
 func (c *Controller) recordSkips(rc *remoteCache, skipped []peers.Skip) {
 	counts := map[string]int{}
 	now := map[string]string{}
 	for _, s := range skipped {
 		counts[s.Reason]++
 		now[s.Node] = s.Reason
-		if s.Reason == peers.ReasonNotAnnotated {
+		if s.Reason == peers.ReasonNotAnnotated || s.Reason == peers.ReasonPeerLimit {
 			continue
 		}
 		rc.mu.Lock()
@@ -422,7 +445,13 @@ func (c *Controller) recordSkips(rc *remoteCache, skipped []peers.Skip) {
 	}
 	rc.mu.Lock()
 	rc.skipped = now
+	limited, before := counts[peers.ReasonPeerLimit], rc.limited
+	rc.limited = limited
 	rc.mu.Unlock()
+	if limited != before && limited > 0 {
+		c.log.Warn("remote has more nodes than the peer limit: the first by name are peers", "remote", rc.dev.Remote,
+			"limit", c.opts.MaxPeersPerRemote, "skipped", limited, "setting", "SEMAPHORE_WG_MAX_PEERS_PER_REMOTE")
+	}
 	for _, reason := range allReasons {
 		c.metrics.skipped.WithLabelValues(rc.dev.Remote, reason).Set(float64(counts[reason]))
 	}
@@ -430,6 +459,7 @@ func (c *Controller) recordSkips(rc *remoteCache, skipped []peers.Skip) {
 
 var allReasons = []string{peers.ReasonNotAnnotated, peers.ReasonBadKey, peers.ReasonBadEndpoint, peers.ReasonNoPodCIDR,
 	peers.ReasonBadPodCIDR, peers.ReasonDuplicateKey, peers.ReasonOverlappingIP,
+	peers.ReasonInvalidName, peers.ReasonForeignEndpoint, peers.ReasonDuplicateEndpoint, peers.ReasonPeerLimit,
 	addrguard.ReasonSpecial, addrguard.ReasonOutsideRanges, addrguard.ReasonLocal, addrguard.ReasonTooWide}
 
 // stats reads every device's peers for the statistics collector.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,7 +14,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
@@ -79,9 +84,18 @@ func annotate(t *testing.T, c *testenv.Cluster, name, key, value string) {
 	}
 }
 
-// remoteNode is an aws node running semaphore-wireguard for gcp.
+// remoteNode is an aws node running semaphore-wireguard for gcp, whose endpoint's address is
+// its InternalIP.
 func remoteNode(t *testing.T, name string, pub wgtypes.Key, endpoint string, podCIDRs ...string) {
-	peerstest.CreateNode(t, aws.Client, name, "", peerstest.Annotations("gcp", pub, endpoint), podCIDRs...)
+	peerstest.CreateNode(t, aws.Client, name, endpointAddress(endpoint), peerstest.Annotations("gcp", pub, endpoint), podCIDRs...)
+}
+
+// endpointAddress is the address of endpoint, or "" when it is not address:port.
+func endpointAddress(endpoint string) string {
+	if ap, err := netip.ParseAddrPort(endpoint); err == nil {
+		return ap.Addr().String()
+	}
+	return ""
 }
 
 type running struct {
@@ -106,6 +120,13 @@ func startReading(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key, so
 // startWith is start with opts; the cluster, node, MTU and keepalive are start's.
 func startWith(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key, opts controller.Options) *running {
 	t.Helper()
+	return startThrough(t, devs, devKey, opts, nil)
+}
+
+// startThrough is startWith with aws's API server reached through wrap, when not nil: what the
+// controller reads of aws, wrap may change.
+func startThrough(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key, opts controller.Options, wrap transport.WrapperFunc) *running {
+	t.Helper()
 	opts.LocalCluster, opts.NodeName, opts.MTU, opts.Keepalive = "gcp", "gcp-node-1", 1420, 25*time.Second
 	dir := t.TempDir()
 	testenv.WriteRemoteKubeconfig(t, dir, aws.Name, aws.Kubeconfig)
@@ -113,6 +134,11 @@ func startWith(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key, opts 
 	remotes, err := remote.LoadRemotes(dir, []string{"aws"}, remote.ClientOptions{UserAgent: "semaphore-wireguard", QPS: 100, Burst: 200})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		cfg := rest.CopyConfig(remotes[0].Config)
+		cfg.Wrap(wrap)
+		remotes[0].Config, remotes[0].Client = cfg, kubernetes.NewForConfigOrDie(cfg)
 	}
 	reg := prometheus.NewRegistry()
 	in := component.NewInstruments(reg, "semaphore_wg", 200*time.Millisecond, log)
@@ -236,7 +262,7 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 	// Bad annotations: skipped and counted; the others keep working.
 	peerstest.CreateNode(t, aws.Client, "aws-bad-key", "", map[string]string{peers.PubKeyAnnotation("gcp"): "not-a-key", peers.EndpointAnnotation("gcp"): "192.0.2.14:51822"}, "198.18.14.0/24")
 	peerstest.CreateNode(t, aws.Client, "aws-bad-endpoint", "", map[string]string{peers.PubKeyAnnotation("gcp"): devicetest.Key(t).PublicKey().String(), peers.EndpointAnnotation("gcp"): "node-15:51822"}, "198.18.15.0/24")
-	peerstest.CreateNode(t, aws.Client, "aws-no-cidr", "", map[string]string{peers.PubKeyAnnotation("gcp"): devicetest.Key(t).PublicKey().String(), peers.EndpointAnnotation("gcp"): "192.0.2.16:51822"})
+	peerstest.CreateNode(t, aws.Client, "aws-no-cidr", "192.0.2.16", map[string]string{peers.PubKeyAnnotation("gcp"): devicetest.Key(t).PublicKey().String(), peers.EndpointAnnotation("gcp"): "192.0.2.16:51822"})
 	testenv.Eventually(t, 30*time.Second, "skipped peers counted", func() error {
 		for _, reason := range []string{peers.ReasonBadKey, peers.ReasonBadEndpoint, peers.ReasonNoPodCIDR} {
 			if v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_skipped_peers", map[string]string{"remote": "aws", "reason": reason}); v != 1 {
@@ -271,6 +297,9 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 	if now := devs.Counts().PeerChanges; now != ops {
 		t.Errorf("a sync after a roam took %d peer operations, want 0", now-ops)
 	}
+	// The node's new address (here an ExternalIP) is published before its endpoint there.
+	peerstest.SetAddresses(t, aws.Client, "aws-node-2", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.12"},
+		corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: "192.0.2.112"})
 	annotate(t, aws, "aws-node-2", peers.EndpointAnnotation("gcp"), "192.0.2.112:51822")
 	expect("newly published endpoint", map[string]string{k1b.PublicKey().String(): "192.0.2.11:51822", k2.PublicKey().String(): "192.0.2.112:51822", k3.PublicKey().String(): "[fd00::13]:51822"},
 		"198.18.11.0/24", "198.18.12.0/24", "198.18.13.0/24", "fd00:198:12::/64")

@@ -28,7 +28,9 @@ func NewMetrics(f *metrics.Factory, reg prometheus.Registerer) *Metrics {
 		changes: f.CounterVec("device_changes_total",
 			"Changes made to a device, by remote and operation: peer_add, peer_update, peer_remove, route_add, route_remove.", "remote", "operation"),
 		skipped: f.GaugeVec("skipped_peers",
-			"Remote nodes not configured as peers, by remote and reason: not_annotated, bad_key, bad_endpoint, no_pod_cidr, bad_pod_cidr, duplicate_key, overlapping_pod_cidr; and, for a pod CIDR the remote may not have routed (docs/security.md), special_address, outside_remote_ranges, local_address, range_too_wide.", "remote", "reason"),
+			"Remote nodes not configured as peers, by remote and reason: not_annotated, bad_key, bad_endpoint, no_pod_cidr, bad_pod_cidr, duplicate_key, overlapping_pod_cidr; "+
+				"for what the remote may not publish (docs/security.md), invalid_name (not a DNS subdomain), endpoint_not_node_address (not one of the node's addresses nor in SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES), duplicate_endpoint (every node publishing it) "+
+				"and, for a pod CIDR, special_address, outside_remote_ranges, local_address, range_too_wide; peer_limit, nodes beyond SEMAPHORE_WG_MAX_PEERS_PER_REMOTE.", "remote", "reason"),
 		skippedBlocks: f.GaugeVec("skipped_ipam_blocks",
 			"IPAM blocks of a remote read with calico-ipam whose range is not routed, by remote and reason: no_affinity (its allocated addresses still are), bad_cidr, overlapping_block (a conflict: the older block is kept), overlaps_local.", "remote", "reason"),
 		stats: &statsCollector{

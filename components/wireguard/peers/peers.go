@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/overlap"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
@@ -77,6 +78,9 @@ type Node struct {
 	Name        string
 	Annotations map[string]string
 	PodCIDRs    []string
+	// Addresses are the node's published addresses of type InternalIP and ExternalIP
+	// (status.addresses): its endpoint must be one of them.
+	Addresses []string
 }
 
 // Peer is one desired WireGuard peer: a remote node.
@@ -96,13 +100,36 @@ const (
 	ReasonBadPodCIDR    = "bad_pod_cidr"
 	ReasonDuplicateKey  = "duplicate_key"
 	ReasonOverlappingIP = "overlapping_pod_cidr"
+	// ReasonInvalidName: the node's name is not a DNS subdomain, which no conforming API
+	// server accepts; a peer's name becomes a metric label (its handshake and traffic).
+	ReasonInvalidName = "invalid_name"
+	// ReasonForeignEndpoint: the endpoint's address is none of the node's own addresses and
+	// lies in none of the remote's endpoint ranges.
+	ReasonForeignEndpoint = "endpoint_not_node_address"
+	// ReasonDuplicateEndpoint: another node of the remote publishes the same endpoint; every
+	// node that does is skipped, as nothing tells which one is honest.
+	ReasonDuplicateEndpoint = "duplicate_endpoint"
+	// ReasonPeerLimit: the remote has more nodes that could be peers than its limit.
+	ReasonPeerLimit = "peer_limit"
 )
 
-// Skip is a node that cannot be a peer, and why.
+// Skip is a node that cannot be a peer, and why. Node is the node's name, or with
+// ReasonInvalidName the start of it quoted, safe to log.
 type Skip struct {
 	Node   string
 	Reason string
 	Detail string
+}
+
+// Rules are what a remote's nodes are held to besides well-formed annotations.
+type Rules struct {
+	// Guard refuses the pod CIDRs the remote may not have routed to it.
+	Guard addrguard.Remote
+	// EndpointRanges are the ranges an endpoint may lie in without being one of its node's
+	// addresses: the public addresses of a remote whose nodes sit behind a NAT.
+	EndpointRanges []netip.Prefix
+	// MaxPeers is the most peers the remote gets; 0 is no limit.
+	MaxPeers int
 }
 
 // Desired returns the peers for the device of a cluster named local from the remote nodes,
@@ -113,84 +140,146 @@ type Skip struct {
 // larger range (an address borrowed from another node's Calico IPAM block): WireGuard and the
 // kernel pick the longest matching prefix, so it reaches the node that holds it.
 //
-// Every pod CIDR must pass guard (the remote's ranges, never the local cluster's own or a
-// special range, no wider than the minimum prefix length): a node with one that does not is
-// skipped whole, with the guard's reason, so that nothing of what it claims is routed.
-func Desired(local string, nodes []Node, guard addrguard.Remote) ([]Peer, []Skip) {
+// What a remote publishes is held to rules, and a node that breaks one is skipped whole, so
+// that nothing of what it claims is configured or routed: its name must be a DNS subdomain (it
+// becomes a metric label); its endpoint must be one of its own addresses or lie in
+// rules.EndpointRanges, so that a remote cannot point the device at any host it likes; every
+// pod CIDR must pass rules.Guard (the remote's ranges, never the local cluster's own or a
+// special range, no wider than the minimum prefix length), with the guard's reason. Of the
+// nodes that pass, those sharing an endpoint are all skipped (nothing tells which one is
+// honest), and of the rest the first rules.MaxPeers by name are peers, so that one remote
+// cannot grow the device without bound.
+func Desired(local string, nodes []Node, rules Rules) ([]Peer, []Skip) {
 	nodes = slices.Clone(nodes)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	// First what each node claims on its own, then what it claims against the others: a node
+	// already refused makes no claim that another must yield to.
+	checked := make([]candidate, len(nodes))
+	publishers := map[netip.AddrPort]int{}
+	for i, n := range nodes {
+		checked[i] = check(local, n, rules)
+		if checked[i].skip == nil {
+			publishers[checked[i].endpoint]++
+		}
+	}
 	var peers []Peer
 	var skipped []Skip
 	keys := map[wgtypes.Key]string{}
 	taken := overlap.New()
-	for _, n := range nodes {
-		keyText, hasKey := n.Annotations[PubKeyAnnotation(local)]
-		endpointText, hasEndpoint := n.Annotations[EndpointAnnotation(local)]
-		if !hasKey && !hasEndpoint {
-			// Not (yet) running semaphore-wireguard for our cluster: not an error.
-			skipped = append(skipped, Skip{n.Name, ReasonNotAnnotated, "no " + PubKeyAnnotation(local) + " and " + EndpointAnnotation(local)})
+	for i, n := range nodes {
+		c := checked[i]
+		if c.skip != nil {
+			skipped = append(skipped, *c.skip)
 			continue
 		}
-		key, err := wgtypes.ParseKey(keyText)
-		if err == nil && key == (wgtypes.Key{}) {
-			err = fmt.Errorf("the all-zero key")
-		}
-		if err != nil {
-			skipped = append(skipped, Skip{n.Name, ReasonBadKey, fmt.Sprintf("%s=%q: %v", PubKeyAnnotation(local), keyText, err)})
+		if count := publishers[c.endpoint]; count > 1 {
+			skipped = append(skipped, Skip{n.Name, ReasonDuplicateEndpoint, fmt.Sprintf("%d nodes publish the endpoint %s", count, c.endpoint)})
 			continue
 		}
-		endpoint, err := parseEndpoint(endpointText)
-		if err != nil {
-			skipped = append(skipped, Skip{n.Name, ReasonBadEndpoint, fmt.Sprintf("%s=%q: %v", EndpointAnnotation(local), endpointText, err)})
-			continue
-		}
-		if len(n.PodCIDRs) == 0 {
-			skipped = append(skipped, Skip{n.Name, ReasonNoPodCIDR, "no pod CIDR: spec.podCIDRs is empty, or (calico-ipam) no IPAM block is affine to the node and it holds no borrowed address"})
-			continue
-		}
-		var allowed []netip.Prefix
-		var bad string
-		for _, c := range n.PodCIDRs {
-			p, err := netip.ParsePrefix(c)
-			if err != nil {
-				bad = fmt.Sprintf("%q: %v", c, err)
-				break
-			}
-			allowed = append(allowed, p.Masked())
-		}
-		if bad == "" {
-			// A node's own CIDRs must not overlap either: WireGuard would keep one of them.
-			for i := range allowed {
-				for j := i + 1; j < len(allowed) && bad == ""; j++ {
-					if allowed[i].Overlaps(allowed[j]) {
-						bad = fmt.Sprintf("pod CIDRs %s and %s overlap", allowed[i], allowed[j])
-					}
-				}
-			}
-		}
-		if bad != "" {
-			skipped = append(skipped, Skip{n.Name, ReasonBadPodCIDR, bad})
-			continue
-		}
-		if refusal := refused(allowed, guard); refusal != nil {
-			skipped = append(skipped, Skip{n.Name, refusal.Reason, refusal.Detail})
-			continue
-		}
-		if other, ok := keys[key]; ok {
+		if other, ok := keys[c.key]; ok {
 			skipped = append(skipped, Skip{n.Name, ReasonDuplicateKey, "public key already used by node " + other})
 			continue
 		}
-		if overlap := overlapping(allowed, taken); overlap != "" {
+		if overlap := overlapping(c.allowed, taken); overlap != "" {
 			skipped = append(skipped, Skip{n.Name, ReasonOverlappingIP, overlap})
 			continue
 		}
-		keys[key] = n.Name
-		for _, p := range allowed {
+		if rules.MaxPeers > 0 && len(peers) >= rules.MaxPeers {
+			skipped = append(skipped, Skip{n.Name, ReasonPeerLimit, fmt.Sprintf("the remote has more nodes than its limit of %d peers: the first %d by name are peers", rules.MaxPeers, rules.MaxPeers)})
+			continue
+		}
+		keys[c.key] = n.Name
+		for _, p := range c.allowed {
 			taken.Add(p, n.Name)
 		}
-		peers = append(peers, Peer{Node: n.Name, PublicKey: key, Endpoint: endpoint, AllowedIPs: toIPNets(allowed)})
+		peers = append(peers, Peer{Node: n.Name, PublicKey: c.key, Endpoint: net.UDPAddrFromAddrPort(c.endpoint), AllowedIPs: toIPNets(c.allowed)})
 	}
 	return peers, skipped
+}
+
+// candidate is what a node that passed check claims: its key, endpoint and pod CIDRs; or,
+// when it did not, why it is skipped.
+type candidate struct {
+	key      wgtypes.Key
+	endpoint netip.AddrPort
+	allowed  []netip.Prefix
+	skip     *Skip
+}
+
+// check holds a node to the rules that need no other node: its name, its key, its endpoint
+// (one of its addresses or in rules.EndpointRanges) and its pod CIDRs (rules.Guard).
+func check(local string, n Node, rules Rules) candidate {
+	skip := func(node, reason, detail string) candidate {
+		return candidate{skip: &Skip{node, reason, detail}}
+	}
+	if errs := validation.IsDNS1123Subdomain(n.Name); len(errs) > 0 {
+		// The name is the remote's to choose: it is neither logged nor made a label as it is.
+		// A DNS subdomain is plain ASCII, so this also refuses any name that is not UTF-8.
+		return skip(fmt.Sprintf("%.64q", n.Name), ReasonInvalidName, "the node's name is not a DNS subdomain: "+strings.Join(errs, "; "))
+	}
+	keyText, hasKey := n.Annotations[PubKeyAnnotation(local)]
+	endpointText, hasEndpoint := n.Annotations[EndpointAnnotation(local)]
+	if !hasKey && !hasEndpoint {
+		// Not (yet) running semaphore-wireguard for our cluster: not an error.
+		return skip(n.Name, ReasonNotAnnotated, "no "+PubKeyAnnotation(local)+" and "+EndpointAnnotation(local))
+	}
+	key, err := wgtypes.ParseKey(keyText)
+	if err == nil && key == (wgtypes.Key{}) {
+		err = fmt.Errorf("the all-zero key")
+	}
+	if err != nil {
+		return skip(n.Name, ReasonBadKey, fmt.Sprintf("%s=%q: %v", PubKeyAnnotation(local), keyText, err))
+	}
+	endpoint, err := parseEndpoint(endpointText)
+	if err != nil {
+		return skip(n.Name, ReasonBadEndpoint, fmt.Sprintf("%s=%q: %v", EndpointAnnotation(local), endpointText, err))
+	}
+	if !ownAddress(endpoint.Addr(), n.Addresses) && !slices.ContainsFunc(rules.EndpointRanges, func(r netip.Prefix) bool { return r.Contains(endpoint.Addr()) }) {
+		return skip(n.Name, ReasonForeignEndpoint, fmt.Sprintf("%s=%q: %s is not one of the node's addresses %q, nor inside the remote's endpoint ranges %v",
+			EndpointAnnotation(local), endpointText, endpoint.Addr(), n.Addresses, rules.EndpointRanges))
+	}
+	if len(n.PodCIDRs) == 0 {
+		return skip(n.Name, ReasonNoPodCIDR, "no pod CIDR: spec.podCIDRs is empty, or (calico-ipam) no IPAM block is affine to the node and it holds no borrowed address")
+	}
+	allowed, bad := parsePodCIDRs(n.PodCIDRs)
+	if bad != "" {
+		return skip(n.Name, ReasonBadPodCIDR, bad)
+	}
+	if refusal := refused(allowed, rules.Guard); refusal != nil {
+		return skip(n.Name, refusal.Reason, refusal.Detail)
+	}
+	return candidate{key: key, endpoint: endpoint, allowed: allowed}
+}
+
+// ownAddress reports whether a is one of addresses (IPv4-mapped IPv6 ones as IPv4).
+func ownAddress(a netip.Addr, addresses []string) bool {
+	for _, s := range addresses {
+		if own, err := netip.ParseAddr(s); err == nil && own.Unmap() == a {
+			return true
+		}
+	}
+	return false
+}
+
+// parsePodCIDRs parses a node's pod CIDRs, masked, or says what is wrong with them: one is not
+// a CIDR, or two overlap (WireGuard would keep only one of them).
+func parsePodCIDRs(cidrs []string) ([]netip.Prefix, string) {
+	allowed := make([]netip.Prefix, 0, len(cidrs))
+	for _, c := range cidrs {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return nil, fmt.Sprintf("%q: %v", c, err)
+		}
+		allowed = append(allowed, p.Masked())
+	}
+	for i := range allowed {
+		for j := i + 1; j < len(allowed); j++ {
+			if allowed[i].Overlaps(allowed[j]) {
+				return nil, fmt.Sprintf("pod CIDRs %s and %s overlap", allowed[i], allowed[j])
+			}
+		}
+	}
+	return allowed, ""
 }
 
 // refused returns the guard's refusal of the first of ps it refuses.
@@ -219,22 +308,23 @@ func borrowed(a, b netip.Prefix) bool {
 	return a.Bits() != b.Bits() && (a.IsSingleIP() || b.IsSingleIP())
 }
 
-// parseEndpoint accepts host:port with an IP address (IPv6 in brackets).
-func parseEndpoint(s string) (*net.UDPAddr, error) {
-	ap, err := netip.ParseAddrPort(s)
+// parseEndpoint accepts host:port with an IP address (IPv6 in brackets) and a port of
+// 1-65535; an IPv4-mapped IPv6 address is returned as IPv4.
+func parseEndpoint(s string) (netip.AddrPort, error) {
+	ap, err := netip.ParseAddrPort(s) // a port is 0-65535
 	if err != nil {
-		return nil, err
+		return netip.AddrPort{}, err
 	}
 	if ap.Port() == 0 {
-		return nil, fmt.Errorf("port 0")
+		return netip.AddrPort{}, fmt.Errorf("port 0")
 	}
 	a := ap.Addr().Unmap()
 	// Addresses nothing can be sent to, as a node might publish before it knows its own, and
 	// those a remote must not make the local node send to (link-local, metadata services).
 	if err := addrguard.Special(a); err != nil || a.Zone() != "" {
-		return nil, fmt.Errorf("%s cannot be reached from another node", a)
+		return netip.AddrPort{}, fmt.Errorf("%s cannot be reached from another node", a)
 	}
-	return net.UDPAddrFromAddrPort(netip.AddrPortFrom(a, ap.Port())), nil
+	return netip.AddrPortFrom(a, ap.Port()), nil
 }
 
 func toIPNets(ps []netip.Prefix) []net.IPNet {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -36,7 +37,9 @@ func pubKey(seed string) wgtypes.Key {
 	return priv.PublicKey()
 }
 
-// node is a remote node annotated for cluster with key and endpoint ("" leaves an annotation out).
+// node is a remote node annotated for cluster with key and endpoint ("" leaves an annotation
+// out). When the endpoint is an address and port, the address is the node's own, its
+// InternalIP, as on an honest node.
 func node(name, cluster, key, endpoint string, podCIDRs ...string) peers.Node {
 	n := peers.Node{Name: name, Annotations: map[string]string{"unrelated": "x"}, PodCIDRs: podCIDRs}
 	if key != "" {
@@ -44,6 +47,9 @@ func node(name, cluster, key, endpoint string, podCIDRs ...string) peers.Node {
 	}
 	if endpoint != "" {
 		n.Annotations[peers.EndpointAnnotation(cluster)] = endpoint
+	}
+	if ap, err := netip.ParseAddrPort(endpoint); err == nil {
+		n.Addresses = []string{ap.Addr().String()}
 	}
 	return n
 }
@@ -453,7 +459,7 @@ func deepCopy(nodes []peers.Node) []peers.Node {
 				ann[k] = v
 			}
 		}
-		out = append(out, peers.Node{Name: n.Name, Annotations: ann, PodCIDRs: slices.Clone(n.PodCIDRs)})
+		out = append(out, peers.Node{Name: n.Name, Annotations: ann, PodCIDRs: slices.Clone(n.PodCIDRs), Addresses: slices.Clone(n.Addresses)})
 	}
 	return out
 }
@@ -672,6 +678,11 @@ func TestDesiredSkipsBadNodes(t *testing.T) {
 				node("node-b9", local, keyOf("node-b9"), "169.254.169.254:53", "198.18.10.0/24"),
 				node("node-c1", local, keyOf("node-c1"), "[fe80::1]:51821", "198.18.11.0/24"),
 				node("node-c2", local, keyOf("node-c2"), "[fd00:ec2::254]:51821", "198.18.12.0/24"),
+				// A port is 1-65535.
+				node("node-c3", local, keyOf("node-c3"), "192.0.2.13:-1", "198.18.13.0/24"),
+				node("node-c4", local, keyOf("node-c4"), "192.0.2.14:99999", "198.18.14.0/24"),
+				node("node-c5", local, keyOf("node-c5"), "[fd00::15]:65536", "198.18.15.0/24"),
+				node("node-c6", local, keyOf("node-c6"), "192.0.2.16:+51821", "198.18.16.0/24"),
 			},
 		},
 		{
@@ -713,7 +724,7 @@ func TestDesiredSkipsBadNodes(t *testing.T) {
 			reason: peers.ReasonNoPodCIDR,
 			bad: []peers.Node{
 				good("node-n1", "192.0.2.2:51821"),
-				{Name: "node-n2", Annotations: good("node-n2", "192.0.2.3:51821").Annotations, PodCIDRs: []string{}},
+				{Name: "node-n2", Annotations: good("node-n2", "192.0.2.3:51821").Annotations, PodCIDRs: []string{}, Addresses: []string{"192.0.2.3"}},
 			},
 		},
 		{
@@ -747,17 +758,23 @@ func testGuard() addrguard.Remote {
 	return g.For("remote")
 }
 
-// desiredPeers is peers.Desired with testGuard.
+// desiredPeers is peers.Desired with testGuard and no other rule.
 func desiredPeers(local string, nodes []peers.Node) ([]peers.Peer, []peers.Skip) {
-	return peers.Desired(local, nodes, testGuard())
+	return peers.Desired(local, nodes, peers.Rules{Guard: testGuard()})
 }
 
 // checkDesired checks that Desired makes wantPeers of nodes and skips wantSkips, each with a
 // one-line detail, and leaves nodes as they were.
 func checkDesired(t *testing.T, nodes []peers.Node, wantPeers []peers.Peer, wantSkips []peers.Skip) {
 	t.Helper()
+	checkDesiredWith(t, peers.Rules{Guard: testGuard()}, nodes, wantPeers, wantSkips)
+}
+
+// checkDesiredWith is checkDesired with rules.
+func checkDesiredWith(t *testing.T, rules peers.Rules, nodes []peers.Node, wantPeers []peers.Peer, wantSkips []peers.Skip) {
+	t.Helper()
 	before := deepCopy(nodes)
-	gotPeers, gotSkips := desiredPeers(local, nodes)
+	gotPeers, gotSkips := peers.Desired(local, nodes, rules)
 	if diff := cmp.Diff(wantPeers, gotPeers, netOpts, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("Desired() peers mismatch (-want +got):\n%s", diff)
 	}
@@ -1074,7 +1091,9 @@ func TestChangesOneNodeOf500(t *testing.T) {
 		remove int
 	}{
 		{"endpoint", func(ns []peers.Node) []peers.Node {
-			ns[find(ns, "node-123")].Annotations[peers.EndpointAnnotation(local)] = "192.0.2.251:51821"
+			i := find(ns, "node-123")
+			ns[i].Annotations[peers.EndpointAnnotation(local)] = "192.0.2.251:51821"
+			ns[i].Addresses = []string{"192.0.2.251"}
 			return ns
 		}, 1, 0, 0},
 		{"pod CIDR", func(ns []peers.Node) []peers.Node {
@@ -1149,10 +1168,9 @@ func TestDesiredRejectsUnusableValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The package's node, for gcp (the function literal does not see itself).
 	node := func(name, key, endpoint string, cidrs ...string) peers.Node {
-		return peers.Node{Name: name, PodCIDRs: cidrs, Annotations: map[string]string{
-			peers.PubKeyAnnotation("gcp"): key, peers.EndpointAnnotation("gcp"): endpoint,
-		}}
+		return node(name, "gcp", key, endpoint, cidrs...)
 	}
 	for _, tc := range []struct {
 		node   peers.Node
@@ -1228,17 +1246,29 @@ func TestDesiredLetsASingleAddressSitInsideAnotherNodesRange(t *testing.T) {
 	}
 }
 
-// The central property, on arbitrary pod CIDRs: no route and no AllowedIPs entry Desired makes
-// lies outside the remote's ranges, inside the local cluster's, in a special range, or is wider
-// than the minimum prefix length.
-func FuzzDesiredRoutesOnlyWhatTheGuardAdmits(f *testing.F) {
-	f.Add("198.18.1.0/24", "0.0.0.0/1")
-	f.Add("198.19.252.0/25", "fd00:18:1::/64")
-	f.Add("::ffff:127.0.0.1/128", "169.254.169.254/32")
+// The central property, on arbitrary pod CIDRs, endpoints, node addresses, names and limits:
+// no route and no AllowedIPs entry Desired makes lies outside the remote's ranges, inside the
+// local cluster's, in a special range, or is wider than the minimum prefix length; no peer's
+// endpoint is special, or other than one of its node's addresses unless it lies in the remote's
+// endpoint ranges; no two peers share an endpoint; there are never more peers than the limit;
+// and every peer's name is a DNS subdomain (a valid metric label), every skip's valid UTF-8.
+func FuzzDesiredConfiguresOnlyWhatTheRulesAdmit(f *testing.F) {
+	f.Add("198.18.1.0/24", "0.0.0.0/1", "192.0.2.1:51821", "192.0.2.2:51821", "192.0.2.3:51821", "192.0.2.1", "192.0.2.2", "node-3", uint8(0))
+	f.Add("198.19.252.0/25", "fd00:18:1::/64", "192.0.2.1:51821", "192.0.2.1:51821", "[fd00::3]:51821", "192.0.2.1", "fd00::3", "node-3", uint8(2))
+	f.Add("::ffff:127.0.0.1/128", "169.254.169.254/32", "203.0.113.9:51821", "[::ffff:203.0.113.9]:51821", "192.0.2.9:0", "::ffff:192.0.2.9", "10.0.0.1", "Node\xff", uint8(1))
+	f.Add("198.18.1.0/24", "198.18.2.0/24", "[2001:db8::1]:51821", "198.51.100.1:51821", "192.0.2.2:51821", "198.51.100.1", "192.0.2.2", "node-1", uint8(3))
 	guard := testGuard()
-	f.Fuzz(func(t *testing.T, a, b string) {
-		nodes := []peers.Node{good("node-1", "192.0.2.1:51821", a), good("node-2", "192.0.2.2:51821", b, a)}
-		ps, _ := desiredPeers(local, nodes)
+	ranges := []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("2001:db8::/32")}
+	f.Fuzz(func(t *testing.T, a, b, e1, e2, e3, addr1, addr2, name string, limit uint8) {
+		nodes := []peers.Node{
+			withAddresses(good("node-1", e1, a), addr1),
+			withAddresses(good("node-2", e2, b, a), addr2, addr1),
+			withAddresses(good(name, e3, "198.18.3.0/24"), addr1, addr2),
+			good("node-4", "192.0.2.4:51821", "198.18.4.0/24"),
+			good("node-5", "192.0.2.5:51821", "198.18.5.0/24"),
+		}
+		maxPeers := int(limit % 8) // 0: no limit
+		ps, skips := peers.Desired(local, nodes, peers.Rules{Guard: guard, EndpointRanges: ranges, MaxPeers: maxPeers})
 		var nets []net.IPNet
 		for _, p := range ps {
 			nets = append(nets, p.AllowedIPs...)
@@ -1250,5 +1280,46 @@ func FuzzDesiredRoutesOnlyWhatTheGuardAdmits(f *testing.F) {
 				t.Fatalf("pod CIDRs %q, %q: %s is routed: %v", a, b, n.String(), err)
 			}
 		}
+		if maxPeers > 0 && len(ps) > maxPeers {
+			t.Fatalf("%d peers, over the limit of %d", len(ps), maxPeers)
+		}
+		endpoints := map[netip.AddrPort]string{}
+		for _, p := range ps {
+			ep := p.Endpoint.AddrPort()
+			ep = netip.AddrPortFrom(ep.Addr().Unmap(), ep.Port())
+			if other, ok := endpoints[ep]; ok {
+				t.Fatalf("peers %s and %s share the endpoint %s", other, p.Node, ep)
+			}
+			endpoints[ep] = p.Node
+			if ep.Port() == 0 || addrguard.Special(ep.Addr()) != nil {
+				t.Fatalf("peer %s has the endpoint %s", p.Node, ep)
+			}
+			if !slices.ContainsFunc(ranges, func(r netip.Prefix) bool { return r.Contains(ep.Addr()) }) && !ownedBy(nodes, p.Node, ep.Addr()) {
+				t.Fatalf("peer %s has the endpoint %s, neither its node's address nor in the endpoint ranges", p.Node, ep)
+			}
+			if len(validation.IsDNS1123Subdomain(p.Node)) > 0 {
+				t.Fatalf("peer %q: its name is not a DNS subdomain", p.Node)
+			}
+		}
+		for _, s := range skips {
+			if !utf8.ValidString(s.Node) {
+				t.Fatalf("skip %+v: the name is not valid UTF-8", s)
+			}
+		}
 	})
+}
+
+// ownedBy reports whether a node called name has a among its addresses.
+func ownedBy(nodes []peers.Node, name string, a netip.Addr) bool {
+	for _, n := range nodes {
+		if n.Name != name {
+			continue
+		}
+		for _, s := range n.Addresses {
+			if own, err := netip.ParseAddr(s); err == nil && own.Unmap() == a {
+				return true
+			}
+		}
+	}
+	return false
 }

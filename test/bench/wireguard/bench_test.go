@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +33,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
@@ -346,7 +348,10 @@ func startController(b *testing.B, local, aws *testenv.Cluster, src controller.S
 	statsReg := prometheus.NewRegistry()
 	in.Health.AddClusters(remotes)
 	ctrl, err := controller.New(controller.Options{LocalCluster: localName, NodeName: nodeName, MTU: 1420, Keepalive: keepalive, ResyncPeriod: 10 * time.Minute,
-		PodCIDRsFrom: controller.Sources{All: src}},
+		PodCIDRsFrom: controller.Sources{All: src},
+		// The remote nodes publish no addresses (populate writes each node once) and a change
+		// moves an endpoint to another node's address: they are let in as a NAT's would be.
+		EndpointRanges: addrguard.Ranges{remoteName: {netip.MustParsePrefix("192.0.2.0/24")}}},
 		kubernetes.NewForConfigOrDie(localCfg), remotes,
 		[]controller.RemoteDevice{{Remote: remoteName, Device: dev, Key: key, ListenPort: listenPort}},
 		mgr, in.Health, controller.NewMetrics(in.Factory, statsReg), in.Queue, log)

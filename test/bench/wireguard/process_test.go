@@ -90,7 +90,9 @@ func binaryProcess(b *testing.B, first *measure.Process, local, aws *testenv.Clu
 	// at the endpoints) as a warning, thousands a minute at 2,000 peers.
 	return measure.Binary(b, wireguardPkg, userAgent, b.TempDir(), local, aws, "",
 		"SEMAPHORE_WG_NODE_NAME="+nodeName, keyDir, "SEMAPHORE_WG_MODE=userspace", "SEMAPHORE_ADMIN_ADDR="+admin,
-		fmt.Sprintf("SEMAPHORE_WG_LISTEN_PORTS=%s:%d", remoteName, listenPort), "SEMAPHORE_LOG_LEVEL=error")
+		fmt.Sprintf("SEMAPHORE_WG_LISTEN_PORTS=%s:%d", remoteName, listenPort), "SEMAPHORE_LOG_LEVEL=error",
+		// The remote nodes publish no addresses: their endpoints are let in as a NAT's would be.
+		"SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES="+remoteName+":192.0.2.0/24")
 }
 
 // runBinary starts proc against the remote's nodes (node i with keys[i]) and waits until its

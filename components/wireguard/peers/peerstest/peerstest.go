@@ -1,5 +1,5 @@
 // Package peerstest creates, in a test cluster, the Nodes that package peers reads: with the
-// annotations semaphore-wireguard publishes, an InternalIP and pod CIDRs. It serves the tests
+// annotations semaphore-wireguard publishes, their addresses and pod CIDRs. It serves the tests
 // of the wireguard controller, its app and the charts.
 package peerstest
 
@@ -46,4 +46,19 @@ func CreateNode(t testing.TB, client kubernetes.Interface, name, internalIP stri
 		}
 	}
 	return n
+}
+
+// SetAddresses replaces the addresses in the status of node name, as its kubelet would when
+// they change.
+func SetAddresses(t testing.TB, client kubernetes.Interface, name string, addresses ...corev1.NodeAddress) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Addresses = addresses
+	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -54,6 +54,26 @@ read node, and a map that names none of them gives "node". The schema checks the
 {{- end -}}
 
 {{- /*
+semaphore-wireguard.endpointRanges: SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES, every CIDR of
+endpointRanges {<remote>: [CIDR, ...]} as "remote:CIDR" pairs joined by ",", in the order of
+global.remotes; empty when no remote has any. As with listenPorts, names that are not remotes
+are left out (the binary would refuse them), so that one map can serve the releases of every
+cluster. The schema checks the CIDRs' form, the binary the rest.
+  $ (the chart's root context)
+*/ -}}
+{{- define "semaphore-wireguard.endpointRanges" -}}
+{{- $ranges := .Values.endpointRanges | default dict -}}
+{{- $pairs := list -}}
+{{- range $r := (include "semaphore-common.global" . | fromYaml).remotes -}}
+{{- $name := toString $r.name -}}
+{{- range $cidr := (get $ranges $name | default list) -}}
+{{- $pairs = append $pairs (printf "%s:%s" $name $cidr) -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $pairs -}}
+{{- end -}}
+
+{{- /*
 semaphore-wireguard.portName: the name of a remote's container port: "wg-<remote>" like its
 device, or "wg-<hash>" when that is not a valid port name (longer than 15 characters, or "--").
   the remote's name
