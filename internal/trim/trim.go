@@ -105,8 +105,10 @@ func RemoteNode(obj any) (any, error) {
 	}, nil
 }
 
-// RemotePod keeps of a pod only its name, namespace, UID, labels, resourceVersion, phase and
-// addresses: what a network set is made of.
+// RemotePod keeps of a pod only its name, namespace, UID, labels, resourceVersion, whether it
+// runs in its node's network (hostNetwork: its addresses are the node's, never a set's), phase
+// and addresses: what a network set is made of. Annotations and managedFields, which a remote
+// may fill up to the API server's limits, stay behind.
 func RemotePod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -114,6 +116,7 @@ func RemotePod(obj any) (any, error) {
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, ResourceVersion: p.ResourceVersion, UID: p.UID},
+		Spec:       corev1.PodSpec{HostNetwork: p.Spec.HostNetwork},
 		Status:     corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
 	}, nil
 }

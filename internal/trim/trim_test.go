@@ -11,8 +11,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/trim"
 )
 
@@ -131,6 +133,33 @@ func TestRemoteNodeKeepsKeysCIDRsAndAddresses(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("trimmed Node (-want +got):\n%s", diff)
+	}
+}
+
+// A remote pod trimmed makes the same network set, host-network or not, and keeps none of its
+// annotations, managedFields, containers or conditions.
+func TestRemotePodKeepsWhatANetworkSetIsMadeOf(t *testing.T) {
+	p := &corev1.Pod{
+		ObjectMeta: meta("forwarder-0"),
+		Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "forwarder", Image: "forwarder:1"}}},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodRunning, PodIP: "198.18.0.5", PodIPs: []corev1.PodIP{{IP: "198.18.0.5"}, {IP: "fd00::5"}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+		},
+	}
+	host := p.DeepCopy()
+	host.Spec.HostNetwork = true
+	for _, full := range []*corev1.Pod{p, host} {
+		trimmed := apply(t, trim.RemotePod, full.DeepCopy()).(*corev1.Pod)
+		wantNets, wantBad, wantRefused := netset.Nets([]*corev1.Pod{full}, addrguard.Remote{})
+		nets, bad, refused := netset.Nets([]*corev1.Pod{trimmed}, addrguard.Remote{})
+		if diff := cmp.Diff([]any{wantNets, wantBad, wantRefused}, []any{nets, bad, refused}); diff != "" {
+			t.Errorf("hostNetwork=%v: the set of the trimmed pod differs (-full +trimmed):\n%s", full.Spec.HostNetwork, diff)
+		}
+		if trimmed.Annotations != nil || trimmed.ManagedFields != nil || trimmed.OwnerReferences != nil ||
+			trimmed.Spec.Containers != nil || trimmed.Spec.NodeName != "" || trimmed.Status.Conditions != nil {
+			t.Errorf("kept what no controller reads: %+v", trimmed)
+		}
 	}
 }
 

@@ -35,6 +35,8 @@ type Config struct {
 	CalicoAPI         string        `envconfig:"SEMAPHORE_POLICY_CALICO_API" default:"projectcalico.org/v3" desc:"API group/version of the GlobalNetworkSets: projectcalico.org/v3 (Calico API server) or crd.projectcalico.org/v1 (Calico CRDs)"`
 	Workers           int           `envconfig:"SEMAPHORE_POLICY_WORKERS" default:"4" desc:"sets reconciled in parallel"`
 	InventoryInterval time.Duration `envconfig:"SEMAPHORE_POLICY_INVENTORY_INTERVAL" default:"10s" desc:"how often the set and address metrics are recomputed"`
+	MaxSetsPerRemote  int           `envconfig:"SEMAPHORE_POLICY_MAX_SETS_PER_REMOTE" default:"1000" desc:"GlobalNetworkSets one remote's pods may make; beyond it the first by name are made, the others left out (and deleted)"`
+	MaxSetMembers     int           `envconfig:"SEMAPHORE_POLICY_MAX_SET_MEMBERS" default:"10000" desc:"addresses in one GlobalNetworkSet; beyond it the first by address go in, the others are left out"`
 }
 
 // Validate checks the configuration; each error names its variable.
@@ -54,6 +56,12 @@ func (c *Config) Validate() error {
 	}
 	if _, err := calico.Resource(c.CalicoAPI); err != nil {
 		return fmt.Errorf("SEMAPHORE_POLICY_CALICO_API: %w", err)
+	}
+	if c.MaxSetsPerRemote < 1 {
+		return fmt.Errorf("SEMAPHORE_POLICY_MAX_SETS_PER_REMOTE: must be at least 1, not %d", c.MaxSetsPerRemote)
+	}
+	if c.MaxSetMembers < 1 {
+		return fmt.Errorf("SEMAPHORE_POLICY_MAX_SET_MEMBERS: must be at least 1, not %d", c.MaxSetMembers)
 	}
 	return component.CheckWorkers("SEMAPHORE_POLICY_WORKERS", c.Workers, "SEMAPHORE_POLICY_INVENTORY_INTERVAL", c.InventoryInterval)
 }
@@ -82,6 +90,10 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		return nil, fmt.Errorf("SEMAPHORE_LOCAL_KUBECONFIG: %w", err)
 	}
 	resource, _ := calico.Resource(cfg.CalicoAPI) // checked by Validate
+	guard := addrguard.New(cfg.RemotePodRanges)
+	if err := base.GuardLocalRanges(guard, cfg.ResyncPeriod); err != nil {
+		return nil, err
+	}
 	ctrl := controller.New(controller.Options{
 		PodLabel:          cfg.PodLabel,
 		API:               cfg.CalicoAPI,
@@ -89,7 +101,9 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		ResyncPeriod:      cfg.ResyncPeriod,
 		InventoryInterval: cfg.InventoryInterval,
 		AdoptOriginal:     cfg.AdoptOriginal,
-		Guard:             addrguard.New(cfg.RemotePodRanges),
+		Guard:             guard,
+		MaxSetsPerRemote:  cfg.MaxSetsPerRemote,
+		MaxSetMembers:     cfg.MaxSetMembers,
 	}, base.Local, dyn, base.Remotes, base.Health, controller.NewMetrics(base.Factory), base.Queue, log)
 	return &App{Leading: component.NewLeading(base, ctrl, cfg.Workers), cfg: cfg}, nil
 }

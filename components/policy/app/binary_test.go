@@ -34,6 +34,21 @@ func TestBadConfiguration(t *testing.T) {
 			Want: []string{"SEMAPHORE_POLICY_WORKERS"},
 		},
 		{
+			Name: "no sets per remote",
+			Env:  valid("SEMAPHORE_POLICY_MAX_SETS_PER_REMOTE=0"),
+			Want: []string{"SEMAPHORE_POLICY_MAX_SETS_PER_REMOTE", "at least 1"},
+		},
+		{
+			Name: "no members per set",
+			Env:  valid("SEMAPHORE_POLICY_MAX_SET_MEMBERS=-5"),
+			Want: []string{"SEMAPHORE_POLICY_MAX_SET_MEMBERS", "at least 1"},
+		},
+		{
+			Name: "members not a number",
+			Env:  valid("SEMAPHORE_POLICY_MAX_SET_MEMBERS=lots"),
+			Want: []string{"SEMAPHORE_POLICY_MAX_SET_MEMBERS", "lots"},
+		},
+		{
 			Name: "pod range of an unknown remote",
 			Env:  valid("SEMAPHORE_REMOTE_POD_RANGES=azure:198.18.0.0/16"),
 			Want: []string{"SEMAPHORE_REMOTE_POD_RANGES", `"azure"`},

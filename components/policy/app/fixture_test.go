@@ -60,6 +60,8 @@ func newConfig(t *testing.T, api string, remotes ...string) app.Config {
 		CalicoAPI:         api,
 		Workers:           4,
 		InventoryInterval: 200 * time.Millisecond,
+		MaxSetsPerRemote:  1000,
+		MaxSetMembers:     10000,
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -93,6 +95,19 @@ func start(t *testing.T, cfg app.Config) *running {
 // given addresses, set through the status subresource as a kubelet would.
 func pod(t *testing.T, c *testenv.Cluster, ns, name, set string, ips ...string) *corev1.Pod {
 	t.Helper()
+	return podWith(t, c, ns, name, set, nil, ips...)
+}
+
+// hostPod is pod for a pod in its node's network (spec.hostNetwork): its addresses are the
+// node's.
+func hostPod(t *testing.T, c *testenv.Cluster, ns, name, set string, ips ...string) *corev1.Pod {
+	t.Helper()
+	return podWith(t, c, ns, name, set, func(p *corev1.Pod) { p.Spec.HostNetwork = true }, ips...)
+}
+
+// podWith is pod with edit applied to the pod before it is created (nil: none).
+func podWith(t *testing.T, c *testenv.Cluster, ns, name, set string, edit func(*corev1.Pod), ips ...string) *corev1.Pod {
+	t.Helper()
 	ctx := context.Background()
 	if err := c.EnsureNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
@@ -103,6 +118,9 @@ func pod(t *testing.T, c *testenv.Cluster, ns, name, set string, ips ...string) 
 	}
 	if set != "" {
 		p.Labels["policy.semaphore.uw.io/name"] = set
+	}
+	if edit != nil {
+		edit(p)
 	}
 	p, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 	if err != nil {

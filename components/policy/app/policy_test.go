@@ -29,8 +29,8 @@ func TestPodsBecomeNetworkSets(t *testing.T) {
 			ns := fixture.Namespace(t, "sys-log")
 			pod(t, gcp, ns, "forwarder-b", "forwarder", "198.18.0.10")
 			pod(t, gcp, ns, "forwarder-a", "forwarder", "198.18.0.9")
-			// A host-network pod shares its node's address with others: listed once.
-			pod(t, gcp, ns, "forwarder-host", "forwarder", "198.18.0.10")
+			// Two pods with one address (one reused while the other's status is stale): listed once.
+			pod(t, gcp, ns, "forwarder-reused", "forwarder", "198.18.0.10")
 			pod(t, gcp, ns, "unlabelled", "", "198.18.0.99")
 			pod(t, aws, ns, "forwarder-x", "forwarder", "198.18.1.1")
 			r := start(t, cfg)

@@ -46,6 +46,12 @@ type Options struct {
 	// Guard refuses the pod addresses a remote may not put into a set; nil holds every remote
 	// to the rules alone (no special or metadata address).
 	Guard *addrguard.Guard
+	// MaxSetsPerRemote is the number of sets one remote's pods may make: of those with an
+	// address, the first by name are made, the others left out (0: no limit).
+	MaxSetsPerRemote int
+	// MaxSetMembers is the number of addresses in one set: the first by address go in, the
+	// others are left out (0: no limit).
+	MaxSetMembers int
 }
 
 // Controller turns labelled remote pods into GlobalNetworkSets.
@@ -64,7 +70,8 @@ type Controller struct {
 
 type remoteCache struct {
 	*multiremote.Remote
-	pods cache.Indexer
+	pods   cache.Indexer
+	limits *limits
 }
 
 const bySet = "set"
@@ -108,7 +115,8 @@ func New(opts Options, local kubernetes.Interface, dyn dynamic.Interface, remote
 }
 
 func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
-	rc := &remoteCache{Remote: c.base.AddRemote(r.Name)}
+	rc := &remoteCache{Remote: c.base.AddRemote(r.Name),
+		limits: newLimits(r.Name, orUnlimited(c.opts.MaxSetsPerRemote), orUnlimited(c.opts.MaxSetMembers), c.metrics.overLimit)}
 	factory := informers.NewSharedInformerFactoryWithOptions(r.Client, c.opts.ResyncPeriod,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = c.opts.PodLabel }))
 	podInformer := factory.Core().V1().Pods().Informer()
@@ -158,13 +166,8 @@ func (c *Controller) onRemotePod(rc *remoteCache, obj any) {
 
 // enqueueRemote enqueues every set of a remote whose cache has just synced.
 func (c *Controller) enqueueRemote(r *multiremote.Remote) {
-	pods := c.remotes[r.Name].pods
-	for _, key := range pods.ListIndexFuncValues(bySet) {
-		objs, _ := pods.ByIndex(bySet, key)
-		if len(objs) > 0 {
-			p := objs[0].(*corev1.Pod)
-			c.base.Queue.Add(netset.Source{Cluster: r.Name, Namespace: p.Namespace, Name: p.Labels[c.opts.PodLabel]})
-		}
+	for _, key := range c.remotes[r.Name].pods.ListIndexFuncValues(bySet) {
+		c.base.Queue.Add(sourceOfKey(r.Name, key))
 	}
 	if c.opts.AdoptOriginal {
 		c.enqueueOriginals(r.Name)
@@ -184,6 +187,20 @@ func (c *Controller) enqueueOriginals(remote string) {
 			c.base.Queue.Add(src)
 		}
 	}
+}
+
+// CachedPod is what the cache keeps of a remote pod: only what sets are made of.
+func (c *Controller) CachedPod(remote, namespace, name string) (*corev1.Pod, bool) {
+	rc := c.remotes[remote]
+	if rc == nil {
+		return nil, false
+	}
+	obj, ok, _ := rc.pods.GetByKey(namespace + "/" + name)
+	if !ok {
+		return nil, false
+	}
+	p, ok := obj.(*corev1.Pod)
+	return p, ok
 }
 
 // Run starts the informers and workers and blocks until ctx is done. Each remote syncs on its

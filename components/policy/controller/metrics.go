@@ -3,6 +3,7 @@ package controller
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
@@ -16,6 +17,7 @@ type Metrics struct {
 	clashes   *prometheus.CounterVec
 	adopted   *prometheus.CounterVec
 	refused   *prometheus.CounterVec
+	overLimit *prometheus.GaugeVec
 	inventory []multiremote.Gauge[Inventory]
 }
 
@@ -29,7 +31,12 @@ func NewMetrics(f *metrics.Factory) *Metrics {
 			"Times a GlobalNetworkSet had a set's name but was not created by semaphore-policy; it is left alone.", "remote"),
 		adopted: f.CounterVec("adopted_total",
 			"GlobalNetworkSets the original semaphore-policy made that were taken over (SEMAPHORE_ADOPT_ORIGINAL), by remote.", "remote"),
-		refused: addrguard.RefusedMetric(f, "were kept out of the GlobalNetworkSets"),
+		refused: addrguard.RefusedMetric(f, "were kept out of the GlobalNetworkSets", netset.ReasonHostNetwork),
+		overLimit: f.GaugeVec("over_limit",
+			"What a remote's pods would put into GlobalNetworkSets beyond the limits, left out, by remote and what: "+
+				"sets, the sets beyond SEMAPHORE_POLICY_MAX_SETS_PER_REMOTE (those after the first by name); "+
+				"members, the addresses beyond SEMAPHORE_POLICY_MAX_SET_MEMBERS (those after the first by address) in the sets made.",
+			"remote", "what"),
 		inventory: []multiremote.Gauge[Inventory]{
 			multiremote.NewGauge(f, "sets", "GlobalNetworkSets present in the local cluster for pods of a remote, by remote.", func(i Inventory) int { return i.Sets }),
 			multiremote.NewGauge(f, "addresses", "Addresses (nets) in the GlobalNetworkSets of a remote, by remote.", func(i Inventory) int { return i.Addresses }),

@@ -19,7 +19,7 @@ import (
 const fieldManager = labels.Policy
 
 // sync makes the set of src match the remote pods, reading only from caches and writing only
-// what differs. A set without pods is deleted.
+// what differs. A set without pods, or beyond the remote's limit of sets, is deleted.
 func (c *Controller) sync(ctx context.Context, src netset.Source) (string, error) {
 	var nets []string
 	rc := c.remotes[src.Cluster]
@@ -30,17 +30,17 @@ func (c *Controller) sync(ctx context.Context, src netset.Source) (string, error
 		// Until the remote's caches have synced we do not know its pods; leave its sets alone.
 		return reconcile.Skipped, nil
 	default:
-		pods, err := multiremote.Indexed[*corev1.Pod](rc.pods, bySet, src.Namespace+"/"+src.Name)
-		if err != nil {
-			return reconcile.Error, err
-		}
 		var bad []string
 		var refused []addrguard.Refused
-		nets, bad, refused = netset.Nets(pods, c.opts.Guard.For(src.Cluster))
+		var err error
+		if nets, bad, refused, err = c.nets(rc, src); err != nil {
+			return reconcile.Error, err
+		}
 		if len(bad) > 0 {
 			c.log.Warn("pod addresses that do not parse are left out", "remote", src.Cluster, "namespace", src.Namespace, "name", src.Name, "addresses", bad)
 		}
 		c.refusals.Report(src.Cluster, src.Namespace+"/"+src.Name, refused)
+		nets = c.limit(rc, src, nets)
 	}
 
 	name := netset.SetName(src)
@@ -70,6 +70,51 @@ func (c *Controller) sync(ctx context.Context, src netset.Source) (string, error
 	default:
 		return multiremote.Result(c.update(ctx, src, actual, nets))
 	}
+}
+
+// nets computes the nets of src from the cached pods of its remote (netset.Nets).
+func (c *Controller) nets(rc *remoteCache, src netset.Source) (nets, bad []string, refused []addrguard.Refused, err error) {
+	pods, err := multiremote.Indexed[*corev1.Pod](rc.pods, bySet, src.Namespace+"/"+src.Name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	nets, bad, refused = netset.Nets(pods, c.opts.Guard.For(src.Cluster))
+	return nets, bad, refused, nil
+}
+
+// setsWithAddresses are the sets of rc's cached pods that have an address to hold.
+func (c *Controller) setsWithAddresses(rc *remoteCache) []netset.Source {
+	var out []netset.Source
+	for _, key := range rc.pods.ListIndexFuncValues(bySet) {
+		src := sourceOfKey(rc.Name, key)
+		if nets, _, _, err := c.nets(rc, src); err == nil && len(nets) > 0 {
+			out = append(out, src)
+		}
+	}
+	return out
+}
+
+// limit applies the remote's limits to the nets of src: none when its set is beyond the limit
+// of sets (an existing set of ours is then deleted), the first by address beyond the limit of
+// members. What it leaves out is logged once, when first left out, and shows in over_limit.
+func (c *Controller) limit(rc *remoteCache, src netset.Source, nets []string) []string {
+	within, newlyOut, crossed := rc.limits.place(src, len(nets) > 0, func() []netset.Source { return c.setsWithAddresses(rc) })
+	if crossed != nil {
+		c.base.Queue.Add(*crossed)
+	}
+	if !within {
+		if newlyOut {
+			c.log.Warn("the remote's pods would make more sets than SEMAPHORE_POLICY_MAX_SETS_PER_REMOTE: this one, after the first by name, is left out",
+				"remote", src.Cluster, "namespace", src.Namespace, "name", src.Name, "set", netset.SetName(src), "max", rc.limits.maxSets)
+		}
+		return nil
+	}
+	kept, leftOut, newly := rc.limits.members(src, nets)
+	if newly {
+		c.log.Warn("a set would hold more addresses than SEMAPHORE_POLICY_MAX_SET_MEMBERS: those after the first by address are left out",
+			"remote", src.Cluster, "namespace", src.Namespace, "name", src.Name, "set", netset.SetName(src), "max", rc.limits.maxMembers, "left_out", leftOut)
+	}
+	return kept
 }
 
 func metaOrNil(u *unstructured.Unstructured) metav1.Object {

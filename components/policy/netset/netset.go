@@ -29,6 +29,11 @@ const (
 // matching; it never decides ownership (labels.ManagedBy does).
 const OriginalManagedBy = "managed-by"
 
+// ReasonHostNetwork is the refusal reason (metric label) of an address of a pod that runs in its
+// node's network namespace (spec.hostNetwork): the address is the node's, shared by the kubelet
+// and every other host-network pod there, so a set holding it would let all of them in.
+const ReasonHostNetwork = "host_network"
+
 // Source identifies a set: the pods of one remote cluster and namespace whose policy label has
 // one value.
 type Source = labels.Source
@@ -87,8 +92,9 @@ func Included(p *corev1.Pod) bool {
 
 // Nets returns the host networks (/32 for IPv4, /128 for IPv6) of the addresses of the
 // included pods, without duplicates, sorted by address (IPv4 first), the addresses that did not
-// parse, and those guard refused (a remote may publish only addresses inside its ranges, never
-// the local cluster's or special ones), which local policies must not come to trust.
+// parse, and those refused, which local policies must not come to trust: every address of a
+// host-network pod (ReasonHostNetwork, whatever its labels), and those guard refused (a remote
+// may publish only addresses inside its ranges, never the local cluster's or special ones).
 func Nets(pods []*corev1.Pod, guard addrguard.Remote) (nets []string, bad []string, refused []addrguard.Refused) {
 	seen := map[netip.Addr]bool{}
 	var addrs []netip.Addr
@@ -113,6 +119,10 @@ func Nets(pods []*corev1.Pod, guard addrguard.Remote) (nets []string, bad []stri
 				continue
 			}
 			a = a.Unmap().WithZone("")
+			if p.Spec.HostNetwork {
+				refused = append(refused, addrguard.Refused{Source: p.Namespace + "/" + p.Name, Addr: a.String(), Reason: ReasonHostNetwork})
+				continue
+			}
 			var r *addrguard.Refusal
 			if errors.As(guard.Addr(a), &r) {
 				refused = append(refused, addrguard.Refused{Source: p.Namespace + "/" + p.Name, Addr: a.String(), Reason: r.Reason})

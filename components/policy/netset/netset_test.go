@@ -170,6 +170,12 @@ func pod(name string, phase corev1.PodPhase, ips ...string) *corev1.Pod {
 	return p
 }
 
+// hostNetwork makes p run in its node's network namespace.
+func hostNetwork(p *corev1.Pod) *corev1.Pod {
+	p.Spec.HostNetwork = true
+	return p
+}
+
 func TestIncluded(t *testing.T) {
 	tests := []struct {
 		name string
@@ -229,6 +235,23 @@ func TestNets(t *testing.T) {
 				{Source: "ns/elsewhere", Addr: "198.51.100.7", Reason: addrguard.ReasonOutsideRanges},
 				{Source: "ns/elsewhere", Addr: "fd00:99::1", Reason: addrguard.ReasonOutsideRanges},
 				{Source: "ns/ours", Addr: "10.0.7.9", Reason: addrguard.ReasonLocal},
+			},
+		},
+		{
+			// The node's address, shared by the kubelet and every host-network pod there: refused
+			// even inside the remote's ranges, while a pod of the same labels with its own
+			// address is in. A local address of a host-network pod is refused as host_network.
+			name: "every address of a host-network pod is refused",
+			pods: []*corev1.Pod{
+				hostNetwork(pod("node-agent", corev1.PodRunning, "10.0.1.5", "fd00::5")),
+				hostNetwork(pod("node-agent-local", corev1.PodRunning, "10.0.7.5")),
+				pod("ok", corev1.PodRunning, "10.0.0.1"),
+			},
+			want: []string{"10.0.0.1/32"},
+			wantRefused: []addrguard.Refused{
+				{Source: "ns/node-agent", Addr: "10.0.1.5", Reason: netset.ReasonHostNetwork},
+				{Source: "ns/node-agent", Addr: "fd00::5", Reason: netset.ReasonHostNetwork},
+				{Source: "ns/node-agent-local", Addr: "10.0.7.5", Reason: netset.ReasonHostNetwork},
 			},
 		},
 		{
