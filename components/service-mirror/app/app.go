@@ -16,6 +16,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/controller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/globalcontroller"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/limit"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirrorns"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
@@ -44,6 +45,9 @@ type Config struct {
 	DriftInterval  time.Duration   `envconfig:"SEMAPHORE_MIRROR_DRIFT_INTERVAL" default:"10s" desc:"how often the mirror drift and inventory metrics are recomputed"`
 	GlobalSelector string          `envconfig:"SEMAPHORE_GLOBAL_LABEL_SELECTOR" default:"mirror.semaphore.uw.io/global-service=true" desc:"label selector of the Services, in every cluster, that are global services; empty turns global services off"`
 	WithdrawAfter  withdraw.Policy `envconfig:"SEMAPHORE_WITHDRAW_AFTER" desc:"outage policy: after this long without a successful sync with a remote, its mirrored endpoints (mirrors and global services) are marked not ready, and ready again as soon as it answers; a duration for every remote (5m), remote:duration pairs (aws:5m,gcp:30s) or both (5m,gcp:30s); empty keeps them as they are during an outage"`
+	// The limits bound what one remote can make the service mirror hold and write.
+	MaxServices       int `envconfig:"SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE" default:"1000" desc:"most Services of one remote that are mirrored: of a remote with more selected Services, the first this many in namespace/name order are, the others are not (their mirrors are deleted), counted in over_limit{what=services} and logged; at least 1"`
+	GlobalMaxServices int `envconfig:"SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE" default:"1000" desc:"most global services one remote contributes endpoints to (and creates, when it is the only cluster that has one): of a remote with more selected global Services, the first this many in namespace/name order do, the others do not, counted in over_limit{what=global_services} and logged; at least 1"`
 
 	selector, globalSelector k8slabels.Selector
 }
@@ -77,6 +81,9 @@ func (c *Config) Validate() error {
 	if err := c.validateGlobal(); err != nil {
 		return err
 	}
+	if err := checkLimits(c.MaxServices, c.GlobalMaxServices); err != nil {
+		return err
+	}
 	return component.CheckWorkers("SEMAPHORE_MIRROR_WORKERS", c.Workers, "SEMAPHORE_MIRROR_DRIFT_INTERVAL", c.DriftInterval)
 }
 
@@ -100,6 +107,18 @@ func (c *Config) validateGlobal() error {
 	return nil
 }
 
+// checkLimits checks the limits per remote: a limit of 0 would mirror nothing and is never
+// what was meant.
+func checkLimits(mirrors, globals int) error {
+	if mirrors < 1 {
+		return fmt.Errorf("SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE: %d: must be at least 1", mirrors)
+	}
+	if globals < 1 {
+		return fmt.Errorf("SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE: %d: must be at least 1", globals)
+	}
+	return nil
+}
+
 // refusedWhat is what the service mirror does with an endpoint address a remote may not publish.
 const refusedWhat = "were left out of the mirrors and global services"
 
@@ -115,6 +134,7 @@ func MetricSpecs() []metrics.Spec {
 		withdraw.NewMetrics(f)
 		original.NewMetrics(f)
 		addrguard.RefusedMetric(f, refusedWhat)
+		limit.OverMetric(f)
 	})
 }
 
@@ -142,7 +162,12 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	tracker := withdraw.NewTracker(cfg.WithdrawAfter, cfg.Remotes, base.Health, withdraw.NewMetrics(base.Factory), log)
 	// One guard and one report of refusals for the mirrors and the global services.
 	guard := addrguard.New(cfg.RemotePodRanges)
+	if err := base.GuardLocalRanges(guard, cfg.ResyncPeriod); err != nil {
+		return nil, err
+	}
 	refusals := addrguard.NewReporter(addrguard.RefusedMetric(base.Factory, refusedWhat), log)
+	// One gauge of what is over the limits, for the mirrors and the global services.
+	over := limit.OverMetric(base.Factory)
 	ctrls := &Controllers{Adopter: adopter, Withdraw: tracker, WithdrawInterval: min(cfg.RemoteProbeInterval, time.Second), Mirrors: controller.New(controller.Options{
 		Namespace:       cfg.Namespace,
 		MirrorNamespace: mirrorNamespace,
@@ -154,6 +179,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		Guard:           guard,
 		Refusals:        refusals,
 		Adopter:         adopter,
+		Limit:           limit.New(cfg.MaxServices, limit.WhatServices, "SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", over, log),
 	}, base.Local, base.Remotes, base.Health, controller.NewMetrics(base.Factory), base.Queue, log)}
 	if cfg.globalSelector != nil {
 		meta, err := metadata.NewForConfig(base.LocalConfig)
@@ -172,6 +198,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 			Guard:             guard,
 			Refusals:          refusals,
 			Adopter:           adopter,
+			Limit:             limit.New(cfg.GlobalMaxServices, limit.WhatGlobalServices, "SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE", over, log.With("global", true)),
 		}, base.Local, meta, base.Remotes, base.Health, globalcontroller.NewMetrics(base.Factory), base.Queue, log.With("global", true))
 	}
 	return &App{Leading: component.NewLeading(base, ctrls, cfg.Workers), cfg: cfg}, nil
@@ -179,5 +206,6 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 
 // Starting are the attributes of the line logged when the component starts.
 func (a *App) Starting() []any {
-	return []any{"cluster", a.cfg.LocalCluster, "remotes", a.cfg.Remotes, "namespace", a.cfg.Namespace, "global", a.cfg.GlobalSelector, "withdraw_after", a.cfg.WithdrawAfter.String(), "admin", a.AdminAddr()}
+	return []any{"cluster", a.cfg.LocalCluster, "remotes", a.cfg.Remotes, "namespace", a.cfg.Namespace, "global", a.cfg.GlobalSelector, "withdraw_after", a.cfg.WithdrawAfter.String(),
+		"max_services_per_remote", a.cfg.MaxServices, "global_max_services_per_remote", a.cfg.GlobalMaxServices, "admin", a.AdminAddr()}
 }

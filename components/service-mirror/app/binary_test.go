@@ -52,6 +52,21 @@ func TestBadConfiguration(t *testing.T) {
 			Want: []string{"SEMAPHORE_WITHDRAW_AFTER", "aws:soon"},
 		},
 		{
+			Name: "mirror limit of zero",
+			Env:  valid("SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE=0"),
+			Want: []string{"SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", "at least 1"},
+		},
+		{
+			Name: "global limit not a number",
+			Env:  valid("SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE=many"),
+			Want: []string{"SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE", "many"},
+		},
+		{
+			Name: "global limit negative",
+			Env:  valid("SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE=-5"),
+			Want: []string{"SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE", "at least 1"},
+		},
+		{
 			Name: "client QPS not a number",
 			Env:  valid("SEMAPHORE_CLIENT_QPS=abc"),
 			Want: []string{"SEMAPHORE_CLIENT_QPS", "abc"},
@@ -62,5 +77,6 @@ func TestBadConfiguration(t *testing.T) {
 			Want: []string{"SEMAPHORE_LEADER_ELECT_NAMESPACE", "POD_NAMESPACE"},
 		},
 	}...))
-	fixture.ExpectHelp(t, bin, "SEMAPHORE_MIRROR_NAMESPACE", "SEMAPHORE_WITHDRAW_AFTER", "SEMAPHORE_LOCAL_CLUSTER", "SEMAPHORE_REMOTES")
+	fixture.ExpectHelp(t, bin, "SEMAPHORE_MIRROR_NAMESPACE", "SEMAPHORE_WITHDRAW_AFTER", "SEMAPHORE_LOCAL_CLUSTER", "SEMAPHORE_REMOTES",
+		"SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", "SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE")
 }

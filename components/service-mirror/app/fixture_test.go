@@ -70,6 +70,9 @@ func newConfig(t *testing.T, remotes ...string) app.Config {
 		LabelSelector:  mirrorLabel + "=true," + testLabel + "=" + testLabelValue(t),
 		Workers:        4,
 		DriftInterval:  200 * time.Millisecond,
+		// The defaults: a struct literal does not get envconfig's.
+		MaxServices:       1000,
+		GlobalMaxServices: 1000,
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

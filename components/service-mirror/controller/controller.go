@@ -20,17 +20,18 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/limit"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirrorns"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/trimmed"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/internal/remote"
-	"github.com/kube-semaphore/semaphore/internal/trim"
 )
 
 // Options configure a Controller.
@@ -55,6 +56,8 @@ type Options struct {
 	Refusals *addrguard.Reporter
 	// Adopter takes over the original tool's mirrors (nil: never).
 	Adopter *original.Adopter
+	// Limit bounds the Services of each remote that are mirrored (nil: no bound).
+	Limit *limit.Limit
 }
 
 // Controller mirrors remote Services into the local cluster.
@@ -78,6 +81,8 @@ type remoteCache struct {
 	*multiremote.Remote
 	services corelisters.ServiceLister
 	slices   cache.Indexer
+	// limited are the remote's selected Services in order, of which the first are mirrored.
+	limited *limit.Set
 }
 
 // New wires informers for the local mirror namespace and for each remote.
@@ -132,31 +137,33 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, hea
 }
 
 func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
-	rc := &remoteCache{Remote: c.base.AddRemote(r.Name)}
+	rc := &remoteCache{Remote: c.base.AddRemote(r.Name), limited: c.opts.Limit.For(r.Name)}
 	selector := c.opts.Selector.String()
 	svcFactory := informers.NewSharedInformerFactoryWithOptions(r.Client, c.opts.ResyncPeriod,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
-		informers.WithTransform(trim.RemoteService))
+		informers.WithTransform(trimmed.Service))
 	sliceFactory, sliceInformer := c.opts.RemoteSlices.For(r)
 	svcInformer := svcFactory.Core().V1().Services()
 	rc.services = svcInformer.Lister()
 	rc.slices = sliceInformer.GetIndexer()
-	// Services are listed with the selector, slices without (and shared): two factories.
-	rc.Watch(svcFactory, svcInformer.Informer().HasSynced)
-	rc.Watch(sliceFactory, sliceInformer.HasSynced)
 
-	_, _ = svcInformer.Informer().AddEventHandler(rc.Handler(func(obj any) { c.onRemoteService(rc, obj) }))
+	// The limit's handler sees every event, the remote ready or not, and enqueues once it is.
+	limited, err := svcInformer.Informer().AddEventHandler(limit.Handler(rc.limited, nil, func(k limit.Key) { c.onRemoteService(rc, k) }))
+	utilruntime.Must(err)
 	_, _ = sliceInformer.AddEventHandler(rc.Handler(func(obj any) { c.onRemoteSlice(rc, obj) }))
+	// Services are listed with the selector, slices without (and shared): two factories. The
+	// remote is synced once the limit's handler has seen every Service listed, too.
+	rc.Watch(svcFactory, svcInformer.Informer().HasSynced, limited.HasSynced)
+	rc.Watch(sliceFactory, sliceInformer.HasSynced)
 	return rc
 }
 
-// onRemoteService enqueues a changed remote Service.
-func (c *Controller) onRemoteService(rc *remoteCache, obj any) {
-	m, err := reconcile.MetaOf(obj)
-	if err != nil {
-		return
+// onRemoteService enqueues a remote Service whose object or admission under the limit
+// changed, once the remote is ready (every Service is enqueued when it becomes ready).
+func (c *Controller) onRemoteService(rc *remoteCache, k limit.Key) {
+	if rc.Ready() {
+		c.base.Queue.Add(mirror.Source{Cluster: rc.Name, Namespace: k.Namespace, Name: k.Name})
 	}
-	c.base.Queue.Add(mirror.Source{Cluster: rc.Name, Namespace: m.GetNamespace(), Name: m.GetName()})
 }
 
 // onRemoteSlice enqueues the Service a remote slice belongs to, when that Service is selected.
@@ -197,6 +204,16 @@ func (c *Controller) enqueueMirrors(match func(mirror.Source) bool) {
 // is unreachable does not hold up the others: each remote syncs on its own, and until it has,
 // its mirrors are neither updated nor garbage-collected.
 func (c *Controller) Run(ctx context.Context, workers int) { c.base.Run(ctx, workers) }
+
+// RemoteCaches are what the controller holds of remote, as cached (trimmed): its selected
+// Services and its EndpointSlices; nil when remote is not configured. For inspection.
+func (c *Controller) RemoteCaches(remote string) (corelisters.ServiceLister, cache.Indexer) {
+	rc := c.remotes[remote]
+	if rc == nil {
+		return nil, nil
+	}
+	return rc.services, rc.slices
+}
 
 // LocalSynced reports whether the local caches have synced, for /readyz.
 func (c *Controller) LocalSynced() bool { return c.base.LocalSynced() }

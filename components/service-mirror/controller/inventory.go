@@ -6,6 +6,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kube-semaphore/semaphore/components/service-mirror/limit"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
@@ -16,8 +17,8 @@ type Inventory struct {
 	RemoteServices int
 	Mirrors        int
 	Endpoints      int
-	// Drift is the number of selected remote Services without a local mirror plus local
-	// mirrors without a selected remote Service.
+	// Drift is the number of selected remote Services within the limit without a local
+	// mirror plus local mirrors without such a remote Service.
 	Drift int
 }
 
@@ -59,22 +60,29 @@ func (c *Controller) Inventory() map[string]Inventory {
 		i := inv[name]
 		remoteServices, _ := rc.services.List(k8slabels.Everything())
 		i.RemoteServices = len(remoteServices)
-		present := 0
+		expected, present := 0, 0
 		for _, svc := range remoteServices {
 			y.Step()
+			// Those over the limit are left out on purpose: over_limit counts them.
+			if rc.limited.Admission(limit.Key{Namespace: svc.Namespace, Name: svc.Name}) == limit.Over {
+				continue
+			}
+			expected++
 			if mirrored[mirror.Source{Cluster: name, Namespace: svc.Namespace, Name: svc.Name}] {
 				present++
 			}
 		}
-		i.Drift = (i.RemoteServices - present) + (i.Mirrors - present)
+		i.Drift = (expected - present) + (i.Mirrors - present)
 		inv[name] = i
 	}
 	return inv
 }
 
-// updateInventory refreshes the inventory gauges. Series exist for configured remotes only:
-// mirrors of remotes no longer configured are garbage-collected at start.
+// updateInventory refreshes the inventory gauges and the report of what is over the limit.
+// Series exist for configured remotes only: mirrors of remotes no longer configured are
+// garbage-collected at start.
 func (c *Controller) updateInventory(context.Context) {
 	c.base.Expect.Expire()
 	multiremote.SetGauges(c.base.Remotes(), c.Inventory(), c.metrics.inventory)
+	c.opts.Limit.Report()
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kube-semaphore/semaphore/components/service-mirror/limit"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/labels"
@@ -40,6 +41,14 @@ func (c *Controller) sync(ctx context.Context, src mirror.Source) (string, error
 	}
 	if err != nil {
 		return reconcile.Error, err
+	}
+	switch rc.limited.Admission(limit.Key{Namespace: src.Namespace, Name: src.Name}) {
+	case limit.Over:
+		// Beyond the remote's limit: not mirrored, and a mirror made before is ours to delete.
+		return multiremote.Result(c.deleteMirror(ctx, src))
+	case limit.Unknown:
+		// The limit's handler has not seen this Service yet; it enqueues it once it has.
+		return reconcile.Skipped, nil
 	}
 
 	clashed, err := c.write.Service(ctx, src, mirror.Service(src, c.opts.Namespace, remoteSvc))

@@ -24,17 +24,18 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/limit"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirrorns"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/trimmed"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/internal/remote"
-	"github.com/kube-semaphore/semaphore/internal/trim"
 )
 
 // Options configure a Controller.
@@ -61,6 +62,8 @@ type Options struct {
 	Refusals *addrguard.Reporter
 	// Adopter takes over the original tool's global Services (nil: never).
 	Adopter *original.Adopter
+	// Limit bounds the global services each remote contributes to (nil: no bound).
+	Limit *limit.Limit
 }
 
 // Controller serves global services in the local cluster.
@@ -93,6 +96,9 @@ type cluster struct {
 	remote   *multiremote.Remote
 	services corelisters.ServiceLister
 	slices   cache.Indexer
+	// limited are a remote's selected Services in order, of which the first contribute; nil
+	// (everything contributes) for the local cluster.
+	limited *limit.Set
 }
 
 func (c *cluster) ready() bool { return c.remote == nil || c.remote.Ready() }
@@ -145,7 +151,7 @@ func (c *Controller) watchLocal(local kubernetes.Interface, meta metadata.Interf
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermNotEqualSelector("metadata.namespace", c.opts.Namespace).String()
 		}),
-		informers.WithTransform(trim.RemoteSlice))
+		informers.WithTransform(trimmed.Slice))
 	sources := others.Discovery().V1().EndpointSlices()
 	utilruntime.Must(sources.Informer().AddIndexers(cache.Indexers{mirror.ByServiceName: mirror.IndexByServiceName}))
 	selected := selectedServices(local, c.opts)
@@ -175,21 +181,32 @@ func selectedServices(client kubernetes.Interface, opts Options) informers.Share
 	selector := opts.Selector.String()
 	return informers.NewSharedInformerFactoryWithOptions(client, opts.ResyncPeriod,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
-		informers.WithTransform(trim.RemoteService))
+		informers.WithTransform(trimmed.Service))
 }
 
 func (c *Controller) watchRemote(r remote.Cluster) *cluster {
-	rc := &cluster{name: r.Name, remote: c.base.AddRemote(r.Name)}
+	rc := &cluster{name: r.Name, remote: c.base.AddRemote(r.Name), limited: c.opts.Limit.For(r.Name)}
 	svcFactory := selectedServices(r.Client, c.opts)
 	sliceFactory, slices := c.opts.RemoteSlices.For(r)
 	services := svcFactory.Core().V1().Services()
 	rc.services, rc.slices = services.Lister(), slices.GetIndexer()
-	rc.remote.Watch(svcFactory, services.Informer().HasSynced)
-	rc.remote.Watch(sliceFactory, slices.HasSynced)
-	_, _ = services.Informer().AddEventHandler(rc.remote.Handler(c.onService))
+	// The limit's handler sees every event, the remote ready or not, and enqueues once it is;
+	// ours take no place (they are never sources). The remote is synced once it has seen every
+	// Service listed.
+	limited, err := services.Informer().AddEventHandler(limit.Handler(rc.limited, isOurs, func(k limit.Key) {
+		if rc.remote.Ready() {
+			c.base.Queue.Add(global.Key(k))
+		}
+	}))
+	utilruntime.Must(err)
 	_, _ = slices.AddEventHandler(rc.remote.Handler(func(obj any) { c.onSlice(rc, obj) }))
+	rc.remote.Watch(svcFactory, services.Informer().HasSynced, limited.HasSynced)
+	rc.remote.Watch(sliceFactory, slices.HasSynced)
 	return rc
 }
+
+// isOurs reports whether m is an object of ours: never the source of a global service.
+func isOurs(m metav1.Object) bool { return labels.IsManagedBy(m.GetLabels(), labels.ServiceMirror) }
 
 // handler calls fn with the object of every add, update (the new object) and delete.
 func handler(fn func(obj any)) cache.ResourceEventHandler {
@@ -200,7 +217,7 @@ func handler(fn func(obj any)) cache.ResourceEventHandler {
 // objects are never sources, whatever the selector.
 func (c *Controller) onService(obj any) {
 	m, err := reconcile.MetaOf(obj)
-	if err != nil || labels.IsManagedBy(m.GetLabels(), labels.ServiceMirror) {
+	if err != nil || isOurs(m) {
 		return
 	}
 	c.base.Queue.Add(global.Key{Namespace: m.GetNamespace(), Name: m.GetName()})
@@ -255,6 +272,17 @@ func (c *Controller) enqueueAllOurs() { c.enqueueOurs(func(global.Key) bool { re
 func (c *Controller) Run(ctx context.Context, workers int) {
 	c.started = time.Now()
 	c.base.Run(ctx, workers)
+}
+
+// ClusterCaches are what the controller holds of cluster (the local one or a remote), as cached
+// (trimmed): its selected Services and its EndpointSlices; nil when cluster is none of them.
+// For inspection.
+func (c *Controller) ClusterCaches(cluster string) (corelisters.ServiceLister, cache.Indexer) {
+	cl := c.clusters[cluster]
+	if cl == nil {
+		return nil, nil
+	}
+	return cl.services, cl.slices
 }
 
 // LocalSynced reports whether the local caches have synced, for /readyz.

@@ -53,8 +53,9 @@ func (c *Controller) Inventory() Inventory {
 	return inv
 }
 
-// updateInventory refreshes the inventory gauges. Series exist for the configured clusters
-// (set to zero when they hold nothing) and for any other cluster our objects still name.
+// updateInventory refreshes the inventory gauges and the report of what is over the limit.
+// Series exist for the configured clusters (set to zero when they hold nothing) and for any
+// other cluster our objects still name.
 func (c *Controller) updateInventory(context.Context) {
 	c.base.Expect.Expire()
 	inv := c.Inventory()
@@ -76,4 +77,5 @@ func (c *Controller) updateInventory(context.Context) {
 		m.readyEndpoint.WithLabelValues(name).Set(float64(inv.ReadyEndpoints[name]))
 		m.conflicts.WithLabelValues(name).Set(float64(inv.Conflicts[name]))
 	}
+	c.opts.Limit.Report()
 }

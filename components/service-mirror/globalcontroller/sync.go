@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/limit"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/labels"
@@ -76,13 +77,19 @@ func (c *Controller) definitions(k global.Key) []global.Definition {
 	return defs
 }
 
-// service is cl's selected Service of k, nil when it has none or cannot be read yet.
+// service is cl's selected Service of k, nil when it has none, cannot be read yet, or k is not
+// among the global services within cl's limit.
 func (cl *cluster) service(k global.Key) *corev1.Service {
 	if !cl.ready() {
 		return nil
 	}
 	svc, err := cl.services.Services(k.Namespace).Get(k.Name)
-	if err != nil || labels.IsManagedBy(svc.Labels, labels.ServiceMirror) {
+	if err != nil || isOurs(svc) {
+		return nil
+	}
+	// Unknown (the limit's handler has not seen it yet) is no contribution yet: the handler
+	// enqueues k once it has.
+	if cl.limited.Admission(limit.Key(k)) != limit.Admitted {
 		return nil
 	}
 	return svc

@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/trimmed"
 	"github.com/kube-semaphore/semaphore/internal/remote"
-	"github.com/kube-semaphore/semaphore/internal/trim"
 )
 
 // Shared are the remotes' slice informers, made on first use.
@@ -30,14 +30,14 @@ func New(resync time.Duration) *Shared {
 }
 
 // For returns r's factory (to start, and wait for) and its EndpointSlice informer, indexed by
-// mirror.ByServiceName. Every caller gets the same ones; they must ask before the factory
-// starts, as indexers cannot be added to a running informer.
+// mirror.ByServiceName, its slices trimmed (package trimmed). Every caller gets the same ones;
+// they must ask before the factory starts, as indexers cannot be added to a running informer.
 func (s *Shared) For(r remote.Cluster) (informers.SharedInformerFactory, cache.SharedIndexInformer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.factories[r.Name]
 	if !ok {
-		f = informers.NewSharedInformerFactoryWithOptions(r.Client, s.resync, informers.WithTransform(trim.RemoteSlice))
+		f = informers.NewSharedInformerFactoryWithOptions(r.Client, s.resync, informers.WithTransform(trimmed.Slice))
 		s.factories[r.Name] = f
 	}
 	inf := f.Discovery().V1().EndpointSlices().Informer()

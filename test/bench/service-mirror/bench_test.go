@@ -84,7 +84,7 @@ func benchServiceMirror(b *testing.B, n int) {
 	}
 	start := time.Now()
 	remoteSvcs, remoteSlices := populate(b, aws, n, map[string]string{mirrorLabel: "true"},
-		func(i, e int) string { return fmt.Sprintf("10.%d.%d.%d", i/250, i%250, e+1) })
+		func(i, e int) string { return fmt.Sprintf("10.%d.%d.%d", 100+i/250, i%250, e+1) }) // outside the local Service range (10.0.0.0/16), which no remote address may be in
 	b.Logf("created %d remote Services with %d endpoints each in %v", n, endpoints, time.Since(start).Round(time.Millisecond))
 	// The reference: a bare client with the controller's rate limit writes the same objects.
 	bare, _ := bareMirrors(b, local, []*testenv.Cluster{aws}, [][]*corev1.Service{remoteSvcs}, [][]*discoveryv1.EndpointSlice{remoteSlices})

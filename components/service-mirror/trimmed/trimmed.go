@@ -1,0 +1,60 @@
+// Package trimmed holds the informer transforms (cache.TransformFunc) of the Services and
+// EndpointSlices the service mirror reads from a cluster, remote or local, and never writes: on
+// top of what package trim leaves out of them, they keep only the labels the service mirror
+// reads and no annotation. A cluster may put up to 256 KiB of annotations, and any number of
+// labels, on every object it publishes; none of it is copied anywhere, so none of it is cached,
+// and a remote that publishes huge metadata costs the controller's memory nothing.
+package trimmed
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
+	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/trim"
+)
+
+// ServiceLabels are the labels of a Service the service mirror reads: whether it is ours (ours
+// are never the source of a global service), and the routing strategy of a global service.
+// The selectors are applied by the API server, which lists and watches only what they select.
+var ServiceLabels = []string{labels.ManagedBy, global.LabelRoutingStrategy}
+
+// SliceLabels are the labels of an EndpointSlice the service mirror reads: the Service it
+// belongs to.
+var SliceLabels = []string{discoveryv1.LabelServiceName}
+
+// Service is trim.RemoteService keeping only ServiceLabels and no annotation.
+func Service(obj any) (any, error) {
+	out, err := trim.RemoteService(obj)
+	if svc, ok := out.(*corev1.Service); ok {
+		only(&svc.ObjectMeta, ServiceLabels)
+	}
+	return out, err
+}
+
+// Slice is trim.RemoteSlice keeping only SliceLabels and no annotation.
+func Slice(obj any) (any, error) {
+	out, err := trim.RemoteSlice(obj)
+	if s, ok := out.(*discoveryv1.EndpointSlice); ok {
+		only(&s.ObjectMeta, SliceLabels)
+	}
+	return out, err
+}
+
+// only replaces m's labels with a new map of those of keys it has, and drops its annotations.
+// The labels are copied, not filtered in place: trim's copy shares its map with the decoded
+// object.
+func only(m *metav1.ObjectMeta, keys []string) {
+	var kept map[string]string
+	for _, k := range keys {
+		if v, ok := m.Labels[k]; ok {
+			if kept == nil {
+				kept = make(map[string]string, len(keys))
+			}
+			kept[k] = v
+		}
+	}
+	m.Labels, m.Annotations = kept, nil
+}
