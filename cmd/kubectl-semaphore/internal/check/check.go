@@ -7,6 +7,7 @@ package check
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -37,6 +38,7 @@ const (
 	NetworkSets = "network-sets"
 	Peers       = "peers"
 	Handshakes  = "handshakes"
+	PodRanges   = "pod-ranges"
 )
 
 // Result is the outcome of one check.
@@ -47,7 +49,9 @@ type Result struct {
 	Remote    string `json:"remote,omitempty"`
 	Component string `json:"component,omitempty"`
 	OK        bool   `json:"ok"`
-	Message   string `json:"message"`
+	// Warning marks a result that passes but says what is weaker than it should be.
+	Warning bool   `json:"warning,omitempty"`
+	Message string `json:"message"`
 	// Runbook is set on failures: what to do.
 	Runbook string `json:"runbook,omitempty"`
 }
@@ -69,6 +73,9 @@ type Options struct {
 	// Metrics returns the /metrics text of a wireguard pod; by default it is read through
 	// the API server's pod proxy on the pod's admin port.
 	Metrics func(ctx context.Context, pod *corev1.Pod) ([]byte, error)
+	// AllowExecPlugins lets the kubeconfigs of the remotes, read from the cluster's Secrets, run
+	// exec credential plugins and auth-providers on this machine (release.CredentialOptions).
+	AllowExecPlugins bool
 }
 
 func (o *Options) defaults(client kubernetes.Interface) {
@@ -115,13 +122,20 @@ func Run(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface
 	allowed := allowedByRemote(all)
 
 	out := []Result{}
+	creds := release.CredentialOptions{AllowExecPlugins: opts.AllowExecPlugins}
 	for _, c := range components {
 		out = append(out, checkWorkload(ctx, client, c)...)
-		remotes, errs := c.Remotes(ctx, client)
-		for _, err := range errs {
-			out = append(out, Result{Check: Reachable, Cluster: c.LocalCluster(), Component: c.Name, Message: err.Error() + ": fix the remotes values of the semaphore release", Runbook: RunbookBase + "check-reachable"})
-		}
-		for _, r := range remotes {
+		out = append(out, checkPodRanges(c)...)
+		for _, name := range c.RemoteNames() {
+			r, err := c.Remote(ctx, client, name, creds)
+			if err != nil {
+				msg := err.Error()
+				if !errors.As(err, new(*release.RunsHereError)) {
+					msg += ": fix the remotes values of the semaphore release"
+				}
+				out = append(out, Result{Check: Reachable, Cluster: c.LocalCluster(), Remote: name, Component: c.Name, Message: msg, Runbook: RunbookBase + "check-reachable"})
+				continue
+			}
 			out = append(out, checkRemote(ctx, client, dyn, c, r, allowed[r.Name], opts)...)
 		}
 	}
@@ -182,6 +196,13 @@ func pass(r Result, format string, args ...any) Result {
 	return r
 }
 
+// warn is a result that passes, saying what is weaker than it should be.
+func warn(r Result, format string, args ...any) Result {
+	r = pass(r, format, args...)
+	r.Warning = true
+	return r
+}
+
 // Failed reports whether any result is a failure.
 func Failed(results []Result) bool {
 	for _, r := range results {
@@ -192,13 +213,16 @@ func Failed(results []Result) bool {
 	return false
 }
 
-// Print writes one line per result: OK or FAIL, the check, where, and the message; failures
+// Print writes one line per result: OK, WARN or FAIL, the check, where, and the message; failures
 // get a second line with the runbook.
 func Print(w io.Writer, results []Result) error {
 	for _, r := range results {
 		status := "OK  "
-		if !r.OK {
+		switch {
+		case !r.OK:
 			status = "FAIL"
+		case r.Warning:
+			status = "WARN"
 		}
 		where := r.Cluster
 		if r.Remote != "" {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +97,31 @@ func simulateRollout(t *testing.T, c *testenv.Cluster) {
 			t.Fatal(err)
 		}
 		setPodStatus(t, c, pod, "10.2.0.10")
+	}
+}
+
+// setEnv sets the variable name of the Deployment's first container to value (removes it when
+// value is empty), and marks the Deployment rolled out again, as its controller would.
+func setEnv(t *testing.T, c *testenv.Cluster, deployment, name, value string) {
+	t.Helper()
+	ctx := context.Background()
+	deployments := c.Client.AppsV1().Deployments("semaphore")
+	d, err := deployments.Get(ctx, deployment, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctr := &d.Spec.Template.Spec.Containers[0]
+	ctr.Env = slices.DeleteFunc(ctr.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+	if value != "" {
+		ctr.Env = append(ctr.Env, corev1.EnvVar{Name: name, Value: value})
+	}
+	if d, err = deployments.Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n := ptr.Deref(d.Spec.Replicas, 1)
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+	if _, err := deployments.UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -214,7 +240,7 @@ func TestCheck(t *testing.T) {
 	if check.Failed(results) {
 		t.Fatalf("in sync, the check fails:%s", failures(results))
 	}
-	want := map[string]int{check.Pods: 3, check.Reachable: 3, check.Identity: 3, check.Access: 3, check.Mirrors: 1, check.Global: 1, check.NetworkSets: 1, check.Peers: 1, check.Handshakes: 1}
+	want := map[string]int{check.Pods: 3, check.PodRanges: 3, check.Reachable: 3, check.Identity: 3, check.Access: 3, check.Mirrors: 1, check.Global: 1, check.NetworkSets: 1, check.Peers: 1, check.Handshakes: 1}
 	got := map[string]int{}
 	for _, r := range results {
 		got[r.Check]++
@@ -228,11 +254,22 @@ func TestCheck(t *testing.T) {
 		}
 	}
 
+	// The umbrella gives aws no podRanges: each component warns, and still passes.
+	for _, r := range results {
+		if r.Check == check.PodRanges && (!r.OK || !r.Warning || !strings.Contains(r.Message, "remote aws has no pod ranges") ||
+			!strings.Contains(r.Message, "held only to the special, local and width rules")) {
+			t.Errorf("pod-ranges without podRanges: %+v, want a warning that aws is held to the rules alone", r)
+		}
+	}
+
 	var text strings.Builder
 	if err := check.Print(&text, results); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("kubectl semaphore check:\n%s", text.String())
+	if !strings.Contains(text.String(), "WARN pod-ranges      gcp <- aws policy: remote aws has no pod ranges") {
+		t.Errorf("the warning is not printed as one:\n%s", text.String())
+	}
 
 	// The command, with the kubeconfig: the agents' metrics cannot be read here (no kubelet
 	// behind the pod proxy), so it fails on those alone, says so in JSON and exits 1.
@@ -390,6 +427,59 @@ func TestCheck(t *testing.T) {
 			}
 		}
 		t.Fatalf("no pods failure naming semaphore-policy-0:%s", failures(results))
+	})
+
+	// A labelled pod of aws with an address outside aws's pod ranges: the policy controller
+	// refuses it (outside_remote_ranges), so once the policy has ranges the set without it is in
+	// sync; without ranges the address is accepted, and the set lacks it.
+	t.Run("an address outside the pod ranges", func(t *testing.T) {
+		outside, err := aws.Client.CoreV1().Pods("sys-log").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "fluentd-1", Labels: map[string]string{"policy.semaphore.uw.io/name": "fluentd"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "fluentd", Image: "fluentd"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = aws.Client.CoreV1().Pods("sys-log").Delete(ctx, outside.Name, metav1.DeleteOptions{}) }()
+		setPodStatus(t, aws, outside, "198.51.100.7")
+		networkSets := func() check.Result {
+			t.Helper()
+			results, err := check.Run(ctx, gcp.Client, dyn, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range results {
+				if r.Check == check.NetworkSets {
+					return r
+				}
+			}
+			t.Fatalf("no network-sets result:%s", failures(results))
+			return check.Result{}
+		}
+		if r := networkSets(); r.OK || !strings.Contains(r.Message, "sets with other addresses") {
+			t.Errorf("without pod ranges, 198.51.100.7 is aws's to publish: %+v, want the set to differ", r)
+		}
+
+		setEnv(t, gcp, "semaphore-policy", "SEMAPHORE_REMOTE_POD_RANGES", "aws:10.1.0.0/16")
+		defer setEnv(t, gcp, "semaphore-policy", "SEMAPHORE_REMOTE_POD_RANGES", "")
+		results, err := check.Run(ctx, gcp.Client, dyn, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if check.Failed(results) {
+			t.Errorf("with aws's pod range 10.1.0.0/16, the set without 198.51.100.7 is in sync; fails:%s", failures(results))
+		}
+		for _, r := range results {
+			if r.Check != check.PodRanges {
+				continue
+			}
+			if got, want := r.Warning, r.Component != "policy"; got != want || !r.OK {
+				t.Errorf("%+v: want a warning for the components without ranges only", r)
+			}
+			if r.Component == "policy" && !strings.Contains(r.Message, "must lie in 10.1.0.0/16") {
+				t.Errorf("%+v: want the ranges named", r)
+			}
+		}
 	})
 
 	t.Run("revoked", func(t *testing.T) {

@@ -129,11 +129,16 @@ func checkNetworkSets(ctx context.Context, dyn dynamic.Interface, remote kuberne
 		src := netset.Source{Cluster: remoteName, Namespace: p.Namespace, Name: p.Labels[label]}
 		groups[src] = append(groups[src], p)
 	}
+	// The rule the controller applies, with the component's ranges of every remote: what it
+	// refuses as outside the remote's ranges or inside another remote's is not a difference. The
+	// local cluster's ranges are not read here, so an address it refuses as local shows as a set
+	// that differs. A value that does not parse (the pod-ranges check fails) leaves the rules
+	// alone.
+	ranges, _ := c.PodRanges()
+	guard := addrguard.New(ranges).For(remoteName)
 	want := map[string][]string{}
 	for src, ps := range groups {
-		// Held to the rules alone: an address refused for lying outside the remote's configured
-		// ranges or inside this cluster's shows here as a set that differs.
-		if nets, _, _ := netset.Nets(ps, addrguard.Remote{}); len(nets) > 0 {
+		if nets, _, _ := netset.Nets(ps, guard); len(nets) > 0 {
 			want[netset.SetName(src)] = nets
 		}
 	}

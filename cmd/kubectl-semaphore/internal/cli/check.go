@@ -60,5 +60,6 @@ Prints one line per check; exits non-zero when any fails. -n narrows to one rele
 	cmd.Flags().DurationVar(&opts.Timeout, "remote-timeout", 10*time.Second, "timeout of each request to a remote cluster")
 	cmd.Flags().StringSliceVar(&opts.Skip, "skip", nil, "checks not to run, e.g. peers,handshakes where the API server cannot reach the pods")
 	cmd.Flags().DurationVar(&opts.MaxHandshakeAge, "max-handshake-age", 3*time.Minute, "how old a WireGuard peer's last handshake may be")
+	addAllowExec(cmd, &opts.AllowExecPlugins)
 	return cmd
 }

@@ -31,9 +31,14 @@ into the values file --values-out (keeping the file's other remotes and values).
 podRanges, the ranges the remote's pod addresses must lie in, hold the pod CIDRs of the Nodes of
 --from: widen them if the remote's pod range is larger.
 
+The remote's name is --remote-name (default: the --from context's name): link refuses a remote
+whose semaphore-remote calls itself otherwise, since the name decides which Secret and entry it
+writes. It refuses too, unless --force, to hand out a server or CA other than those the values
+file or the semaphore release in --to already has under that name.
+
 The consumer's name is --to-cluster, or else global.clusterName of the semaphore release in --to.
 Run it again after a token rotation: it updates the Secret.`,
-		Example: `  kubectl semaphore link --from aws --to gcp --to-cluster gcp --values-out gcp-remotes.yaml
+		Example: `  kubectl semaphore link --from aws --remote-name aws --to gcp --to-cluster gcp --values-out gcp-remotes.yaml
   helm upgrade --install semaphore oci://registry.example.net/charts/semaphore -n semaphore \
     --kube-context gcp --set global.clusterName=gcp -f gcp-remotes.yaml`,
 		Args: cobra.NoArgs,
@@ -54,6 +59,10 @@ Run it again after a token rotation: it updates the Secret.`,
 			if o.Flags.Namespace != nil {
 				lo.Namespace = *o.Flags.Namespace
 			}
+			if lo.RemoteName == "" {
+				lo.RemoteName = lo.FromContext
+			}
+			lo.ValuesFile = valuesOut
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout+lo.Wait)
 			defer cancel()
 			res, err := link.Link(ctx, lo)
@@ -93,6 +102,8 @@ Run it again after a token rotation: it updates the Secret.`,
 	f.StringVar(&valuesOut, "values-out", "", "put the global.remotes entry into this values file instead of printing it (other entries and values are kept)")
 	f.DurationVar(&lo.Wait, "wait", 0, "how long to wait for the token controller to fill a new token (default: not at all)")
 	f.BoolVar(&lo.SkipReachabilityCheck, "skip-reachability-check", false, "do not check from here that the remote's API server takes the token (when only the consumer's pods reach it)")
+	f.StringVar(&lo.RemoteName, "remote-name", "", "the remote cluster's name, as the consumer knows it (the name of its global.remotes entry and token Secret); link refuses a remote whose semaphore-remote says another (default: the --from context's name)")
+	f.BoolVar(&lo.Force, "force", false, "hand out a server or CA other than those the values file or the semaphore release in --to has for the remote's name (the remote moved)")
 	f.DurationVar(&timeout, "timeout", 30*time.Second, "how long link may take, besides --wait")
 	return cmd
 }

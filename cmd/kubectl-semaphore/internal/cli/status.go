@@ -11,17 +11,27 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/mesh"
+	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
 )
 
 // meshFlags are the flags status and graph share.
 type meshFlags struct {
-	contexts []string
-	timeout  time.Duration
+	contexts  []string
+	timeout   time.Duration
+	allowExec bool
 }
 
 func (f *meshFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringSliceVar(&f.contexts, "contexts", nil, "kubeconfig contexts of the clusters to show, comma-separated or repeated (default: the current context, or --context)")
 	cmd.Flags().DurationVar(&f.timeout, "probe-timeout", 5*time.Second, "how long to wait for each remote's API server")
+	addAllowExec(cmd, &f.allowExec)
+}
+
+// addAllowExec adds the flag that lets the remotes' kubeconfigs, read from the clusters'
+// Secrets, run programs on this machine.
+func addAllowExec(cmd *cobra.Command, allow *bool) {
+	cmd.Flags().BoolVar(allow, release.AllowExecPluginsFlag, false,
+		"let the remotes' kubeconfigs read from the cluster's Secrets run their exec credential plugins and auth-providers on this machine (whoever may write those Secrets chooses the command)")
 }
 
 // collect reads the state of the cluster of every context, in parallel. A context that cannot
@@ -71,7 +81,8 @@ func (f *meshFlags) collectOne(ctx context.Context, o *Options, name string) (me
 	if o.Flags.Namespace != nil {
 		ns = *o.Flags.Namespace
 	}
-	return mesh.Collect(ctx, mesh.Sources{Client: client, Dynamic: dyn, Namespace: ns, ProbeTimeout: f.timeout})
+	return mesh.Collect(ctx, mesh.Sources{Client: client, Dynamic: dyn, Namespace: ns, ProbeTimeout: f.timeout,
+		Credentials: release.CredentialOptions{AllowExecPlugins: f.allowExec}})
 }
 
 func contextName(name string) string {

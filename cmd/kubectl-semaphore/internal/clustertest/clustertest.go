@@ -46,14 +46,29 @@ func Umbrella(t testing.TB, c *testenv.Cluster, local, remote, server string, ca
 	if len(caData) > 0 {
 		ca = fmt.Sprintf("caData: %q, ", base64.StdEncoding.EncodeToString(caData))
 	}
+	umbrella(t, c, local, remote, fmt.Sprintf("server: %q, %stokenSecret: {name: semaphore-remote-%s, key: token}", server, ca, remote))
+}
+
+// UmbrellaWithKubeconfig installs the semaphore chart as Umbrella does, reading remote through
+// a whole kubeconfig: key kubeconfig of Secret semaphore/<secret> (global.remotes[].kubeconfigSecret;
+// the entry's server, which the values require, is not used then).
+func UmbrellaWithKubeconfig(t testing.TB, c *testenv.Cluster, local, remote, server, secret string) {
+	t.Helper()
+	umbrella(t, c, local, remote, fmt.Sprintf("server: %q, kubeconfigSecret: {name: %s}", server, secret))
+}
+
+// umbrella installs the semaphore chart with one remote, without podRanges, whose entry has
+// the fields credentials besides (a YAML flow mapping's fields).
+func umbrella(t testing.TB, c *testenv.Cluster, local, remote, credentials string) {
+	t.Helper()
 	Install(t, c, "charts/semaphore", "semaphore", "semaphore", fmt.Sprintf(`
 global:
   clusterName: %s
   remotes:
-    - {name: %s, server: %q, %stokenSecret: {name: semaphore-remote-%s, key: token}}
+    - {name: %s, allowAnyPodAddress: true, %s}
 policy: {calicoAPI: crd.projectcalico.org/v1}
 wireguard: {listenPorts: {%s: 51821}}
-`, local, remote, server, ca, remote, remote))
+`, local, remote, credentials, remote))
 }
 
 // TokenSecret writes token into the Secret semaphore/semaphore-remote-<remote> of c, where the

@@ -64,6 +64,14 @@ type Options struct {
 	Wait time.Duration
 	// SkipReachabilityCheck skips calling the server with the token before writing it.
 	SkipReachabilityCheck bool
+	// RemoteName is the name the user expects the remote to have; a remote whose
+	// semaphore-remote says another is refused.
+	RemoteName string
+	// ValuesFile is the values file the entry will go to ("" for none): an entry of the same
+	// name there must have the same server and CA, as must the semaphore release in To.
+	ValuesFile string
+	// Force lets the entry's server or CA differ from those the consumer has for the name.
+	Force bool
 }
 
 // Remote is a semaphore-remote release as its link ConfigMap describes it.
@@ -138,6 +146,10 @@ func Link(ctx context.Context, o Options) (*Result, error) {
 			where, strings.Join(unset, " and no "), remote.Release, remote.Namespace)
 	}
 
+	if err := checkName(o, remote, where); err != nil {
+		return nil, err
+	}
+
 	consumer := o.ToCluster
 	if consumer == "" {
 		if consumer, err = LocalCluster(ctx, o.To, o.Namespace); err != nil {
@@ -167,6 +179,12 @@ func Link(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 
+	// Last before the first write: whether the consumer knows this name as another server.
+	notes, err := checkSameRemote(ctx, o, remote, ca, where)
+	if err != nil {
+		return nil, err
+	}
+
 	name := SecretName(remote.ClusterName)
 	action, err := ensureToken(ctx, o.To, o.Namespace, name, token)
 	if err != nil {
@@ -183,6 +201,7 @@ func Link(ctx context.Context, o Options) (*Result, error) {
 			CAData:      base64.StdEncoding.EncodeToString(ca),
 			TokenSecret: SecretKey{Name: name, Key: TokenKey},
 		},
+		Notes: notes,
 	}
 	ranges, err := PodRanges(ctx, o.From)
 	switch {

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/cli"
+	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/clustertest"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/link"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
@@ -128,6 +129,20 @@ func setLink(t *testing.T, c *testenv.Cluster, key, value string) {
 	}
 }
 
+// proxiedHost is the URL of c's API server through its proxy: another address of the same
+// server, with the same CA.
+func proxiedHost(t *testing.T, c *testenv.Cluster) string {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Host == c.Config.Host {
+		t.Fatalf("%s's proxy has the server's own address %s", c.Name, cfg.Host)
+	}
+	return cfg.Host
+}
+
 // copied is the token in gcp's copy of aws's token, and the Secret's resourceVersion.
 func copied(t *testing.T, gcp *testenv.Cluster) (token, version string) {
 	t.Helper()
@@ -146,7 +161,9 @@ func writesOfLink(t *testing.T, c *testenv.Cluster) int {
 
 // semaphore-remote installed in aws with the Helm SDK, for consumers gcp and merit; link from
 // aws to gcp copies the token into gcp and gives the entry the umbrella needs, writes nothing
-// when run again, updates the copy after a rotation, and fails clearly on what it cannot do.
+// when run again, updates the copy after a rotation, and fails clearly on what it cannot do. It
+// writes nothing for a remote of another name than expected, nor for one that would move the
+// name to another server or CA, unless --force.
 func TestLink(t *testing.T) {
 	clusters := testenv.Start(t, testenv.Options{Audit: true}, "aws", "gcp")
 	aws, gcp := clusters[0], clusters[1]
@@ -187,6 +204,18 @@ func TestLink(t *testing.T) {
 	})
 	t.Run("unknown context", func(t *testing.T) {
 		fails(t, kc, []string{"--from", "azure", "--to", "gcp"}, `no context "azure"`)
+	})
+	// The name decides which Secret and entry link writes: a remote that calls itself otherwise
+	// than the user expects gets nothing, whatever it says.
+	t.Run("remote says another name", func(t *testing.T) {
+		writes := writesOfLink(t, gcp)
+		fails(t, kc, append(args, "--remote-name", "prod"), `says it is cluster "aws", not "prod" (--remote-name)`, "is --from the cluster you mean", "Nothing was written")
+		if w := writesOfLink(t, gcp) - writes; w != 0 {
+			t.Errorf("link wrote %d times to gcp for a remote of another name", w)
+		}
+		if _, err := gcp.Client.CoreV1().Secrets("semaphore").Get(ctx, "semaphore-remote-prod", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("Secret semaphore-remote-prod: %v, want none", err)
+		}
 	})
 
 	for i, cidrs := range [][]string{{"198.18.1.0/25", "fd00:18:1::/64"}, {"198.18.1.128/25", "fd00:18:1:1::/64"}} {
@@ -262,6 +291,74 @@ func TestLink(t *testing.T) {
 		// And once more: the file too stays as it is.
 		if code, _, errOut := run(t, kc, append(args, "--values-out", values)...); code != 0 || !strings.Contains(errOut, "remotes.yaml: unchanged") {
 			t.Errorf("exit %d: %s", code, errOut)
+		}
+	})
+
+	// aws's semaphore-remote hands out another address (aws's API server through its proxy, a
+	// real server that takes the token, as another cluster answering under the name would): not
+	// written unless --force; after that, the same server again is linked as before.
+	t.Run("another server under the same name", func(t *testing.T) {
+		moved := proxiedHost(t, aws)
+		setLink(t, aws, "apiServer", moved)
+		t.Cleanup(func() { setLink(t, aws, "apiServer", aws.Config.Host) })
+		before, err := os.ReadFile(values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writes := writesOfLink(t, gcp)
+		withValues := append(args, "--values-out", values)
+		fails(t, kc, withValues, "hands out for remote aws the server "+moved+" where the values file "+values+" has "+aws.Config.Host,
+			"another cluster answering under that name?", "Nothing was written", "--force")
+		if after, _ := os.ReadFile(values); string(after) != string(before) {
+			t.Errorf("the values file changed:\n%s", after)
+		}
+		if w := writesOfLink(t, gcp) - writes; w != 0 {
+			t.Errorf("link refused, and wrote %d times to gcp", w)
+		}
+
+		code, _, errOut := run(t, kc, append(withValues, "--force")...)
+		if code != 0 || !strings.Contains(errOut, "--force: remote aws changes: the server "+moved) {
+			t.Fatalf("with --force: exit %d: %s", code, errOut)
+		}
+		if e, err := link.EntryIn(values, "aws"); err != nil || e == nil || e.Server != moved {
+			t.Errorf("entry after --force: %+v, %v; want server %s", e, err, moved)
+		}
+
+		// The same server and CA again, with a new token: a rotation, no --force needed.
+		rotated := fillToken(t, aws, "gcp")
+		code, _, errOut = run(t, kc, append(withValues, "--remote-name", "aws")...)
+		if code != 0 || !strings.Contains(errOut, ": updated") || !strings.Contains(errOut, "remotes.yaml: unchanged") {
+			t.Fatalf("the same server again: exit %d: %s", code, errOut)
+		}
+		if got, _ := copied(t, gcp); got != rotated {
+			t.Errorf("gcp's copy holds %q, want the new token", got)
+		}
+
+		// Back: the values file has the proxy's address now, so that too needs --force.
+		setLink(t, aws, "apiServer", aws.Config.Host)
+		fails(t, kc, withValues, "the server "+aws.Config.Host+" where the values file", "--force")
+		if code, _, errOut := run(t, kc, append(withValues, "--force")...); code != 0 {
+			t.Fatalf("back with --force: exit %d: %s", code, errOut)
+		}
+	})
+
+	// The same address with another CA (here gcp's, which does not verify aws's server: the
+	// reachability check is skipped) is another cluster too.
+	t.Run("another CA under the same name", func(t *testing.T) {
+		secrets := aws.Client.CoreV1().Secrets(remoteNamespace)
+		s, err := secrets.Get(ctx, "semaphore-remote-gcp-token", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Data[corev1.ServiceAccountRootCAKey] = gcp.Config.CAData
+		if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { setToken(t, aws, "gcp", string(s.Data[corev1.ServiceAccountTokenKey])) })
+		writes := writesOfLink(t, gcp)
+		fails(t, kc, append(args, "--values-out", values, "--skip-reachability-check"), "hands out for remote aws another CA than the values file "+values+" has", "--force")
+		if w := writesOfLink(t, gcp) - writes; w != 0 {
+			t.Errorf("link refused, and wrote %d times to gcp", w)
 		}
 	})
 
@@ -367,6 +464,33 @@ func TestLink(t *testing.T) {
 		}
 		if _, err := aws.Client.CoreV1().Secrets(remoteNamespace).Get(ctx, "semaphore-remote-gcp-token", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("the previous token Secret once the rotation ends: %v, want it deleted (which revokes its token)", err)
+		}
+	})
+
+	// Without a values file, what gcp has for aws is what its semaphore release reads: the
+	// kubeconfig Secrets of its controllers. Link keeps to that server and CA too.
+	t.Run("the semaphore release reads another server", func(t *testing.T) {
+		// The hand-made controller of "consumer name from the semaphore release" makes way for
+		// the chart's.
+		if err := gcp.Client.AppsV1().Deployments("semaphore").Delete(ctx, "semaphore-service-mirror", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		clustertest.Umbrella(t, gcp, "gcp", "aws", aws.Config.Host, aws.Config.CAData)
+		if code, _, errOut := run(t, kc, args...); code != 0 {
+			t.Fatalf("the server and CA the release has: exit %d: %s", code, errOut)
+		}
+
+		moved := proxiedHost(t, aws)
+		setLink(t, aws, "apiServer", moved)
+		t.Cleanup(func() { setLink(t, aws, "apiServer", aws.Config.Host) })
+		writes := writesOfLink(t, gcp)
+		fails(t, kc, args, "hands out for remote aws the server "+moved+" where the semaphore release in context gcp (Secrets semaphore/semaphore-policy-remote-aws, semaphore/semaphore-service-mirror-remote-aws, semaphore/semaphore-wireguard-remote-aws) has "+aws.Config.Host, "Nothing was written", "--force")
+		if w := writesOfLink(t, gcp) - writes; w != 0 {
+			t.Errorf("link refused, and wrote %d times to gcp", w)
+		}
+		code, out, errOut := run(t, kc, append(args, "--force")...)
+		if code != 0 || !strings.Contains(out, "server: "+moved) || strings.Count(errOut, "--force: remote aws changes") != 1 {
+			t.Errorf("with --force: exit %d, want the change said once: %s%s", code, errOut, out)
 		}
 	})
 }

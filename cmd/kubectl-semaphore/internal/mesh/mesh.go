@@ -117,6 +117,9 @@ type Sources struct {
 	Namespace string
 	// ProbeTimeout bounds each request to a remote (default 5s).
 	ProbeTimeout time.Duration
+	// Credentials say whether the remotes' kubeconfigs, read from the cluster's Secrets, may
+	// run exec credential plugins and auth-providers on this machine.
+	Credentials release.CredentialOptions
 }
 
 // Collect reads the state of the cluster of s.Client. It fails only when no Semaphore
@@ -199,7 +202,7 @@ func (st *ClusterState) probe(ctx context.Context, s Sources, components map[str
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, c := range components {
-		creds, errs := c.Remotes(ctx, s.Client)
+		creds, errs := c.Remotes(ctx, s.Client, s.Credentials)
 		for _, err := range errs {
 			st.problem("%s: %v", c.Name, err)
 		}

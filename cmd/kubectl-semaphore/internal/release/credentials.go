@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Remote is a remote cluster as a component reads it.
@@ -22,29 +23,42 @@ type Remote struct {
 	Secrets []string
 }
 
+// AllowExecPluginsFlag is the command-line flag (without its dashes) that sets
+// CredentialOptions.AllowExecPlugins.
+const AllowExecPluginsFlag = "allow-exec-plugins"
+
+// CredentialOptions say how far this machine trusts the credentials it reads out of a cluster.
+type CredentialOptions struct {
+	// AllowExecPlugins lets a kubeconfig read from a Secret have its user run an exec credential
+	// plugin or an auth-provider on this machine. Off, such a kubeconfig is refused
+	// (*RunsHereError): whoever may write the Secret would choose what runs on the operator's
+	// workstation.
+	AllowExecPlugins bool
+}
+
+// RunsHereError refuses a kubeconfig read out of a cluster whose user would run something on
+// this machine: an exec credential plugin or an auth-provider.
+type RunsHereError struct {
+	// What is what would run, e.g. `the exec credential plugin "/usr/bin/aws"`.
+	What string
+}
+
+func (e *RunsHereError) Error() string {
+	return fmt.Sprintf("the kubeconfig's user would run %s on this machine: refused, since whoever may write the Secrets chooses what runs here (pass --%s if you trust them)",
+		e.What, AllowExecPluginsFlag)
+}
+
 // Remote returns the credentials the component's pods have for remote name: the files of
 // their volume remote-<name> (the chart projects a kubeconfig, and a token it refers to, into
 // <SEMAPHORE_REMOTES_DIR>/<name>/).
-func (c Component) Remote(ctx context.Context, client kubernetes.Interface, name string) (Remote, error) {
+func (c Component) Remote(ctx context.Context, client kubernetes.Interface, name string, opts CredentialOptions) (Remote, error) {
 	r := Remote{Name: name}
-	vol := c.volume("remote-" + name)
-	if vol == nil {
-		return r, fmt.Errorf("%s %s/%s has no volume remote-%s with the credentials of remote %s", c.Kind, c.Namespace, c.Workload, name, name)
+	files, secrets, err := c.volumeFiles(ctx, client, name, func(string) bool { return true })
+	r.Secrets = secrets
+	if err != nil {
+		return r, err
 	}
-	files := map[string][]byte{}
-	for _, src := range secretSources(vol) {
-		s, err := client.CoreV1().Secrets(c.Namespace).Get(ctx, src.SecretName, metav1.GetOptions{})
-		if err != nil {
-			return r, fmt.Errorf("remote %s: reading Secret %s/%s the pods mount: %w", name, c.Namespace, src.SecretName, err)
-		}
-		r.Secrets = append(r.Secrets, c.Namespace+"/"+src.SecretName)
-		for key, p := range src.Items {
-			if v, ok := s.Data[key]; ok {
-				files[p] = v
-			}
-		}
-	}
-	cfg, err := configFromFiles(files)
+	cfg, err := configFromFiles(files, opts)
 	if err != nil {
 		return r, fmt.Errorf("remote %s (Secrets %v): %w", name, r.Secrets, err)
 	}
@@ -52,12 +66,62 @@ func (c Component) Remote(ctx context.Context, client kubernetes.Interface, name
 	return r, nil
 }
 
+// RemoteCluster is the server and CA (PEM, nil when none) of remote name in the kubeconfig the
+// component's pods get, read without its credentials (which need not exist yet): what the
+// release says the remote is. secrets name the Secrets it comes from.
+func (c Component) RemoteCluster(ctx context.Context, client kubernetes.Interface, name string) (server string, ca []byte, secrets []string, err error) {
+	files, secrets, err := c.volumeFiles(ctx, client, name, func(p string) bool { return p == kubeconfigFile })
+	if err != nil {
+		return "", nil, secrets, err
+	}
+	kc, err := loadKubeconfig(files)
+	if err != nil {
+		return "", nil, secrets, fmt.Errorf("remote %s (Secrets %v): %w", name, secrets, err)
+	}
+	var cluster *clientcmdapi.Cluster
+	if kctx := kc.Contexts[kc.CurrentContext]; kctx != nil {
+		cluster = kc.Clusters[kctx.Cluster]
+	}
+	if cluster == nil {
+		return "", nil, secrets, fmt.Errorf("remote %s (Secrets %v): the kubeconfig's current context %q names no cluster", name, secrets, kc.CurrentContext)
+	}
+	return cluster.Server, cluster.CertificateAuthorityData, secrets, nil
+}
+
+// volumeFiles reads the files of the component's volume remote-<name> whose paths want
+// accepts, from the Secrets the volume projects (skipping those that project none of them),
+// and returns them by path with the Secrets read, as namespace/name.
+func (c Component) volumeFiles(ctx context.Context, client kubernetes.Interface, name string, want func(path string) bool) (map[string][]byte, []string, error) {
+	vol := c.volume("remote-" + name)
+	if vol == nil {
+		return nil, nil, fmt.Errorf("%s %s/%s has no volume remote-%s with the credentials of remote %s", c.Kind, c.Namespace, c.Workload, name, name)
+	}
+	files := map[string][]byte{}
+	var secrets []string
+	for _, src := range secretSources(vol) {
+		if !src.projects(want) {
+			continue
+		}
+		s, err := client.CoreV1().Secrets(c.Namespace).Get(ctx, src.SecretName, metav1.GetOptions{})
+		if err != nil {
+			return nil, secrets, fmt.Errorf("remote %s: reading Secret %s/%s the pods mount: %w", name, c.Namespace, src.SecretName, err)
+		}
+		secrets = append(secrets, c.Namespace+"/"+src.SecretName)
+		for key, p := range src.Items {
+			if v, ok := s.Data[key]; ok && want(p) {
+				files[p] = v
+			}
+		}
+	}
+	return files, secrets, nil
+}
+
 // Remotes returns the credentials of every remote the component reads.
-func (c Component) Remotes(ctx context.Context, client kubernetes.Interface) ([]Remote, []error) {
+func (c Component) Remotes(ctx context.Context, client kubernetes.Interface, opts CredentialOptions) ([]Remote, []error) {
 	var out []Remote
 	var errs []error
 	for _, name := range c.RemoteNames() {
-		r, err := c.Remote(ctx, client, name)
+		r, err := c.Remote(ctx, client, name, opts)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -80,6 +144,16 @@ func (c Component) volume(name string) *corev1.Volume {
 type secretSource struct {
 	SecretName string
 	Items      map[string]string
+}
+
+// projects reports whether the source projects a path want accepts.
+func (s secretSource) projects(want func(path string) bool) bool {
+	for _, p := range s.Items {
+		if want(p) {
+			return true
+		}
+	}
+	return false
 }
 
 // secretSources are the Secrets of a secret or projected volume; a Secret without items
@@ -109,10 +183,11 @@ func secretSources(v *corev1.Volume) []secretSource {
 	return out
 }
 
-// configFromFiles is the client configuration of the kubeconfig among files, with a token file
-// it names (relative to the kubeconfig's directory, as client-go resolves it) read from files.
-func configFromFiles(files map[string][]byte) (*rest.Config, error) {
-	raw, ok := files["kubeconfig"]
+// kubeconfigFile is the path of the kubeconfig in a remote's volume.
+const kubeconfigFile = "kubeconfig"
+
+func loadKubeconfig(files map[string][]byte) (*clientcmdapi.Config, error) {
+	raw, ok := files[kubeconfigFile]
 	if !ok {
 		return nil, fmt.Errorf("no kubeconfig in the volume")
 	}
@@ -120,15 +195,66 @@ func configFromFiles(files map[string][]byte) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the kubeconfig does not parse: %w", err)
 	}
-	for name, user := range kc.AuthInfos {
-		if user.TokenFile == "" {
-			continue
-		}
-		token, ok := files[path.Clean(user.TokenFile)]
-		if !ok {
-			return nil, fmt.Errorf("user %s reads token file %s, which the volume does not hold", name, user.TokenFile)
-		}
-		user.Token, user.TokenFile = string(token), ""
+	return kc, nil
+}
+
+// configFromFiles is the client configuration of the kubeconfig among files. The files it
+// names (a token, a CA, a client certificate and key) are the pods' files: they are read from
+// files (relative to the kubeconfig's directory, as client-go resolves them), never from this
+// machine, and a kubeconfig naming one the volume does not hold is refused. So is one whose user
+// would run something here (RunsHereError), unless opts allow it.
+func configFromFiles(files map[string][]byte, opts CredentialOptions) (*rest.Config, error) {
+	kc, err := loadKubeconfig(files)
+	if err != nil {
+		return nil, err
 	}
-	return clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
+	inVolume := func(name, file string) ([]byte, error) {
+		data, ok := files[path.Clean(file)]
+		if !ok {
+			return nil, fmt.Errorf("%s reads %s, which the volume does not hold", name, file)
+		}
+		return data, nil
+	}
+	for name, cluster := range kc.Clusters {
+		if cluster.CertificateAuthority != "" {
+			if cluster.CertificateAuthorityData, err = inVolume("cluster "+name, cluster.CertificateAuthority); err != nil {
+				return nil, err
+			}
+			cluster.CertificateAuthority = ""
+		}
+	}
+	for name, user := range kc.AuthInfos {
+		for _, f := range []struct {
+			file *string
+			data func([]byte)
+		}{
+			{&user.TokenFile, func(b []byte) { user.Token = string(b) }},
+			{&user.ClientCertificate, func(b []byte) { user.ClientCertificateData = b }},
+			{&user.ClientKey, func(b []byte) { user.ClientKeyData = b }},
+		} {
+			if *f.file == "" {
+				continue
+			}
+			data, err := inVolume("user "+name, *f.file)
+			if err != nil {
+				return nil, err
+			}
+			f.data(data)
+			*f.file = ""
+		}
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	// Nothing has run yet: client-go runs these on the first request.
+	if !opts.AllowExecPlugins {
+		switch {
+		case cfg.ExecProvider != nil:
+			return nil, &RunsHereError{What: fmt.Sprintf("the exec credential plugin %q", cfg.ExecProvider.Command)}
+		case cfg.AuthProvider != nil:
+			return nil, &RunsHereError{What: fmt.Sprintf("the auth-provider %q", cfg.AuthProvider.Name)}
+		}
+	}
+	return cfg, nil
 }

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 )
 
 // Component names, the app.kubernetes.io/component label of the chart's workloads.
@@ -52,6 +54,19 @@ func (c Component) RemoteNames() []string {
 		}
 	}
 	return out
+}
+
+// PodRangesEnv holds the ranges each remote's pod addresses must lie in (addrguard.Ranges).
+const PodRangesEnv = "SEMAPHORE_REMOTE_POD_RANGES"
+
+// PodRanges are the ranges each remote's pod addresses must lie in, as the component is
+// configured (SEMAPHORE_REMOTE_POD_RANGES); a remote with none is held to addrguard's rules alone.
+func (c Component) PodRanges() (addrguard.Ranges, error) {
+	var r addrguard.Ranges
+	if err := r.Decode(c.Env[PodRangesEnv]); err != nil {
+		return nil, fmt.Errorf("%s: %w", PodRangesEnv, err)
+	}
+	return r, nil
 }
 
 // Find returns the Semaphore components in namespace ("" for every namespace), sorted by

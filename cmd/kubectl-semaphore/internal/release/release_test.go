@@ -61,7 +61,7 @@ func TestFindsComponentsAndTheirRemoteCredentials(t *testing.T) {
 		if c.LocalCluster() != "gcp" || !slices.Equal(c.RemoteNames(), []string{"aws"}) {
 			t.Errorf("%s: local cluster %q, remotes %v", c.Name, c.LocalCluster(), c.RemoteNames())
 		}
-		remotes, errs := c.Remotes(ctx, gcp.Client)
+		remotes, errs := c.Remotes(ctx, gcp.Client, release.CredentialOptions{})
 		if len(errs) > 0 || len(remotes) != 1 {
 			t.Fatalf("%s: remotes %v, errors %v", c.Name, remotes, errs)
 		}
@@ -78,7 +78,7 @@ func TestFindsComponentsAndTheirRemoteCredentials(t *testing.T) {
 		}
 	}
 
-	if _, err := components[0].Remote(ctx, gcp.Client, "merit"); err == nil {
+	if _, err := components[0].Remote(ctx, gcp.Client, "merit", release.CredentialOptions{}); err == nil {
 		t.Error("credentials of a remote the component does not read: no error")
 	}
 }
