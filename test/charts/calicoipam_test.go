@@ -82,6 +82,7 @@ func checkPodCIDRsFrom(t *testing.T, w workload, env map[string]string, cfg *wga
 // podCIDRsGlobals are two remotes, for the podCIDRsFrom cases; gcp is this cluster.
 const podCIDRsGlobals = awsGlobals + `    - name: merit
       server: https://merit.example.com:6443
+      podRanges: [10.30.0.0/16]
       kubeconfigSecret:
         name: merit-kubeconfig
 `

@@ -35,8 +35,11 @@ var (
 const KubeVersion = "v1.36.0"
 
 // ExtraAPIVersions are announced to offline renders as `helm template --api-versions` would,
-// as in a cluster that runs the Prometheus Operator and Calico.
+// as in a cluster of KubeVersion that runs the Prometheus Operator and Calico. Helm's offline
+// defaults name API groups and versions but no kinds, so the kinds charts test for are here.
 var ExtraAPIVersions = []string{
+	"admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy",
+	"admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding",
 	"monitoring.coreos.com/v1",
 	"monitoring.coreos.com/v1/ServiceMonitor",
 	"monitoring.coreos.com/v1/PodMonitor",

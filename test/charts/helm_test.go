@@ -32,6 +32,7 @@ global:
   remotes:
     - name: aws
       server: https://aws.example.com:6443
+      podRanges: [10.10.0.0/16]
       tokenSecret:
         name: semaphore-remote-aws
         key: token

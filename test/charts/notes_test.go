@@ -37,14 +37,14 @@ func TestNotesOfSemaphoreRemote(t *testing.T) {
 		if steps.TokenNamespace != want.TokenNamespace || steps.TokenSecret != want.TokenSecret || steps.CopyName != want.CopyName {
 			t.Errorf("%s: steps %+v, want %+v", consumer, steps, want)
 		}
-		if _, err := steps.remoteEntryOf("aws", "<not filled>"); err == nil {
+		if _, err := steps.remoteEntryOf("aws", "<not filled>", "10.10.0.0/16"); err == nil {
 			t.Errorf("%s: an entry with a placeholder left is accepted", consumer)
 		}
-		entry, err := steps.remoteEntryOf("aws", "Q0EK")
+		entry, err := steps.remoteEntryOf("aws", "Q0EK", "10.10.0.0/16")
 		if err != nil {
 			t.Fatalf("%s: %v", consumer, err)
 		}
-		if entry["server"] != "https://127.0.0.1:6443" || entry["caData"] != "Q0EK" {
+		if entry["server"] != "https://127.0.0.1:6443" || entry["caData"] != "Q0EK" || fmt.Sprint(entry["podRanges"]) != "[10.10.0.0/16]" {
 			t.Errorf("%s: entry %v", consumer, entry)
 		}
 		if ts, _ := entry["tokenSecret"].(map[string]any); ts["name"] != "semaphore-remote-aws" || ts["key"] != "token" {
@@ -93,10 +93,11 @@ func parseNotes(notes, consumer string) (notesSteps, error) {
 	return notesSteps{TokenNamespace: tok[1], TokenSecret: tok[2], CopyName: cp[1], Entry: dedent(entry, "    ")}, nil
 }
 
-// remoteEntryOf is the NOTES' global.remotes entry with caData, checked to be one entry for
-// remote without placeholders left.
-func (n notesSteps) remoteEntryOf(remote, caData string) (map[string]any, error) {
+// remoteEntryOf is the NOTES' global.remotes entry with caData and podRanges, checked to be one
+// entry for remote without placeholders left.
+func (n notesSteps) remoteEntryOf(remote, caData, podRanges string) (map[string]any, error) {
 	text := strings.ReplaceAll(n.Entry, "<output of step 2>", caData)
+	text = strings.ReplaceAll(text, "<this cluster's pod ranges>", podRanges)
 	if strings.Contains(text, "<") {
 		return nil, fmt.Errorf("the NOTES' global.remotes entry still holds a placeholder:\n%s", text)
 	}

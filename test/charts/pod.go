@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +24,8 @@ type Pod struct {
 }
 
 // Env resolves the environment of container c of w's pod p as the kubelet would: literal
-// values, and the downward API's fields. Values from ConfigMaps or Secrets and envFrom are not
+// values, with $(VAR) references to variables set before them expanded, and the downward API's
+// fields. Values from ConfigMaps or Secrets and envFrom are not
 // used by these charts and are reported; so is a variable set twice.
 func Env(w Workload, c corev1.Container, p Pod) (map[string]string, error) {
 	var errs []error
@@ -37,7 +39,7 @@ func Env(w Workload, c corev1.Container, p Pod) (map[string]string, error) {
 		}
 		switch {
 		case e.ValueFrom == nil:
-			env[e.Name] = e.Value
+			env[e.Name] = expandEarlier(e.Value, env)
 		case e.ValueFrom.FieldRef != nil:
 			switch e.ValueFrom.FieldRef.FieldPath {
 			case "metadata.name":
@@ -62,6 +64,20 @@ func Env(w Workload, c corev1.Container, p Pod) (map[string]string, error) {
 		}
 	}
 	return env, errors.Join(errs...)
+}
+
+// varRef is a $(VAR) reference in an env value.
+var varRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// expandEarlier expands $(VAR) references to variables already set, and leaves the others as
+// they are, as the kubelet does.
+func expandEarlier(value string, env map[string]string) string {
+	return varRef.ReplaceAllStringFunc(value, func(ref string) string {
+		if v, ok := env[ref[2:len(ref)-1]]; ok {
+			return v
+		}
+		return ref
+	})
 }
 
 // ProjectedFile is a file of a Secret or projected volume: which key of which Secret, with

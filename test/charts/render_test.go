@@ -10,6 +10,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/chart"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -209,6 +210,7 @@ func checkWorkload(t *testing.T, m *manifest, w workload, vals, sub map[string]a
 			pdbs = 1
 		}
 		checkPDB(t, m, w, pdbs)
+		checkNetworkPolicy(t, m, w, lookup(sub, "networkPolicy", "enabled") == true)
 	}
 	checkMonitoring(t, m, w, sub)
 }
@@ -346,10 +348,38 @@ func hasChartFiles(t *testing.T, component, prefix string) bool {
 	return slices.ContainsFunc(ch.Files, func(f *chart.File) bool { return strings.HasPrefix(f.Name, prefix) })
 }
 
+// isLocalRangesRBAC reports whether u is a component's ClusterRole or ClusterRoleBinding for
+// reading the local ranges (Nodes, ServiceCIDRs, Calico IPAM blocks).
+func isLocalRangesRBAC(u *unstructured.Unstructured) bool {
+	return strings.HasSuffix(u.GetName(), "-local-ranges")
+}
+
+// localRangesRules are what that ClusterRole grants, and nothing else.
+var localRangesRules = map[resourceRef][]string{
+	{"", "nodes"}: {"list", "watch"}, {"networking.k8s.io", "servicecidrs"}: {"list", "watch"},
+	{"crd.projectcalico.org", "ipamblocks"}: {"list", "watch"},
+}
+
 // checkRBACSanity checks every rule of a release: no wildcards, no Secrets, no verbs that hand
-// out more rights.
+// out more rights; the local ranges' ClusterRoles grant exactly localRangesRules.
 func checkRBACSanity(t *testing.T, m *manifest) {
 	t.Helper()
+	for _, u := range m.Of("ClusterRole") {
+		if !isLocalRangesRBAC(u) {
+			continue
+		}
+		got := map[resourceRef][]string{}
+		for _, rule := range typed[rbacv1.ClusterRole](t, u).Rules {
+			for _, g := range rule.APIGroups {
+				for _, r := range rule.Resources {
+					got[resourceRef{g, r}] = slices.Sorted(slices.Values(rule.Verbs))
+				}
+			}
+		}
+		if !maps.EqualFunc(got, localRangesRules, slices.Equal) {
+			t.Errorf("ClusterRole %s grants %v, want exactly %v", u.GetName(), got, localRangesRules)
+		}
+	}
 	for _, kind := range []string{"Role", "ClusterRole"} {
 		for _, u := range m.Of(kind) {
 			r := typed[rbacv1.ClusterRole](t, u)
@@ -570,8 +600,8 @@ func TestUmbrellaVariants(t *testing.T) {
 			values: fmt.Sprintf(`
 global:
   remotes:
-    - {name: aws, server: "https://aws.example.net", tokenSecret: {name: semaphore-remote-aws}}
-    - {name: %[1]s, server: "https://10.0.0.1:6443", tokenSecret: {name: semaphore-remote-long, key: token}}
+    - {name: aws, server: "https://aws.example.net", podRanges: [10.10.0.0/16], tokenSecret: {name: semaphore-remote-aws}}
+    - {name: %[1]s, server: "https://10.0.0.1:6443", podRanges: [10.30.0.0/16], tokenSecret: {name: semaphore-remote-long, key: token}}
 wireguard:
   listenPorts: {aws: 51821, %[1]s: 51822}
 `, strings.Repeat("l", 50)+"-merit"),
@@ -609,5 +639,31 @@ func TestSubchartsAlone(t *testing.T) {
 			}
 			checkWorkload(t, m, ws[0], eff, eff)
 		})
+	}
+}
+
+// checkNetworkPolicy checks a Deployment's NetworkPolicy, one exactly when enabled: it selects
+// the component's pods and admits nothing but their admin port.
+func checkNetworkPolicy(t *testing.T, m *manifest, w workload, enabled bool) {
+	t.Helper()
+	var found int
+	for _, u := range m.Of("NetworkPolicy") {
+		np := typed[networkingv1.NetworkPolicy](t, u)
+		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		if err != nil || sel.Empty() || !sel.Matches(k8slabels.Set(w.Pod.Labels)) {
+			continue
+		}
+		found++
+		if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) || len(np.Spec.Ingress) != 1 {
+			t.Errorf("NetworkPolicy %s: policy types %v and %d ingress rules, want Ingress and one rule", np.Name, np.Spec.PolicyTypes, len(np.Spec.Ingress))
+			continue
+		}
+		rule := np.Spec.Ingress[0]
+		if len(rule.Ports) != 1 || rule.Ports[0].Port == nil || rule.Ports[0].Port.String() != "admin" || len(rule.From) == 0 {
+			t.Errorf("NetworkPolicy %s: ingress %v, want the admin port alone, from named peers", np.Name, rule)
+		}
+	}
+	if want := map[bool]int{true: 1}[enabled]; found != want {
+		t.Errorf("%s %s is selected by %d NetworkPolicies, want %d", w.Kind, w.Name, found, want)
 	}
 }

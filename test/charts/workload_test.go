@@ -4,10 +4,12 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -172,9 +174,7 @@ func checkSecurity(t *testing.T, w workload) {
 	} else {
 		t.Errorf("%s: no port named admin: %v", what, c.Ports)
 	}
-	if addr := envValue(c, "SEMAPHORE_ADMIN_ADDR", ":8080"); addr != fmt.Sprintf(":%d", port) {
-		t.Errorf("%s: SEMAPHORE_ADMIN_ADDR=%q, but the admin port is %d", what, addr, port)
-	}
+	// SEMAPHORE_ADMIN_ADDR's port is checked against it once expanded (checkAdminAddress).
 	for _, p := range []struct {
 		name  string
 		probe *corev1.Probe
@@ -327,6 +327,7 @@ func checkEnv(t *testing.T, w workload, vals, sub map[string]any) {
 	}) {
 		t.Errorf("%s %s: SEMAPHORE_WG_NODE_NAME does not come from spec.nodeName", w.Kind, w.Name)
 	}
+	checkAdminAddress(t, w, env, sub)
 	cfg, err := loadConfig(t, w.Component, env)
 	if err != nil {
 		t.Errorf("%s %s: the component would not start with this environment: %v", w.Kind, w.Name, err)
@@ -562,5 +563,32 @@ func readable(w workload, c corev1.Container, mode int32) bool {
 		return mode&0o044 != 0
 	default:
 		return mode&0o004 != 0
+	}
+}
+
+// checkAdminAddress checks where the admin server listens: a host-network pod (wireguard) on its
+// pod IP, the node's address that probes and scrapes use, unless adminBindAddress is "all"; a
+// pod with a network namespace of its own on every address of it.
+func checkAdminAddress(t *testing.T, w workload, env map[string]string, sub map[string]any) {
+	t.Helper()
+	host, port, err := net.SplitHostPort(env["SEMAPHORE_ADMIN_ADDR"])
+	if err != nil {
+		t.Errorf("%s %s: SEMAPHORE_ADMIN_ADDR=%q: %v", w.Kind, w.Name, env["SEMAPHORE_ADMIN_ADDR"], err)
+		return
+	}
+	wantHost := ""
+	if w.Pod.Spec.HostNetwork && lookup(sub, "adminBindAddress") != "all" {
+		wantHost = env["POD_IP"]
+		if wantHost == "" {
+			t.Errorf("%s %s: POD_IP is not set before SEMAPHORE_ADMIN_ADDR", w.Kind, w.Name)
+		}
+	}
+	if host != wantHost {
+		t.Errorf("%s %s: the admin server listens on %q, want %q (host network: %v)", w.Kind, w.Name, host, wantHost, w.Pod.Spec.HostNetwork)
+	}
+	c := mainContainer(t, w)
+	i := slices.IndexFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "admin" })
+	if i < 0 || port != strconv.Itoa(int(c.Ports[i].ContainerPort)) {
+		t.Errorf("%s %s: the admin server listens on port %s, the container's ports are %v", w.Kind, w.Name, port, c.Ports)
 	}
 }

@@ -12,6 +12,13 @@ Reads (each optional, defaults as the binaries'):
   .Values.resyncPeriod         Go duration (default 10m)
   .Values.remoteProbeInterval  Go duration (default 10s)
   .Values.adminPort            port of the admin server (default 8080)
+  .Values.adminBindAddress     "podIP": the admin server listens on the pod's IP only (POD_IP from
+                               the downward API, set just before SEMAPHORE_ADMIN_ADDR, which must
+                               follow it to expand it); otherwise on every address of the pod's
+                               network namespace. For a host-network pod the pod IP is the node's
+                               InternalIP: "podIP" keeps the unauthenticated admin endpoints off its
+                               other (public) addresses, while probes and scrapes, which use the
+                               pod IP, still reach them.
 */ -}}
 {{- define "semaphore-common.env" -}}
 {{- $g := include "semaphore-common.global" . | fromYaml -}}
@@ -24,8 +31,17 @@ Reads (each optional, defaults as the binaries'):
   value: {{ join "," $names | quote }}
 - name: SEMAPHORE_REMOTES_DIR
   value: {{ include "semaphore-common.remotesDir" . | quote }}
+{{- if eq (toString .Values.adminBindAddress) "podIP" }}
+- name: POD_IP
+  valueFrom:
+    fieldRef:
+      fieldPath: status.podIP
+- name: SEMAPHORE_ADMIN_ADDR
+  value: {{ printf "[$(POD_IP)]:%d" (include "semaphore-common.adminPort" . | int) | quote }}
+{{- else }}
 - name: SEMAPHORE_ADMIN_ADDR
   value: {{ printf ":%d" (include "semaphore-common.adminPort" . | int) | quote }}
+{{- end }}
 - name: SEMAPHORE_LOG_LEVEL
   value: {{ .Values.logLevel | default "info" | quote }}
 - name: SEMAPHORE_CLIENT_QPS
