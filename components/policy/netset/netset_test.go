@@ -1,6 +1,7 @@
 package netset_test
 
 import (
+	"fmt"
 	"maps"
 	"net/netip"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
+	"github.com/kube-semaphore/semaphore/internal/addrguard/addrguardtest"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 )
 
@@ -390,4 +392,39 @@ func TestMadeByOriginal(t *testing.T) {
 	if _, ok := netset.MadeByOriginal(other); ok {
 		t.Error("MadeByOriginal(managed-by someone else) = true")
 	}
+}
+
+// The central property, on arbitrary pods: every net of a set is a host network of an address
+// the remote may publish (inside its ranges, outside the local cluster's and the special ones)
+// of a pod that is not host-network.
+func FuzzNetsHoldOnlyWhatTheRemoteMayPublish(f *testing.F) {
+	f.Add("198.18.1.5,198.18.7.9;169.254.169.254;::ffff:198.18.2.1,fd00:1::5", uint8(0b010))
+	f.Add("10.0.0.1;198.18.3.3;fd00:1:0:7::1;not an address;198.18.3.3", uint8(0b1010))
+	guard := addrguard.New(addrguard.Ranges{"aws": addrguardtest.Ranges})
+	guard.SetLocal("test", addrguardtest.Local)
+	f.Fuzz(func(t *testing.T, pods string, hostNetwork uint8) {
+		var in []*corev1.Pod
+		published := map[string]bool{} // by a pod that is not host-network
+		for i, ips := range strings.Split(pods, ";") {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("p", i)}}
+			p.Spec.HostNetwork = hostNetwork&(1<<(i%8)) != 0
+			for ip := range strings.SplitSeq(ips, ",") {
+				p.Status.PodIPs = append(p.Status.PodIPs, corev1.PodIP{IP: ip})
+				if a, err := netip.ParseAddr(ip); err == nil && !p.Spec.HostNetwork {
+					published[a.Unmap().WithZone("").String()] = true
+				}
+			}
+			in = append(in, p)
+		}
+		nets, _, _ := netset.Nets(in, guard.For("aws"))
+		for _, n := range nets {
+			p, err := netip.ParsePrefix(n)
+			if err != nil || !p.IsSingleIP() {
+				t.Fatalf("net %q is not a host network", n)
+			}
+			if !addrguardtest.Allowed(p.Addr().String()) || !published[p.Addr().String()] {
+				t.Fatalf("net %s is in the set (published by a pod that is not host-network: %v)", n, published[p.Addr().String()])
+			}
+		}
+	})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
+	"github.com/kube-semaphore/semaphore/internal/addrguard/addrguardtest"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 )
 
@@ -821,4 +822,39 @@ func TestAdmitKeepsOnlyWhatTheRemoteMayPublish(t *testing.T) {
 	if diff := cmp.Diff(want, refused); diff != "" {
 		t.Errorf("refused (-want +got):\n%s", diff)
 	}
+}
+
+// The central property, on arbitrary slices: every address left in a mirror is one the remote
+// may publish (inside its ranges, outside the local cluster's and the special ones), every
+// endpoint left has one, and every address is either kept or reported refused.
+func FuzzAdmitKeepsOnlyWhatTheRemoteMayPublish(f *testing.F) {
+	f.Add("198.18.1.5,198.18.7.9;169.254.169.254;::ffff:198.18.2.1,fd00:1::5", "FQDN")
+	f.Add("10.0.0.1;127.0.0.1,198.18.3.3;fd00:1:0:7::1;not an address", "IPv4")
+	guard := addrguard.New(addrguard.Ranges{"aws": addrguardtest.Ranges})
+	guard.SetLocal("test", addrguardtest.Local)
+	f.Fuzz(func(t *testing.T, endpoints, addressType string) {
+		s := &discoveryv1.EndpointSlice{AddressType: discoveryv1.AddressType(addressType)}
+		var total int
+		for e := range strings.SplitSeq(endpoints, ";") {
+			addrs := strings.Split(e, ",")
+			total += len(addrs)
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: addrs})
+		}
+		refused := mirror.Admit([]*discoveryv1.EndpointSlice{s}, guard.For("aws"))
+		kept := 0
+		for _, e := range s.Endpoints {
+			if len(e.Addresses) == 0 {
+				t.Fatalf("an endpoint without an address is left: %v", s.Endpoints)
+			}
+			for _, a := range e.Addresses {
+				kept++
+				if !addrguardtest.Allowed(a) {
+					t.Fatalf("%q is left in the mirror", a)
+				}
+			}
+		}
+		if kept+len(refused) != total {
+			t.Fatalf("%d addresses kept and %d refused of %d", kept, len(refused), total)
+		}
+	})
 }
