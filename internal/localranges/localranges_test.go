@@ -57,7 +57,11 @@ func refusedAsLocal(t *testing.T, guard *addrguard.Guard, want bool, addrs ...st
 			var r *addrguard.Refusal
 			refused := errors.As(guard.Addr("aws", netip.MustParseAddr(a)), &r)
 			if got := refused && r.Reason == addrguard.ReasonLocal; got != want {
-				return fmt.Errorf("%s: refused as local %v, want %v (refusal: %+v)", a, got, want, r)
+				reason := ""
+				if refused {
+					reason = r.Reason + ": " + r.Detail
+				}
+				return fmt.Errorf("%s: refused as local %v, want %v (%s)", a, got, want, reason)
 			}
 		}
 		return nil
