@@ -208,10 +208,10 @@ func Link(ctx context.Context, o Options) (*Result, error) {
 	case err != nil:
 		res.Notes = append(res.Notes, fmt.Sprintf("context %s: %v: set podRanges of %s yourself", o.FromContext, err, remote.ClusterName))
 	case len(ranges) == 0:
-		res.Notes = append(res.Notes, fmt.Sprintf("context %s: no Node has a pod CIDR: set podRanges of %s yourself (its IP pools' CIDRs)", o.FromContext, remote.ClusterName))
+		res.Notes = append(res.Notes, fmt.Sprintf("context %s: neither a Node with a pod CIDR nor a readable Calico IP pool: set podRanges of %s yourself", o.FromContext, remote.ClusterName))
 	default:
 		res.Entry.PodRanges = ranges
-		res.Notes = append(res.Notes, fmt.Sprintf("podRanges %v of %s hold its Nodes' pod CIDRs (context %s): widen them if its pod range is larger, or pods of nodes added later are not routed",
+		res.Notes = append(res.Notes, fmt.Sprintf("podRanges %v of %s hold its Nodes' pod CIDRs and enabled Calico IP pools (context %s): widen them if its pod range is larger, or pods of nodes added later are not routed",
 			ranges, remote.ClusterName, o.FromContext))
 	}
 	return res, nil
