@@ -98,7 +98,7 @@ func (l *lab) link(ctx context.Context, remote, consumer, values string) error {
 		skip = nil
 	}
 	args := append([]string{"--kubeconfig", kubeconfig, "link",
-		"--from", remote, "--to", consumer, "--to-cluster", consumer, "-n", semaphoreNamespace,
+		"--from", remote, "--remote-name", remote, "--to", consumer, "--to-cluster", consumer, "-n", semaphoreNamespace,
 		"--values-out", values, "--wait", "1m"}, skip...)
 	cmd := exec.CommandContext(ctx, l.bin.plugin, args...)
 	if l.withNodes {
@@ -152,8 +152,8 @@ func (l *lab) installUmbrellas(ctx context.Context) error {
 
 // umbrellaValues are the umbrella's values for cluster: its name and remotes (each with its pod
 // range), and what the lab changes from the defaults (podCIDRsFrom: calico-ipam for the
-// Calico-way cluster). Everything else, the controllers' settings included, is the
-// chart's default.
+// Calico-way cluster; per-remote limits small enough for the hostile remote to go over).
+// Everything else is the chart's default.
 func (l *lab) umbrellaValues(cluster string) map[string]any {
 	listenPorts := map[string]any{}
 	for _, r := range remotesOf(cluster) {
@@ -171,6 +171,9 @@ func (l *lab) umbrellaValues(cluster string) map[string]any {
 		"listenPorts": listenPorts,
 		// Handshakes every few seconds instead of 25: the lab shows them while you watch.
 		"keepalive": "5s",
+		// As many peers per remote as it has nodes: the hostile remote's fake nodes
+		// (hostile.go) are beyond it.
+		"maxPeersPerRemote": nodesPerCluster,
 	}
 	if cluster != calicoCluster {
 		// The Calico-way cluster's pod addresses are in its IPAM blocks (calico.go).
@@ -184,8 +187,13 @@ func (l *lab) umbrellaValues(cluster string) map[string]any {
 			"image": map[string]any{"registry": l.registry + "/" + imagesRepo},
 		},
 		// The mirrors go to the release namespace; the chart then leaves the namespace alone.
-		"serviceMirror": map[string]any{"mirrorNamespace": map[string]any{"name": semaphoreNamespace}},
-		"policy":        map[string]any{"calicoAPI": calicoAPI},
-		"wireguard":     wireguard,
+		"serviceMirror": map[string]any{
+			"mirrorNamespace": map[string]any{"name": semaphoreNamespace},
+			// Small, so that the hostile remote (hostile.go) goes over it with a few dozen
+			// Services; the lab's own mirror a handful per remote.
+			"maxServicesPerRemote": hostileMirrorCap,
+		},
+		"policy":    map[string]any{"calicoAPI": calicoAPI},
+		"wireguard": wireguard,
 	}
 }

@@ -28,6 +28,8 @@ type logRecord struct {
 	Status int       `json:"status"`
 	Reply  string    `json:"reply"`
 	Err    string    `json:"err"`
+	// Duration is how long a "sent" attempt took ("1.2ms").
+	Duration string `json:"duration"`
 }
 
 // failed tells whether a "sent" record is a failed attempt.

@@ -177,6 +177,12 @@ func (l *lab) run(ctx context.Context, timeout time.Duration, check bool) int {
 			printProblems(l.out, problems)
 		}
 		if len(problems) == 0 {
+			// Before the plugin's check, which cuts gcp off aws: the honest traffic between them
+			// must flow through the hostile remote's flood.
+			problems = l.checkHostileRemote(ctx)
+			printProblems(l.out, problems)
+		}
+		if len(problems) == 0 {
 			problems = l.checkWithPlugin(ctx)
 			printProblems(l.out, problems)
 		}

@@ -46,6 +46,7 @@ func newStatus() *Status {
 		&globalStatus{},
 		&controllersStatus{},
 		&prometheusStatus{},
+		&hostileStatus{},
 		hints{},
 		chartsStatus{},
 	}}
