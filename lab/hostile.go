@@ -1182,7 +1182,7 @@ func (h *hostileRun) backToNormal(ctx context.Context) []string {
 	if len(problems) > 0 {
 		return problems
 	}
-	if problems := h.restartSelfHarmed(ctx); len(problems) > 0 {
+	if problems := h.reportSelfHarmed(ctx); len(problems) > 0 {
 		return problems
 	}
 	start := time.Now()
@@ -1196,76 +1196,28 @@ func (h *hostileRun) backToNormal(ctx context.Context) []string {
 	return nil
 }
 
-// restartSelfHarmed restarts the remote's own controllers that refused addresses of their
+// reportSelfHarmed says which of the remote's own controllers refused addresses of their
 // remotes as local_address: they took the fake Nodes' ranges (0.0.0.0/1 and 128.0.0.0/1 hold
-// every cluster's) for their own cluster's, as they must, but nothing makes them look at a
-// remote's objects again when a local range goes away: what they refused stays out until the
-// remote's next change or the resync (docs/security.md, "Not yet"). The remote's admin, who
-// made the Nodes, restarts them; the consumers are checked without any such help.
-func (h *hostileRun) restartSelfHarmed(ctx context.Context) []string {
+// every cluster's) for their own cluster's, as they must. Once the Nodes are gone, the change of
+// their local ranges makes them reconcile every remote object again, so they admit those
+// addresses by themselves: the healthy status that follows shows it, with no restart.
+func (h *hostileRun) reportSelfHarmed(ctx context.Context) []string {
 	all, err := collectRefusals(ctx, h.l.snapshot())
 	if err != nil {
 		return []string{fmt.Sprintf("the controllers' refusals after the cleanup: %v", err)}
 	}
-	var harmed, counts []string
+	var counts []string
 	for _, r := range all {
 		if r.Cluster == h.remote && r.Reason == addrguard.ReasonLocal {
 			counts = append(counts, fmt.Sprintf("%s %.0f of %s", r.Component, r.Value, r.Remote))
-			if !slices.Contains(harmed, r.Component) {
-				harmed = append(harmed, r.Component)
-			}
 		}
 	}
-	if len(harmed) == 0 {
+	if len(counts) == 0 {
 		fmt.Fprintf(h.l.out, "  %s's own controllers refused nothing as local while its fake Nodes were there\n", h.remote)
 		return nil
 	}
-	fmt.Fprintf(h.l.out, "  %s's own controllers took the fake Nodes' ranges for %s's and refused addresses of their remotes as %s (%s),\n"+
-		"    which a local range that goes away does not re-admit until the remote's next change or the resync: %s's admin restarts %s\n",
-		h.remote, h.remote, addrguard.ReasonLocal, strings.Join(counts, ", "), h.remote, strings.Join(harmed, ", "))
-	c := h.l.clusters[h.remote].Client
-	patch := fmt.Appendf(nil, `{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`, time.Now().UTC().Format(time.RFC3339))
-	for _, name := range harmed {
-		var err error
-		if name == wireguardComponent {
-			_, err = c.AppsV1().DaemonSets(semaphoreNamespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-		} else {
-			_, err = c.AppsV1().Deployments(semaphoreNamespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-		}
-		if err != nil {
-			return []string{fmt.Sprintf("restarting %s in %s: %v", name, h.remote, err)}
-		}
-	}
-	start := time.Now()
-	var pending string
-	_ = wait.PollUntilContextTimeout(ctx, time.Second, rolloutTimeout, false, func(ctx context.Context) (bool, error) {
-		pending = ""
-		for _, name := range harmed {
-			if name == wireguardComponent {
-				d, err := c.AppsV1().DaemonSets(semaphoreNamespace).Get(ctx, name, metav1.GetOptions{})
-				if err != nil {
-					pending = err.Error()
-				} else if p := daemonSetPending(d); p != "" {
-					pending = p
-				}
-				continue
-			}
-			d, err := c.AppsV1().Deployments(semaphoreNamespace).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				pending = err.Error()
-			} else if p := deploymentPending(d); p != "" {
-				pending = p
-			}
-		}
-		return pending == "", nil
-	})
-	if pending != "" {
-		return []string{fmt.Sprintf("restarting %s in %s: not rolled out in %s: %s", strings.Join(harmed, ", "), h.remote, rolloutTimeout, pending)}
-	}
-	if err := h.l.rediscoverControllers(ctx); err != nil {
-		return []string{fmt.Sprintf("finding the controllers after restarting them in %s: %v", h.remote, err)}
-	}
-	fmt.Fprintf(h.l.out, "    rolled out in %s\n", time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(h.l.out, "  %s's own controllers took the fake Nodes' ranges for %s's and refused addresses of their remotes as %s (%s);\n"+
+		"    with the Nodes gone they admit them again by themselves\n", h.remote, h.remote, addrguard.ReasonLocal, strings.Join(counts, ", "))
 	return nil
 }
 

@@ -141,8 +141,14 @@ type Controller interface {
 }
 
 // RunController is Run with a controller: while this replica leads it runs ctrl with workers,
-// and /readyz asks it whether its local caches synced.
+// and /readyz asks it whether its local caches synced. A controller that can resync its remotes
+// does so whenever the local ranges its guard refuses change.
 func (b *Base) RunController(ctx context.Context, ctrl Controller, workers int) error {
+	if r, ok := ctrl.(interface{ ResyncRemotes() }); ok && b.localRanges != nil {
+		// The guard admits other addresses when the local ranges change: what the controller
+		// made of the remotes is made again.
+		b.localRanges.OnChange(r.ResyncRemotes)
+	}
 	return b.Run(ctx, func(ctx context.Context) { ctrl.Run(ctx, workers) }, ctrl.LocalSynced)
 }
 

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,19 +53,28 @@ type source struct {
 	ranges   func(obj any) []netip.Prefix
 }
 
+// settle is how long the watcher waits after a change of the local ranges before it tells
+// OnChange's functions, so that Nodes coming and going together cost one resync, not one each.
+const settle = 2 * time.Second
+
 // Watcher feeds a guard the local ranges of every source the local API server serves.
 type Watcher struct {
 	guard   *addrguard.Guard
 	gauge   *prometheus.GaugeVec
 	log     *slog.Logger
 	sources []source
+	changed chan struct{} // a change not told yet; buffered, one is enough
+
+	mu       sync.Mutex
+	last     map[string][]netip.Prefix // by source
+	onChange []func()
 }
 
 // New returns a watcher of the local cluster's ranges for guard. Which sources exist is asked of
 // the API server once: a cluster without ServiceCIDR objects (before Kubernetes 1.33) or
 // without Calico's IPAM blocks has no such source, which is logged.
 func New(client kubernetes.Interface, dyn dynamic.Interface, guard *addrguard.Guard, gauge *prometheus.GaugeVec, resync time.Duration, log *slog.Logger) (*Watcher, error) {
-	w := &Watcher{guard: guard, gauge: gauge, log: log}
+	w := &Watcher{guard: guard, gauge: gauge, log: log, changed: make(chan struct{}, 1), last: map[string][]netip.Prefix{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(client, resync, informers.WithTransform(keepRanges))
 	w.sources = append(w.sources, source{SourceNodes, factory.Core().V1().Nodes().Informer(), nodeRanges})
 	served, err := servedResources(client.Discovery())
@@ -110,12 +120,42 @@ func servedResources(d discovery.DiscoveryInterface) (map[schema.GroupVersionRes
 	return served, nil
 }
 
-// Run runs the informers until ctx is done.
+// OnChange adds f to what is called, once the watcher has synced, when the local ranges
+// changed: what the guard refused may be admitted now, and what it admitted refused, so a
+// controller reconciles again what it made of the remotes.
+func (w *Watcher) OnChange(f func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.onChange = append(w.onChange, f)
+}
+
+// Run runs the informers until ctx is done, and tells OnChange's functions of every change
+// once it has settled.
 func (w *Watcher) Run(ctx context.Context) {
 	for _, s := range w.sources {
 		go s.informer.Run(ctx.Done())
 	}
-	<-ctx.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.changed:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(settle):
+		}
+		if !w.Synced() {
+			continue // the first read, before anything was admitted
+		}
+		w.mu.Lock()
+		fs := slices.Clone(w.onChange)
+		w.mu.Unlock()
+		for _, f := range fs {
+			f()
+		}
+	}
 }
 
 // Synced reports whether every source has been read once: until then the guard does not know
@@ -139,8 +179,19 @@ func (w *Watcher) handler(s source) cache.ResourceEventHandler {
 		}
 		slices.SortFunc(all, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
 		all = slices.Compact(all)
+		w.mu.Lock()
+		before, seen := w.last[s.name]
+		same := seen && slices.Equal(before, all)
+		w.last[s.name] = all
+		w.mu.Unlock()
 		w.guard.SetLocal(s.name, all)
 		w.gauge.WithLabelValues(s.name).Set(float64(len(all)))
+		if !same {
+			select {
+			case w.changed <- struct{}{}:
+			default: // one not told yet already stands for this one
+			}
+		}
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { update() },

@@ -209,3 +209,7 @@ func (c *Controller) Run(ctx context.Context, workers int) { c.base.Run(ctx, wor
 
 // LocalSynced reports whether the local cache has synced, for /readyz.
 func (c *Controller) LocalSynced() bool { return c.base.LocalSynced() }
+
+// ResyncRemotes reconciles again everything of every remote that synced: the local ranges
+// changed, and what the guard admits with them.
+func (c *Controller) ResyncRemotes() { c.base.ResyncRemotes() }

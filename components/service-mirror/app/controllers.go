@@ -41,3 +41,12 @@ func (c *Controllers) Run(ctx context.Context, workers int) {
 func (c *Controllers) LocalSynced() bool {
 	return c.Mirrors.LocalSynced() && (c.Global == nil || c.Global.LocalSynced())
 }
+
+// ResyncRemotes reconciles again everything of every remote that synced, in both: the local
+// ranges changed, and what the guard admits with them.
+func (c *Controllers) ResyncRemotes() {
+	c.Mirrors.ResyncRemotes()
+	if c.Global != nil {
+		c.Global.ResyncRemotes()
+	}
+}

@@ -217,3 +217,7 @@ func (c *Controller) RemoteCaches(remote string) (corelisters.ServiceLister, cac
 
 // LocalSynced reports whether the local caches have synced, for /readyz.
 func (c *Controller) LocalSynced() bool { return c.base.LocalSynced() }
+
+// ResyncRemotes reconciles again everything of every remote that synced: the local ranges
+// changed, and what the guard admits with them.
+func (c *Controller) ResyncRemotes() { c.base.ResyncRemotes() }

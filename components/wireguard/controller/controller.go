@@ -499,3 +499,7 @@ func (c *Controller) stats() []DeviceStats {
 // LocalSynced reports whether the local caches have synced, for /readyz: there are none, the
 // devices and the node's annotations are set up before Run.
 func (c *Controller) LocalSynced() bool { return c.base.LocalSynced() }
+
+// ResyncRemotes reconciles again everything of every remote that synced: the local ranges
+// changed, and what the guard admits with them.
+func (c *Controller) ResyncRemotes() { c.base.ResyncRemotes() }
