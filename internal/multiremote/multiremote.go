@@ -1,9 +1,10 @@
 // Package multiremote is the skeleton of a controller that reads several remote clusters into
-// one workqueue. It holds what does not depend on what the controller watches: each remote's
-// informers and the gate that keeps a remote's objects untouched until its caches synced, the
-// enqueue of a remote's keys once they have, the local informers and the handlers of the
-// objects the controller writes, the workers with their metrics, the results of a sync, events
-// and the periodic inventory. A controller adds its informers, its keys and its sync.
+// one workqueue, fair between the remotes (package fairqueue). It holds what does not depend on
+// what the controller watches: each remote's informers and the gate that keeps a remote's
+// objects untouched until its caches synced, the enqueue of a remote's keys once they have, the
+// local informers and the handlers of the objects the controller writes, the workers with their
+// metrics, the results of a sync, events and the periodic inventory. A controller adds its
+// informers, its keys and its sync.
 package multiremote
 
 import (
@@ -26,6 +27,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kube-semaphore/semaphore/internal/expectations"
+	"github.com/kube-semaphore/semaphore/internal/fairqueue"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 )
@@ -33,12 +35,12 @@ import (
 // Config is what a controller tells the skeleton; the fields marked optional are left zero by
 // a controller without local objects (no sources, events, writes or inventory).
 type Config[K comparable] struct {
-	// Queue names the workqueue in its metrics.
+	// Queue names the workqueue in its metrics (the queues of all remotes share the name).
 	Queue        string
 	QueueMetrics workqueue.MetricsProvider
 	// Sync reconciles one key and says how it went (a reconcile result).
 	Sync func(context.Context, K) (string, error)
-	// Remote names the remote a key belongs to.
+	// Remote names the remote a key belongs to: its queue and the label of its metrics.
 	Remote  func(K) string
 	Metrics *reconcile.Metrics
 	Health  *remote.Health
@@ -89,10 +91,15 @@ type Controller[K comparable] struct {
 
 // New returns a skeleton with an empty set of remotes and local informers.
 func New[K comparable](cfg Config[K]) *Controller[K] {
-	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[K](),
-		workqueue.TypedRateLimitingQueueConfig[K]{Name: cfg.Queue, MetricsProvider: cfg.QueueMetrics},
-	)
+	// Fair between remotes: one whose objects churn does not hold up another's changes. A
+	// controller whose keys belong to no single remote (Remote names one for all) has one
+	// remote's queue, which is client-go's.
+	queue := fairqueue.New(fairqueue.Config[K]{
+		Name:            cfg.Queue,
+		MetricsProvider: cfg.QueueMetrics,
+		RateLimiter:     workqueue.DefaultTypedControllerRateLimiter[K],
+		Remote:          cfg.Remote,
+	})
 	c := &Controller[K]{
 		Queue:   queue,
 		Clashes: reconcile.NewClashes[K](),

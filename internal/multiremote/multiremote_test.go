@@ -3,6 +3,7 @@ package multiremote_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -133,6 +134,29 @@ func TestRemoteIsEnqueuedOnceItsCachesSynced(t *testing.T) {
 	}
 	if !c.LocalSynced() {
 		t.Error("a controller without local caches reports them not synced")
+	}
+}
+
+// The queue is fair between remotes: a remote with a thousand keys queued does not hold up
+// another's one key, which is synced within the first two.
+func TestQuietRemoteIsNotHeldUpByAChurningOne(t *testing.T) {
+	s := &synced{}
+	c, _ := newController(t, s, multiremote.Config[string]{OnRemoteSynced: func(*multiremote.Remote) {}})
+	for i := range 1000 {
+		c.Queue.Add(fmt.Sprintf("churn/%d", i))
+	}
+	c.Queue.Add("quiet/a")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx, 1); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	eventually(t, "the quiet remote's key to be synced", func() bool { return s.has("quiet/a") })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := slices.Index(s.keys, "quiet/a"); i > 1 {
+		t.Errorf("the quiet remote's key was synced %dth, after %d keys of the churning remote", i+1, i)
 	}
 }
 

@@ -1,0 +1,220 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/test/measure"
+)
+
+const (
+	// churnServicesEnv, churnChangesEnv and churnWorkersEnv override the churning remote's
+	// Services, the quiet remote's changes in each phase and the churning goroutines.
+	churnServicesEnv     = "SEMAPHORE_BENCH_CHURN_SERVICES"
+	churnChangesEnv      = "SEMAPHORE_BENCH_CHURN_CHANGES"
+	churnWorkersEnv      = "SEMAPHORE_BENCH_CHURN_WORKERS"
+	defaultChurnServices = 500
+	// defaultChurnChanges: 300, so that a p99 is the third-highest delay, not the second.
+	defaultChurnChanges = 300
+	defaultChurnWorkers = 4
+	quietServices       = 50
+	// churnWarmUp is how long the churning remote changes before the quiet one is measured,
+	// so that the controller's queue is full of its keys by then.
+	churnWarmUp = 3 * time.Second
+	// mirrorsQueue is the service mirror's queue in its workqueue metrics.
+	mirrorsQueue = "service_mirror"
+)
+
+// BenchmarkChurningRemote measures whether a remote that churns delays the changes of another:
+// two remotes, "quiet" with 50 Services and "churn" with 500, into one local cluster. The quiet
+// remote makes 300 endpoint changes at 20 a second, timed until the mirror shows each; then
+// again while the churning remote changes its EndpointSlices as fast as 4 unthrottled clients
+// can, more than the controller writes at its client's rate limit (200 QPS), so that its
+// keys fill the controller's queue. The quiet remote's delays are reported side by side.
+func BenchmarkChurningRemote(b *testing.B) {
+	b.StopTimer()
+	nChurn := envInt(b, churnServicesEnv, defaultChurnServices)
+	nChanges := envInt(b, churnChangesEnv, defaultChurnChanges)
+	nWorkers := envInt(b, churnWorkersEnv, defaultChurnWorkers)
+	ctx := context.Background()
+	local := testenv.Start(b, testenv.Options{Audit: true}, "local")[0]
+	remotes := testenv.Start(b, testenv.Options{}, "quiet", "churn")
+	quiet, churn := remotes[0], remotes[1]
+	_, quietSlices := populate(b, quiet, quietServices, map[string]string{mirrorLabel: "true"},
+		func(i, e int) string { return fmt.Sprintf("10.1.%d.%d", i, e+1) })
+	_, churnSlices := populate(b, churn, nChurn, map[string]string{mirrorLabel: "true"},
+		func(i, e int) string { return fmt.Sprintf("10.2.%d.%d", i/25, (i%25)*10+e+1) })
+
+	if err := local.EnsureNamespace(ctx, mirrorNS); err != nil {
+		b.Fatal(err)
+	}
+	view := watchMirrorNamespace(b, local.Client)
+	admin := freeAddr(b)
+	proc := measure.BinaryReading(b, "github.com/kube-semaphore/semaphore/components/service-mirror", userAgent, b.TempDir(),
+		local, remotes, mirrorNS, "SEMAPHORE_MIRROR_NAMESPACE="+mirrorNS, "SEMAPHORE_ADMIN_ADDR="+admin)
+	n := quietServices + nChurn
+	convergence, _ := proc.Converge(b, convergeWait, func() (bool, string) {
+		return converged(view, n), fmt.Sprintf("%d of %d services, %d slices complete", view.serviceCount(), n, view.completeSlices())
+	})
+
+	// Directly, not through the proxy the controller reads through: what is measured is the
+	// controller, not the proxy.
+	quietClient := kubernetes.NewForConfigOrDie(measure.Unthrottled(quiet))
+	quietChanges := func(v *localView, prefix string) {
+		paced(nChanges, changeEvery, func(i int) {
+			j, e := i%len(quietSlices), (i/len(quietSlices))%endpoints
+			quietSlices[j] = v.changeEndpoint(b, quietClient, quietSlices[j], e, fmt.Sprintf("%s.%d.%d", prefix, i/250, i%250+1))
+		})
+		v.latencies.Wait(b, nChanges, proc.Log)
+	}
+
+	// Phase 1: the quiet remote alone.
+	alone := watchMirrorNamespace(b, local.Client)
+	quietChanges(alone, "198.18")
+
+	// Phase 2: the same while the other remote churns.
+	withChurn := watchMirrorNamespace(b, local.Client)
+	writes0 := proc.Writes(b)
+	c := startChurn(b, churn, churnSlices, nWorkers)
+	b.Cleanup(func() { c.stop() }) // before the clusters stop, when the benchmark fails
+	time.Sleep(churnWarmUp)
+	depth := sampleDepth(b, admin)
+	quietChanges(withChurn, "198.19")
+	maxDepth := depth.stop()
+	rate := c.stop()
+	writeRate := float64(proc.Writes(b)-writes0) / c.took.Seconds()
+
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	a50, a99, aMax := alone.latencies.Percentiles()
+	c50, c99, cMax := withChurn.latencies.Percentiles()
+	b.ReportMetric(convergence.Seconds(), "converge-s")
+	b.ReportMetric(ms(a50), "quiet-p50-ms")
+	b.ReportMetric(ms(a99), "quiet-p99-ms")
+	b.ReportMetric(ms(c50), "quiet-churn-p50-ms")
+	b.ReportMetric(ms(c99), "quiet-churn-p99-ms")
+	b.ReportMetric(rate, "churn-changes/s")
+	b.ReportMetric(writeRate, "churn-writes/s")
+	b.ReportMetric(maxDepth, "churn-queue-depth")
+	b.ReportMetric(0, "ns/op")
+	round := func(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
+	fmt.Printf("churning remote: %d quiet Services, %d churning; converged in %v\n", quietServices, nChurn, convergence.Round(time.Millisecond))
+	fmt.Printf("churning remote: %d quiet changes at %v intervals alone: p50 %v, p99 %v, max %v\n",
+		nChanges, changeEvery, round(a50), round(a99), round(aMax))
+	fmt.Printf("churning remote: the same while the other remote made %.0f changes/s (%d clients; controller wrote %.0f/s, queue up to %.0f keys): p50 %v, p99 %v, max %v\n",
+		rate, nWorkers, writeRate, maxDepth, round(c50), round(c99), round(cMax))
+}
+
+// changeEndpoint is localView.change on endpoint e of s. A quiet slice is changed again 2.5 s
+// later (50 slices, 20 changes a second): when its mirror lags more than that, a change of
+// the same endpoint would replace the marker not yet seen, which would then never arrive.
+// Each change of a slice takes the next endpoint, so each marker stays until it is seen.
+func (v *localView) changeEndpoint(b *testing.B, client kubernetes.Interface, s *discoveryv1.EndpointSlice, e int, marker string) *discoveryv1.EndpointSlice {
+	s.Endpoints[e].Addresses = []string{marker}
+	v.pending.Store(marker, time.Now())
+	out, err := client.DiscoveryV1().EndpointSlices(s.Namespace).Update(context.Background(), s, metav1.UpdateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+// churning changes a remote's EndpointSlices from several goroutines as fast as the API server
+// takes it, until stop.
+type churning struct {
+	done    chan struct{}
+	once    sync.Once
+	wg      sync.WaitGroup
+	changes atomic.Int64
+	start   time.Time
+	took    time.Duration
+}
+
+// startChurn starts workers goroutines, each updating its share of slices (in remote, with an
+// unthrottled client) one after the other, round and round, replacing the first endpoint's
+// address.
+func startChurn(b *testing.B, remote *testenv.Cluster, slices []*discoveryv1.EndpointSlice, workers int) *churning {
+	client := kubernetes.NewForConfigOrDie(measure.Unthrottled(remote))
+	c := &churning{done: make(chan struct{}), start: time.Now()}
+	for w := range workers {
+		c.wg.Go(func() {
+			for round := 0; ; round++ {
+				for j := w; j < len(slices); j += workers {
+					select {
+					case <-c.done:
+						return
+					default:
+					}
+					s := slices[j]
+					s.Endpoints[0].Addresses = []string{fmt.Sprintf("10.3.%d.%d", j/250, round%250+1)}
+					out, err := client.DiscoveryV1().EndpointSlices(s.Namespace).Update(context.Background(), s, metav1.UpdateOptions{})
+					if err != nil {
+						b.Errorf("churning %s/%s: %v", s.Namespace, s.Name, err)
+						return
+					}
+					slices[j] = out
+					c.changes.Add(1)
+				}
+			}
+		})
+	}
+	return c
+}
+
+// stop stops the churn, once, and returns the changes made per second.
+func (c *churning) stop() float64 {
+	c.once.Do(func() {
+		close(c.done)
+		c.wg.Wait()
+		c.took = time.Since(c.start)
+	})
+	return float64(c.changes.Load()) / c.took.Seconds()
+}
+
+// depthSampler reads the depth of the mirrors' queue from the binary's metrics every 200 ms.
+type depthSampler struct {
+	done, stopped chan struct{}
+	max           float64
+}
+
+func sampleDepth(b *testing.B, admin string) *depthSampler {
+	const name = "semaphore_service_mirror_workqueue_depth"
+	s := &depthSampler{done: make(chan struct{}), stopped: make(chan struct{})}
+	go func() {
+		defer close(s.stopped)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			samples, err := testbed.Scrape(context.Background(), http.DefaultClient, "http://"+admin+"/metrics", name)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			d, _ := testbed.SampleSum(samples, name, map[string]string{"name": mirrorsQueue})
+			s.max = max(s.max, d)
+			select {
+			case <-s.done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return s
+}
+
+// stop stops the sampling and returns the largest depth seen.
+func (s *depthSampler) stop() float64 {
+	close(s.done)
+	<-s.stopped
+	return s.max
+}
