@@ -2,7 +2,9 @@
 // fresh local cluster on 1,000 remote Services (BenchmarkServiceMirror) and on 500 global
 // services in three clusters next to a bare client writing the same objects
 // (BenchmarkGlobalServices), propagation delay of endpoint changes at steady state, writes per
-// change, and the controller's peak memory. Run it with `make bench`.
+// change, and the controller's peak memory; many remotes at once (BenchmarkManyRemotes); and a
+// quiet remote's delay while another churns, next to its delay alone (BenchmarkChurningRemote).
+// Run it with `make bench`.
 package bench
 
 import (
