@@ -22,6 +22,7 @@ type pluginResult struct {
 	Remote    string `json:"remote"`
 	Component string `json:"component"`
 	OK        bool   `json:"ok"`
+	Warning   bool   `json:"warning"`
 	Message   string `json:"message"`
 }
 

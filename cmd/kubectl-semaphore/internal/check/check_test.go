@@ -482,6 +482,41 @@ func TestCheck(t *testing.T) {
 		}
 	})
 
+	// A selected remote Service beyond the service mirror's limit has no mirror, as asked: a
+	// warning that names it, not a failure.
+	t.Run("a Service beyond the limit", func(t *testing.T) {
+		extra, err := aws.Client.CoreV1().Services("sys-log").Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "zz-extra", Labels: map[string]string{"mirror.semaphore.uw.io/mirror-service": "true"}},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "fwd", Port: 24224, Protocol: corev1.ProtocolTCP}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = aws.Client.CoreV1().Services("sys-log").Delete(ctx, extra.Name, metav1.DeleteOptions{}) }()
+		mirrors := func() check.Result {
+			t.Helper()
+			results, err := check.Run(ctx, gcp.Client, dyn, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range results {
+				if r.Check == check.Mirrors {
+					return r
+				}
+			}
+			t.Fatalf("no mirrors result:%s", failures(results))
+			return check.Result{}
+		}
+		if r := mirrors(); r.OK || !strings.Contains(r.Message, "sys-log/zz-extra") {
+			t.Errorf("within the limit, zz-extra without a mirror: %+v, want a failure naming it", r)
+		}
+		setEnv(t, gcp, "semaphore-service-mirror", "SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", "1")
+		defer setEnv(t, gcp, "semaphore-service-mirror", "SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", "1000")
+		if r := mirrors(); !r.OK || !r.Warning || !strings.Contains(r.Message, "sys-log/zz-extra") {
+			t.Errorf("beyond a limit of 1, zz-extra without a mirror: %+v, want a warning naming it", r)
+		}
+	})
+
 	t.Run("revoked", func(t *testing.T) {
 		if err := aws.Client.CoreV1().ServiceAccounts("semaphore-remote").Delete(ctx, sa, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)

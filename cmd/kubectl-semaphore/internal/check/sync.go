@@ -1,9 +1,11 @@
 package check
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,14 +60,28 @@ func drift(findings ...finding) string {
 }
 
 // checkMirrors compares the remote Services the service mirror selects with the local mirrors
-// of that remote: each must have a mirror with the same ports, and each mirror a Service.
+// of that remote: each of the first SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE, in namespace/name
+// order, must have a mirror with the same ports, the others none, and each mirror a Service.
+// Services beyond the limit make a warning, not a failure: leaving them out is what was asked.
 func checkMirrors(ctx context.Context, local, remote kubernetes.Interface, c release.Component, remoteName string, res Result) Result {
 	selector := env(c, "SEMAPHORE_MIRROR_LABEL_SELECTOR", "mirror.semaphore.uw.io/mirror-service=true")
 	namespace := env(c, "SEMAPHORE_MIRROR_NAMESPACE", "semaphore")
+	limit, err := strconv.Atoi(env(c, "SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", "1000"))
+	if err != nil || limit < 1 {
+		return fail(res, "check-mirrors", "SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE of %s %s/%s is not a positive number: %q", c.Kind, c.Namespace, c.Workload, env(c, "SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", ""))
+	}
 	remoteSvcs, err := remote.CoreV1().Services("").List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return fail(res, "check-access", "listing the Services of remote %s selected by %s: %v", remoteName, selector, err)
 	}
+	slices.SortFunc(remoteSvcs.Items, func(a, b corev1.Service) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	var beyond []string
+	for _, svc := range remoteSvcs.Items[min(limit, len(remoteSvcs.Items)):] {
+		beyond = append(beyond, svc.Namespace+"/"+svc.Name)
+	}
+	remoteSvcs.Items = remoteSvcs.Items[:min(limit, len(remoteSvcs.Items))]
 	mine := k8slabels.Set{labels.ManagedBy: labels.ServiceMirror, mirror.LabelCluster: remoteName}
 	mirrors, err := local.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{LabelSelector: mine.String()})
 	if err != nil {
@@ -103,7 +119,11 @@ func checkMirrors(ctx context.Context, local, remote kubernetes.Interface, c rel
 		finding{"remote Services have no mirror", missing},
 		finding{"mirrors differ from their Service (ports, headless, session affinity)", differ},
 		finding{"mirrors have no selected remote Service", extra})
-	if what == "" {
+	switch {
+	case what == "" && len(beyond) > 0:
+		return warn(res, "%d Services selected by %s mirrored in namespace %s; %d more beyond SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE=%d left out (%s)",
+			len(remoteSvcs.Items), selector, namespace, len(beyond), limit, most(beyond, 5))
+	case what == "":
 		return pass(res, "%d Services selected by %s, each mirrored in namespace %s", len(remoteSvcs.Items), selector, namespace)
 	}
 	return fail(res, "check-mirrors", "the mirrors of remote %s drift: %s; see the logs of %s %s/%s", remoteName, what, c.Kind, c.Namespace, c.Workload)
