@@ -83,7 +83,7 @@ func ipPoolCIDRs(ctx context.Context, c kubernetes.Interface) ([]string, error) 
 		} `json:"items"`
 	}
 	if err := json.Unmarshal(raw, &pools); err != nil {
-		return nil, fmt.Errorf("Calico IP pools: %w", err)
+		return nil, fmt.Errorf("reading Calico IP pools: %w", err)
 	}
 	var out []string
 	for _, p := range pools.Items {
