@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/kube-semaphore/semaphore/internal/remotepairs"
 )
 
 // Ranges are, per remote, the ranges its addresses must lie in: SEMAPHORE_REMOTE_POD_RANGES.
@@ -16,23 +18,18 @@ type Ranges map[string][]netip.Prefix
 // the remote's name. It implements envconfig.Decoder.
 func (r *Ranges) Decode(value string) error {
 	*r = Ranges{}
-	for item := range strings.SplitSeq(value, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
+	for _, item := range remotepairs.Split(value) {
+		if item.Remote == "" {
+			return fmt.Errorf("%q is not remote:CIDR", item.Text)
 		}
-		remote, cidr, ok := strings.Cut(item, ":")
-		if !ok || remote == "" {
-			return fmt.Errorf("%q is not remote:CIDR", item)
-		}
-		p, err := netip.ParsePrefix(cidr)
+		p, err := netip.ParsePrefix(item.Value)
 		if err != nil {
-			return fmt.Errorf("%q: %w", item, err)
+			return fmt.Errorf("%q: %w", item.Text, err)
 		}
 		if p != p.Masked() {
-			return fmt.Errorf("%q: host bits set (the range is %s)", item, p.Masked())
+			return fmt.Errorf("%q: host bits set (the range is %s)", item.Text, p.Masked())
 		}
-		(*r)[remote] = append((*r)[remote], p)
+		(*r)[item.Remote] = append((*r)[item.Remote], p)
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kube-semaphore/semaphore/internal/remotepairs"
+
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/utils/ptr"
 )
@@ -28,23 +30,15 @@ type Policy struct {
 // duration is the default of every remote, pairs override it. It implements envconfig.Decoder.
 func (p *Policy) Decode(value string) error {
 	*p = Policy{}
-	for item := range strings.SplitSeq(value, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		name, dur, pair := strings.Cut(item, ":")
-		if !pair {
-			name, dur = "", item
-		}
-		d, err := time.ParseDuration(dur)
+	for _, item := range remotepairs.Split(value) {
+		d, err := time.ParseDuration(item.Value)
 		if err != nil {
-			return fmt.Errorf("%q: not a duration (want e.g. 5m or aws:5m)", item)
+			return fmt.Errorf("%q: not a duration (want e.g. 5m or aws:5m)", item.Text)
 		}
 		if d <= 0 {
-			return fmt.Errorf("%q: must be positive", item)
+			return fmt.Errorf("%q: must be positive", item.Text)
 		}
-		if err := p.set(name, d); err != nil {
+		if err := p.set(item.Remote, d); err != nil {
 			return err
 		}
 	}

@@ -2,7 +2,8 @@ package controller
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/kube-semaphore/semaphore/internal/remotepairs"
 )
 
 // Source is where a remote node's pod addresses come from.
@@ -27,30 +28,28 @@ type Sources struct {
 // Decode parses the variable's value (envconfig.Decoder).
 func (s *Sources) Decode(value string) error {
 	*s = Sources{}
-	value = strings.TrimSpace(value)
-	if value == "" {
+	items := remotepairs.Split(value)
+	if len(items) == 1 && !items[0].Pair {
+		if !isSource(items[0].Value) {
+			return fmt.Errorf("%q is not node or calico-ipam", items[0].Value)
+		}
+		s.All = Source(items[0].Value)
 		return nil
 	}
-	if !strings.Contains(value, ":") {
-		if !isSource(value) {
-			return fmt.Errorf("%q is not node or calico-ipam", value)
+	for _, item := range items {
+		if item.Remote == "" {
+			return fmt.Errorf("%q is not remote:source", item.Text)
 		}
-		s.All = Source(value)
-		return nil
-	}
-	s.ByRemote = map[string]Source{}
-	for _, pair := range strings.Split(value, ",") {
-		remote, src, ok := strings.Cut(strings.TrimSpace(pair), ":")
-		if !ok || remote == "" {
-			return fmt.Errorf("%q is not remote:source", pair)
+		if !isSource(item.Value) {
+			return fmt.Errorf("source %q of %q is not node or calico-ipam", item.Value, item.Remote)
 		}
-		if !isSource(src) {
-			return fmt.Errorf("source %q of %q is not node or calico-ipam", src, remote)
+		if _, dup := s.ByRemote[item.Remote]; dup {
+			return fmt.Errorf("remote %q is named twice", item.Remote)
 		}
-		if _, dup := s.ByRemote[remote]; dup {
-			return fmt.Errorf("remote %q is named twice", remote)
+		if s.ByRemote == nil {
+			s.ByRemote = map[string]Source{}
 		}
-		s.ByRemote[remote] = Source(src)
+		s.ByRemote[item.Remote] = Source(item.Value)
 	}
 	return nil
 }

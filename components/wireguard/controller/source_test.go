@@ -16,6 +16,8 @@ func TestSourcesReadOneValueForAllOrPairs(t *testing.T) {
 		{"calico-ipam", map[string]controller.Source{"aws": controller.SourceCalicoIPAM, "merit": controller.SourceCalicoIPAM}},
 		{"aws:calico-ipam", map[string]controller.Source{"aws": controller.SourceCalicoIPAM, "merit": controller.SourceNode}},
 		{" aws:calico-ipam, merit:node ", map[string]controller.Source{"aws": controller.SourceCalicoIPAM, "merit": controller.SourceNode}},
+		// Empty items are skipped, as in every per-remote setting (remotepairs).
+		{"aws:calico-ipam,,merit:node,", map[string]controller.Source{"aws": controller.SourceCalicoIPAM, "merit": controller.SourceNode}},
 	} {
 		var s controller.Sources
 		if err := s.Decode(tc.value); err != nil {
@@ -31,7 +33,7 @@ func TestSourcesReadOneValueForAllOrPairs(t *testing.T) {
 }
 
 func TestSourcesRefuseWhatTheyCannotRead(t *testing.T) {
-	for _, value := range []string{"calico", "aws:ipam", "aws:", ":node", "aws:node,aws:calico-ipam", "aws:node,,merit:node"} {
+	for _, value := range []string{"calico", "aws:ipam", "aws:", ":node", "aws:node,aws:calico-ipam", "node,aws:calico-ipam", "node,calico-ipam"} {
 		var s controller.Sources
 		if err := s.Decode(value); err == nil {
 			t.Errorf("Decode(%q) = %+v, want an error", value, s)
