@@ -117,65 +117,69 @@ func TestWireGuardPodCIDRsFrom(t *testing.T) {
 		},
 		{name: "empty map", value: "{}", wantEnv: "node", want: map[string]wgcontroller.Source{"aws": "node", "merit": "node"}},
 	}
-	const ports = "listenPorts: {aws: 51821, merit: 51822}"
 	for _, tt := range tests {
-		for _, alone := range []bool{false, true} {
-			name := tt.name + "/umbrella"
-			dir := umbrellaChart
-			own := []string{ports}
-			if tt.value != "" {
-				own = append(own, "podCIDRsFrom: "+tt.value)
-			}
-			if alone {
-				name = tt.name + "/subchart alone"
-				dir = filepath.Join(umbrellaChart, "charts", "wireguard")
-			} else {
-				for i, o := range own {
-					own[i] = "wireguard: {" + o + "}"
-				}
-			}
-			t.Run(name, func(t *testing.T) {
-				vals := valuesOf(t, nil, append([]string{podCIDRsGlobals}, own...)...)
-				m := mustRender(t, dir, vals)
-				w, err := m.Workload("wireguard")
-				if err != nil {
-					t.Fatal(err)
-				}
-				c := mainContainer(t, w)
-				if got := envValue(c, "SEMAPHORE_WG_POD_CIDRS_FROM", "<unset>"); got != tt.wantEnv {
-					t.Errorf("SEMAPHORE_WG_POD_CIDRS_FROM=%q, want %q", got, tt.wantEnv)
-				}
-				cfg, err := loadConfig(t, "wireguard", podEnv(t, w, c, releaseNamespace, w.Name+"-abcde", "node-1"))
-				if err != nil {
-					t.Fatalf("the component does not start with the rendered environment: %v", err)
-				}
-				for r, want := range tt.want {
-					if got := cfg.(*wgapp.Config).PodCIDRsFrom.For(r); got != want {
-						t.Errorf("remote %s reads its pod addresses from %q, want %q", r, got, want)
-					}
-				}
-				// And everything else a render must be.
-				eff := effectiveValues(t, dir, vals)
-				if alone {
-					checkObjects(t, m, eff)
-					checkWorkload(t, m, w, eff, eff)
-					// The subchart's NOTES.txt tells which remotes need calicoIPAM in their
-					// semaphore-remote release.
-					var ipam int
-					for _, src := range tt.want {
-						if src == wgcontroller.SourceCalicoIPAM {
-							ipam++
-						}
-					}
-					if got := strings.Count(m.Release.Info.Notes, "calicoIPAM: true"); got != ipam {
-						t.Errorf("NOTES.txt asks for calicoIPAM %d times, want %d (once per remote read from Calico IPAM blocks):\n%s", got, ipam, m.Release.Info.Notes)
-					}
-				} else {
-					checkUmbrella(t, m, eff)
-				}
-			})
+		var own []string
+		if tt.value != "" {
+			own = append(own, "podCIDRsFrom: "+tt.value)
 		}
+		eachWireGuardChart(t, tt.name, own, func(t *testing.T, dir string, alone bool, vals map[string]any) {
+			m := mustRender(t, dir, vals)
+			w, err := m.Workload("wireguard")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := mainContainer(t, w)
+			if got := envValue(c, "SEMAPHORE_WG_POD_CIDRS_FROM", "<unset>"); got != tt.wantEnv {
+				t.Errorf("SEMAPHORE_WG_POD_CIDRS_FROM=%q, want %q", got, tt.wantEnv)
+			}
+			cfg, err := loadConfig(t, "wireguard", podEnv(t, w, c, releaseNamespace, w.Name+"-abcde", "node-1"))
+			if err != nil {
+				t.Fatalf("the component does not start with the rendered environment: %v", err)
+			}
+			for r, want := range tt.want {
+				if got := cfg.(*wgapp.Config).PodCIDRsFrom.For(r); got != want {
+					t.Errorf("remote %s reads its pod addresses from %q, want %q", r, got, want)
+				}
+			}
+			// And everything else a render must be.
+			eff := effectiveValues(t, dir, vals)
+			if alone {
+				checkObjects(t, m, eff)
+				checkWorkload(t, m, w, eff, eff)
+				// The subchart's NOTES.txt tells which remotes need calicoIPAM in their
+				// semaphore-remote release.
+				var ipam int
+				for _, src := range tt.want {
+					if src == wgcontroller.SourceCalicoIPAM {
+						ipam++
+					}
+				}
+				if got := strings.Count(m.Release.Info.Notes, "calicoIPAM: true"); got != ipam {
+					t.Errorf("NOTES.txt asks for calicoIPAM %d times, want %d (once per remote read from Calico IPAM blocks):\n%s", got, ipam, m.Release.Info.Notes)
+				}
+			} else {
+				checkUmbrella(t, m, eff)
+			}
+		})
 	}
+}
+
+// eachWireGuardChart runs f, as a subtest of name, on the umbrella with the wireguard values own
+// under `wireguard:`, and on the wireguard subchart alone with them at its top, both with
+// podCIDRsGlobals and listen ports for aws and merit.
+func eachWireGuardChart(t *testing.T, name string, own []string, f func(t *testing.T, dir string, alone bool, vals map[string]any)) {
+	t.Helper()
+	own = append([]string{"listenPorts: {aws: 51821, merit: 51822}"}, own...)
+	umbrella := make([]string, len(own))
+	for i, o := range own {
+		umbrella[i] = "wireguard: {" + o + "}"
+	}
+	t.Run(name+"/umbrella", func(t *testing.T) {
+		f(t, umbrellaChart, false, valuesOf(t, nil, append([]string{podCIDRsGlobals}, umbrella...)...))
+	})
+	t.Run(name+"/subchart alone", func(t *testing.T) {
+		f(t, filepath.Join(umbrellaChart, "charts", "wireguard"), true, valuesOf(t, nil, append([]string{podCIDRsGlobals}, own...)...))
+	})
 }
 
 // checkRemoteCalicoIPAM checks semaphore-remote's Calico IPAM objects against vals: when a

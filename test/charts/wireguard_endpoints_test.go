@@ -2,7 +2,6 @@ package charts_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -43,53 +42,38 @@ func TestWireGuardEndpointRangesAndPeerLimit(t *testing.T) {
 		{name: "a range that is not a CIDR", values: []string{"endpointRanges: {aws: [203.0.113.7]}"}, refused: "endpointRanges"},
 		{name: "ranges that are not a list", values: []string{"endpointRanges: {aws: 203.0.113.0/24}"}, refused: "endpointRanges"},
 	}
-	const ports = "listenPorts: {aws: 51821, merit: 51822}"
 	for _, tt := range tests {
-		for _, alone := range []bool{false, true} {
-			name := tt.name + "/umbrella"
-			dir := umbrellaChart
-			own := append([]string{ports}, tt.values...)
-			if alone {
-				name = tt.name + "/subchart alone"
-				dir = filepath.Join(umbrellaChart, "charts", "wireguard")
-			} else {
-				for i, o := range own {
-					own[i] = "wireguard: {" + o + "}"
+		eachWireGuardChart(t, tt.name, tt.values, func(t *testing.T, dir string, _ bool, vals map[string]any) {
+			if tt.refused != "" {
+				_, err := render(t, dir, releaseName, releaseNamespace, vals)
+				if err == nil || !strings.Contains(err.Error(), tt.refused) {
+					t.Errorf("render error %v, want one naming %s", err, tt.refused)
 				}
+				return
 			}
-			t.Run(name, func(t *testing.T) {
-				vals := valuesOf(t, nil, append([]string{podCIDRsGlobals}, own...)...)
-				if tt.refused != "" {
-					_, err := render(t, dir, releaseName, releaseNamespace, vals)
-					if err == nil || !strings.Contains(err.Error(), tt.refused) {
-						t.Errorf("render error %v, want one naming %s", err, tt.refused)
-					}
-					return
-				}
-				m := mustRender(t, dir, vals)
-				w, err := m.Workload("wireguard")
-				if err != nil {
-					t.Fatal(err)
-				}
-				c := mainContainer(t, w)
-				if got := envValue(c, "SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES", ""); got != tt.wantEnv {
-					t.Errorf("SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES=%q, want %q", got, tt.wantEnv)
-				}
-				if got, want := envValue(c, "SEMAPHORE_WG_MAX_PEERS_PER_REMOTE", "<unset>"), fmt.Sprint(tt.wantMax); got != want {
-					t.Errorf("SEMAPHORE_WG_MAX_PEERS_PER_REMOTE=%q, want %q", got, want)
-				}
-				cfg, err := loadConfig(t, "wireguard", podEnv(t, w, c, releaseNamespace, w.Name+"-abcde", "node-1"))
-				if err != nil {
-					t.Fatalf("the component does not start with the rendered environment: %v", err)
-				}
-				wg := cfg.(*wgapp.Config)
-				if got := wg.EndpointRanges.String(); got != tt.wantRanges {
-					t.Errorf("endpoint ranges %q, want %q", got, tt.wantRanges)
-				}
-				if wg.MaxPeers != tt.wantMax {
-					t.Errorf("peer limit %d, want %d", wg.MaxPeers, tt.wantMax)
-				}
-			})
-		}
+			m := mustRender(t, dir, vals)
+			w, err := m.Workload("wireguard")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := mainContainer(t, w)
+			if got := envValue(c, "SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES", ""); got != tt.wantEnv {
+				t.Errorf("SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES=%q, want %q", got, tt.wantEnv)
+			}
+			if got, want := envValue(c, "SEMAPHORE_WG_MAX_PEERS_PER_REMOTE", "<unset>"), fmt.Sprint(tt.wantMax); got != want {
+				t.Errorf("SEMAPHORE_WG_MAX_PEERS_PER_REMOTE=%q, want %q", got, want)
+			}
+			cfg, err := loadConfig(t, "wireguard", podEnv(t, w, c, releaseNamespace, w.Name+"-abcde", "node-1"))
+			if err != nil {
+				t.Fatalf("the component does not start with the rendered environment: %v", err)
+			}
+			wg := cfg.(*wgapp.Config)
+			if got := wg.EndpointRanges.String(); got != tt.wantRanges {
+				t.Errorf("endpoint ranges %q, want %q", got, tt.wantRanges)
+			}
+			if wg.MaxPeers != tt.wantMax {
+				t.Errorf("peer limit %d, want %d", wg.MaxPeers, tt.wantMax)
+			}
+		})
 	}
 }
