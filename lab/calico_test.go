@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kube-semaphore/semaphore/internal/helmchart"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
-	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // aws's blocks are those docs/lab.md describes: aws-node-1's range in two blocks of its own,
@@ -58,7 +58,7 @@ func TestUmbrellaValuesReadCalicoIPAM(t *testing.T) {
 				"tokenSecret": map[string]any{"name": "semaphore-remote-" + r, "key": "token"},
 			})
 		}
-		rel, err := charts.Render(filepath.Join(testbed.RepoRoot(), charts.UmbrellaDir), umbrellaRelease, semaphoreNamespace, l.umbrellaValues(cluster))
+		rel, err := helmchart.Render(filepath.Join(testbed.RepoRoot(), helmchart.UmbrellaDir), umbrellaRelease, semaphoreNamespace, l.umbrellaValues(cluster))
 		if err != nil {
 			t.Fatalf("%s: %v", cluster, err)
 		}

@@ -12,8 +12,8 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-semaphore/semaphore/internal/helmchart"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
-	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // The lab installs the charts the way the README tells users to: packaged, pushed to an OCI
@@ -59,7 +59,7 @@ func (l *lab) helm(ctx context.Context, args ...string) (string, error) {
 // pushCharts packages both charts and pushes them to the registry as OCI artifacts.
 func (l *lab) pushCharts(ctx context.Context) error {
 	dir := l.path("tmp", "charts")
-	for _, chart := range []string{charts.RemoteDir, charts.UmbrellaDir} {
+	for _, chart := range []string{helmchart.RemoteDir, helmchart.UmbrellaDir} {
 		out, err := l.helm(ctx, "package", filepath.Join(testbed.RepoRoot(), chart), "-d", dir)
 		if err != nil {
 			return err
@@ -79,7 +79,7 @@ func (l *lab) pushCharts(ctx context.Context) error {
 // helmInstall installs chart (the name of a chart in the registry) into cluster as release name in
 // namespace, with vals written to a values file of the cluster's, and returns what the release
 // rendered, with its NOTES.
-func (l *lab) helmInstall(ctx context.Context, cluster, chart, name, namespace string, vals map[string]any) (*charts.Manifest, error) {
+func (l *lab) helmInstall(ctx context.Context, cluster, chart, name, namespace string, vals map[string]any) (*helmchart.Manifest, error) {
 	data, err := yaml.Marshal(vals)
 	if err != nil {
 		return nil, err
@@ -104,5 +104,5 @@ func (l *lab) helmInstall(ctx context.Context, cluster, chart, name, namespace s
 	}
 	// `helm get notes` heads the text with "NOTES:".
 	notes = strings.TrimPrefix(notes, "NOTES:\n")
-	return charts.Parse(&release.Release{Name: name, Namespace: namespace, Manifest: manifest, Info: &release.Info{Notes: notes}})
+	return helmchart.Parse(&release.Release{Name: name, Namespace: namespace, Manifest: manifest, Info: &release.Info{Notes: notes}})
 }

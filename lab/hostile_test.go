@@ -20,9 +20,9 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
+	"github.com/kube-semaphore/semaphore/internal/helmchart"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
-	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // consumerGuard is the rule gcp's semaphore-wireguard applies on gcp-node-1: the lab's pod
@@ -228,7 +228,7 @@ func TestUmbrellaValuesSetTheLimitsTheHostileRemoteGoesOver(t *testing.T) {
 			"tokenSecret": map[string]any{"name": "semaphore-remote-" + r, "key": "token"},
 		})
 	}
-	rel, err := charts.Render(filepath.Join(testbed.RepoRoot(), charts.UmbrellaDir), umbrellaRelease, semaphoreNamespace, l.umbrellaValues(hostileConsumer))
+	rel, err := helmchart.Render(filepath.Join(testbed.RepoRoot(), helmchart.UmbrellaDir), umbrellaRelease, semaphoreNamespace, l.umbrellaValues(hostileConsumer))
 	if err != nil {
 		t.Fatal(err)
 	}

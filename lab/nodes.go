@@ -24,10 +24,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/internal/helmchart"
 	"github.com/kube-semaphore/semaphore/internal/netnstopo"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/lab/node"
-	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // The lab's nodes. Every node of every cluster is a network namespace running containerd,
@@ -410,7 +410,7 @@ func (l *lab) startNode(ctx context.Context, n NodeState, keyDir string) (*node.
 // wireguardKeyDir is where semaphore-wireguard keeps its keys on a node (the chart's keyDir,
 // a hostPath): each node's own.
 func wireguardKeyDir() (string, error) {
-	path := filepath.Join(testbed.RepoRoot(), charts.UmbrellaDir, "charts", "wireguard", "values.yaml")
+	path := filepath.Join(testbed.RepoRoot(), helmchart.UmbrellaDir, "charts", "wireguard", "values.yaml")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", err

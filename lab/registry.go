@@ -14,9 +14,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 
+	"github.com/kube-semaphore/semaphore/internal/helmchart"
 	"github.com/kube-semaphore/semaphore/internal/images"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
-	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // The lab's OCI registry: go-containerregistry's, in the lab's own process, on loopback. It
@@ -86,7 +86,7 @@ func (l *lab) pushImages(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if l.imageTag, err = images.AppVersion(filepath.Join(root, charts.UmbrellaDir)); err != nil {
+	if l.imageTag, err = images.AppVersion(filepath.Join(root, helmchart.UmbrellaDir)); err != nil {
 		return err
 	}
 	platform := []string{"linux/" + runtime.GOARCH}

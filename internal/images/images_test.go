@@ -31,9 +31,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-semaphore/semaphore/internal/helmchart"
 	"github.com/kube-semaphore/semaphore/internal/images"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // root is the module root, seen from this package's directory.
@@ -496,11 +496,11 @@ func TestComponentImagesAreTheOnesTheChartsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	delete(vals["global"].(map[string]any), "image") // the chart's default registry and tag
-	rel, err := charts.Render(chartDir, "semaphore", "semaphore", vals)
+	rel, err := helmchart.Render(chartDir, "semaphore", "semaphore", vals)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := charts.Parse(rel)
+	m, err := helmchart.Parse(rel)
 	if err != nil {
 		t.Fatal(err)
 	}

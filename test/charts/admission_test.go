@@ -32,9 +32,9 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
 	"github.com/kube-semaphore/semaphore/internal/component"
+	"github.com/kube-semaphore/semaphore/internal/helmchart"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // The admission tests' own release and nodes, apart from the other tests' in the shared cluster.
@@ -434,7 +434,7 @@ func TestAdmissionPoliciesRender(t *testing.T) {
 	}
 }
 
-// renderServing renders the umbrella offline as charts.Render does, for an API server that
+// renderServing renders the umbrella offline as helmchart.Render does, for an API server that
 // serves ValidatingAdmissionPolicy or not.
 func renderServing(t *testing.T, vals map[string]any, served bool) *manifest {
 	t.Helper()
@@ -449,7 +449,7 @@ func renderServing(t *testing.T, vals map[string]any, served bool) *manifest {
 	install.ClientOnly, install.DryRun = true, true
 	install.ReleaseName, install.Namespace = releaseName, releaseNamespace
 	install.KubeVersion = kv
-	install.APIVersions = slices.DeleteFunc(slices.Clone(charts.ExtraAPIVersions), func(v string) bool {
+	install.APIVersions = slices.DeleteFunc(slices.Clone(helmchart.ExtraAPIVersions), func(v string) bool {
 		return strings.HasPrefix(v, "admissionregistration.k8s.io/")
 	})
 	rel, err := install.Run(loadChart(t, umbrellaChart), vals)

@@ -26,9 +26,9 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kube-semaphore/semaphore/internal/helmchart"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // Two real API servers, started by the first test that needs them and shared by the tests of
@@ -92,17 +92,17 @@ func clusters(t testing.TB) (aws, gcp *testenv.Cluster) {
 	return awsCluster, gcpCluster
 }
 
-// helmConfig is charts.Config for namespace in cluster c, as an admin.
+// helmConfig is helmchart.Config for namespace in cluster c, as an admin.
 func helmConfig(t testing.TB, c *testenv.Cluster, namespace string) *action.Configuration {
 	t.Helper()
-	cfg, err := charts.Config(c.DirectKubeconfig, namespace, t.TempDir(), func(format string, v ...any) { t.Logf("helm: "+format, v...) })
+	cfg, err := helmchart.Config(c.DirectKubeconfig, namespace, t.TempDir(), func(format string, v ...any) { t.Logf("helm: "+format, v...) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg
 }
 
-// install installs chart dir as release name in namespace of cluster c (charts.Install).
+// install installs chart dir as release name in namespace of cluster c (helmchart.Install).
 // Before that, every object the release renders goes to the API server in a strict
 // server-side dry run, which refuses a field the API does not know instead of dropping it.
 func install(t testing.TB, c *testenv.Cluster, dir, name, namespace string, vals map[string]any) *manifest {
@@ -119,7 +119,7 @@ func install(t testing.TB, c *testenv.Cluster, dir, name, namespace string, vals
 	}
 	dryRun(t, c, parseRelease(t, rel), namespace)
 
-	m, err := charts.Install(helmConfig(t, c, namespace), dir, name, namespace, vals)
+	m, err := helmchart.Install(helmConfig(t, c, namespace), dir, name, namespace, vals)
 	if err != nil {
 		t.Fatalf("%s: %v", c.Name, err)
 	}

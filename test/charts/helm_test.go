@@ -15,14 +15,14 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kube-semaphore/semaphore/internal/helmchart"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
-	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // The charts under test.
 var (
-	umbrellaChart = filepath.Join(testbed.RepoRoot(), charts.UmbrellaDir)
-	remoteChart   = filepath.Join(testbed.RepoRoot(), charts.RemoteDir)
+	umbrellaChart = filepath.Join(testbed.RepoRoot(), helmchart.UmbrellaDir)
+	remoteChart   = filepath.Join(testbed.RepoRoot(), helmchart.RemoteDir)
 )
 
 // awsGlobals are the global values of cluster gcp with one remote, aws: all a chart needs.
@@ -38,10 +38,10 @@ global:
         key: token
 `
 
-// loadChart is charts.Load for a chart that must load.
+// loadChart is helmchart.Load for a chart that must load.
 func loadChart(t testing.TB, dir string) *chart.Chart {
 	t.Helper()
-	ch, err := charts.Load(dir)
+	ch, err := helmchart.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,10 +75,10 @@ const (
 	releaseNamespace = "semaphore-system"
 )
 
-// render is charts.Render: it returns the error a user would see.
+// render is helmchart.Render: it returns the error a user would see.
 func render(t testing.TB, dir, name, namespace string, vals map[string]any) (*release.Release, error) {
 	t.Helper()
-	return charts.Render(dir, name, namespace, vals)
+	return helmchart.Render(dir, name, namespace, vals)
 }
 
 // mustRender is render for values that must be accepted.
@@ -99,23 +99,23 @@ func mustRenderAs(t testing.TB, dir, name, namespace string, vals map[string]any
 
 // manifest and workload are the package's, for short.
 type (
-	manifest = charts.Manifest
-	workload = charts.Workload
+	manifest = helmchart.Manifest
+	workload = helmchart.Workload
 )
 
 func parseRelease(t testing.TB, rel *release.Release) *manifest {
 	t.Helper()
-	m, err := charts.Parse(rel)
+	m, err := helmchart.Parse(rel)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-// typed is charts.Typed for an object that must convert.
+// typed is helmchart.Typed for an object that must convert.
 func typed[T any](t testing.TB, u *unstructured.Unstructured) *T {
 	t.Helper()
-	out, err := charts.Typed[T](u)
+	out, err := helmchart.Typed[T](u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func workloadsOf(t testing.TB, m *manifest) []workload {
 }
 
 // components are the components' names, as in their images and charts.
-var components = charts.Components
+var components = helmchart.Components
 
 // aliases are the umbrella's names of the components' subcharts.
 var aliases = map[string]string{"service-mirror": "serviceMirror", "policy": "policy", "wireguard": "wireguard"}

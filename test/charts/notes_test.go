@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/kube-semaphore/semaphore/test/charts"
+	"github.com/kube-semaphore/semaphore/internal/helmchart"
 )
 
 // semaphore-remote's NOTES, followed by hand, do what `kubectl semaphore link` does (the lab
@@ -17,7 +17,7 @@ import (
 // to copy the token to, and a global.remotes entry that, with the CA filled in, is one entry
 // for this cluster with the copied token. They name the plugin too.
 func TestNotesOfSemaphoreRemote(t *testing.T) {
-	rel, err := charts.Render(remoteChart, "semaphore-remote", "semaphore-remote", map[string]any{
+	rel, err := helmchart.Render(remoteChart, "semaphore-remote", "semaphore-remote", map[string]any{
 		"clusterName": "aws",
 		"apiServer":   "https://127.0.0.1:6443",
 		"consumers":   []any{map[string]any{"name": "gcp", "calicoIPAM": true}, map[string]any{"name": "merit", "calicoIPAM": true}},

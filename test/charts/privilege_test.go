@@ -41,9 +41,9 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
+	"github.com/kube-semaphore/semaphore/internal/helmchart"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // Names of the least-privilege setup: semaphore-remote in aws for consumer gcp, the umbrella in
@@ -375,7 +375,7 @@ func simulatePod(t *testing.T, c *testenv.Cluster, m *manifest, w workload) *sim
 		if !ok {
 			continue
 		}
-		if err := charts.WriteVolume(context.Background(), c.Client.CoreV1().Secrets(localNamespace), m, volumes[vm.Name], filepath.Join(dir, rel)); err != nil {
+		if err := helmchart.WriteVolume(context.Background(), c.Client.CoreV1().Secrets(localNamespace), m, volumes[vm.Name], filepath.Join(dir, rel)); err != nil {
 			t.Fatalf("%s %s: %v", w.Kind, w.Name, err)
 		}
 	}

@@ -23,8 +23,8 @@ import (
 	mirrorapp "github.com/kube-semaphore/semaphore/components/service-mirror/app"
 	wgapp "github.com/kube-semaphore/semaphore/components/wireguard/app"
 	"github.com/kube-semaphore/semaphore/internal/config"
+	"github.com/kube-semaphore/semaphore/internal/helmchart"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
-	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // remotesDir is where the controllers look for the remotes' credentials, SEMAPHORE_REMOTES_DIR.
@@ -250,11 +250,11 @@ func envValue(c corev1.Container, name, def string) string {
 	return def
 }
 
-// podEnv is charts.Env for a pod of w in namespace on nodeName; what it cannot resolve fails
+// podEnv is helmchart.Env for a pod of w in namespace on nodeName; what it cannot resolve fails
 // the test.
 func podEnv(t testing.TB, w workload, c corev1.Container, namespace, podName, nodeName string) map[string]string {
 	t.Helper()
-	env, err := charts.Env(w, c, charts.Pod{Name: podName, Namespace: namespace, Node: nodeName, HostIP: "192.0.2.1", IP: "198.18.0.10"})
+	env, err := helmchart.Env(w, c, helmchart.Pod{Name: podName, Namespace: namespace, Node: nodeName, HostIP: "192.0.2.1", IP: "198.18.0.10"})
 	if err != nil {
 		t.Error(err)
 	}
@@ -396,22 +396,22 @@ func loadConfig(t testing.TB, component string, env map[string]string) (config.V
 	return spec, config.Load(nil, io.Discard, spec)
 }
 
-type projectedFile = charts.ProjectedFile
+type projectedFile = helmchart.ProjectedFile
 
-// volumeFiles is charts.VolumeFiles for a volume that must be well-formed.
+// volumeFiles is helmchart.VolumeFiles for a volume that must be well-formed.
 func volumeFiles(t testing.TB, m *manifest, v corev1.Volume) map[string]projectedFile {
 	t.Helper()
-	files, err := charts.VolumeFiles(m, v)
+	files, err := helmchart.VolumeFiles(m, v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return files
 }
 
-// secretData is charts.SecretData for a Secret that must convert.
+// secretData is helmchart.SecretData for a Secret that must convert.
 func secretData(t testing.TB, s *unstructured.Unstructured) map[string][]byte {
 	t.Helper()
-	data, err := charts.SecretData(s)
+	data, err := helmchart.SecretData(s)
 	if err != nil {
 		t.Fatal(err)
 	}

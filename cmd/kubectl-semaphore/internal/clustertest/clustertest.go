@@ -15,9 +15,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-semaphore/semaphore/internal/helmchart"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 // Install installs chart dir (relative to the repository) in c as release name in namespace,
@@ -28,11 +28,11 @@ func Install(t testing.TB, c *testenv.Cluster, dir, name, namespace, values stri
 	if err := yaml.Unmarshal([]byte(values), &vals); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := charts.Config(c.Kubeconfig, namespace, t.TempDir(), t.Logf)
+	cfg, err := helmchart.Config(c.Kubeconfig, namespace, t.TempDir(), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := charts.Install(cfg, filepath.Join(testbed.RepoRoot(), dir), name, namespace, vals); err != nil {
+	if _, err := helmchart.Install(cfg, filepath.Join(testbed.RepoRoot(), dir), name, namespace, vals); err != nil {
 		t.Fatal(err)
 	}
 }

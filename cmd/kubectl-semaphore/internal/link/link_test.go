@@ -24,9 +24,9 @@ import (
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/cli"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/clustertest"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/link"
+	"github.com/kube-semaphore/semaphore/internal/helmchart"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/charts"
 )
 
 const remoteNamespace = "semaphore-remote"
@@ -178,11 +178,11 @@ func TestLink(t *testing.T) {
 	if err := aws.EnsureNamespace(ctx, remoteNamespace); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := charts.Config(aws.DirectKubeconfig, remoteNamespace, t.TempDir(), t.Logf)
+	cfg, err := helmchart.Config(aws.DirectKubeconfig, remoteNamespace, t.TempDir(), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := charts.Install(cfg, filepath.Join(testbed.RepoRoot(), charts.RemoteDir), "semaphore-remote", remoteNamespace, map[string]any{
+	if _, err := helmchart.Install(cfg, filepath.Join(testbed.RepoRoot(), helmchart.RemoteDir), "semaphore-remote", remoteNamespace, map[string]any{
 		"clusterName": "aws",
 		"apiServer":   aws.Config.Host,
 		"consumers":   []any{map[string]any{"name": "gcp"}, map[string]any{"name": "merit"}},
@@ -439,7 +439,7 @@ func TestLink(t *testing.T) {
 				map[string]any{"name": "gcp", "tokenGeneration": 2, "keepPreviousToken": keep}, map[string]any{"name": "merit"},
 			}}
 		}
-		if _, err := charts.Upgrade(cfg, filepath.Join(testbed.RepoRoot(), charts.RemoteDir), "semaphore-remote", remoteNamespace, consumers(true)); err != nil {
+		if _, err := helmchart.Upgrade(cfg, filepath.Join(testbed.RepoRoot(), helmchart.RemoteDir), "semaphore-remote", remoteNamespace, consumers(true)); err != nil {
 			t.Fatal(err)
 		}
 		tr, err := aws.Client.CoreV1().ServiceAccounts(remoteNamespace).CreateToken(ctx, "semaphore-remote-gcp", &authenticationv1.TokenRequest{
@@ -459,7 +459,7 @@ func TestLink(t *testing.T) {
 		if _, err := aws.Client.CoreV1().Secrets(remoteNamespace).Get(ctx, "semaphore-remote-gcp-token", metav1.GetOptions{}); err != nil {
 			t.Errorf("the previous token Secret, kept during the rotation: %v", err)
 		}
-		if _, err := charts.Upgrade(cfg, filepath.Join(testbed.RepoRoot(), charts.RemoteDir), "semaphore-remote", remoteNamespace, consumers(false)); err != nil {
+		if _, err := helmchart.Upgrade(cfg, filepath.Join(testbed.RepoRoot(), helmchart.RemoteDir), "semaphore-remote", remoteNamespace, consumers(false)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := aws.Client.CoreV1().Secrets(remoteNamespace).Get(ctx, "semaphore-remote-gcp-token", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
