@@ -89,7 +89,7 @@ build: ## Build the component binaries and the kubectl plugin (kubectl-semaphore
 # command, e.g. IMAGES_FLAGS='-push registry.example.net/semaphore' or '-platforms linux/amd64'.
 .PHONY: images
 images: ## Build the three images (OCI, linux/amd64 + linux/arm64) into .build/images
-	@$(GO) run ./internal/cmd/images -version '$(VERSION)' $(IMAGES_FLAGS)
+	@$(GO) run ./hack/images -version '$(VERSION)' $(IMAGES_FLAGS)
 
 .PHONY: fmt
 fmt: ## Format all Go code (gofmt, and goimports through golangci-lint when available)
@@ -102,15 +102,15 @@ generate: ## Regenerate generated files: reference docs, chart READMEs, the char
 	@mkdir -p docs; \
 	tmp=$$(mktemp); trap 'rm -f "$$tmp"' EXIT; \
 	for gen in metrics:docs/metrics.md config:docs/configuration.md; do \
-		$(GO) run ./internal/cmd/$${gen%%:*}doc >"$$tmp"; \
+		$(GO) run ./hack/$${gen%%:*}doc >"$$tmp"; \
 		cat "$$tmp" >"$${gen#*:}"; \
 		echo "generate: wrote $${gen#*:}"; \
 	done
 	@if [ -n "$(DOC_CHARTS)" ]; then \
-		$(GO) run ./internal/cmd/chartdoc $(DOC_CHARTS); \
+		$(GO) run ./hack/chartdoc $(DOC_CHARTS); \
 		for d in $(DOC_CHARTS); do echo "generate: wrote $$d/README.md"; done; \
 	fi
-	@$(GO) run ./internal/cmd/chartfiles -umbrella $(UMBRELLA_CHART) $(MONITORING_COMPONENTS)
+	@$(GO) run ./hack/chartfiles -umbrella $(UMBRELLA_CHART) $(MONITORING_COMPONENTS)
 
 .PHONY: clean
 clean: ## Remove build output (the tool cache in ~/.cache/semaphore is kept)

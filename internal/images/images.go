@@ -7,7 +7,7 @@
 //
 // A Go main package is cross-compiled for each platform (CGO_ENABLED=0, -trimpath, stripped,
 // no build ID), through the ordinary Go build cache; prebuilt static binaries can be packaged
-// too. `go run ./internal/cmd/images` (make images) builds the three components.
+// too. `go run ./hack/images` (make images) builds the three components.
 package images
 
 import (
