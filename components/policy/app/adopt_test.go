@@ -15,7 +15,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/fixture"
+	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
 
 // originalSet creates a set as the original semaphore-policy made it: our name, its labels

@@ -15,7 +15,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/fixture"
+	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
 
 // Labelled pods of gcp/sys-log become GlobalNetworkSet

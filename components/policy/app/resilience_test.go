@@ -17,8 +17,8 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/fixture"
-	"github.com/kube-semaphore/semaphore/test/resilience"
+	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
+	"github.com/kube-semaphore/semaphore/internal/testenv/resilience"
 )
 
 // TestResilience runs the resilience suite against semaphore-policy: a source is the pods of

@@ -18,7 +18,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/app"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/fixture"
+	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
 
 // The clusters are shared by every test of the package: starting three API servers takes

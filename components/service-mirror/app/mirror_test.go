@@ -17,7 +17,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/fixture"
+	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
 
 // A labelled remote Service with endpoints appears locally under its mirror

@@ -17,8 +17,8 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/fixture"
-	"github.com/kube-semaphore/semaphore/test/resilience"
+	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
+	"github.com/kube-semaphore/semaphore/internal/testenv/resilience"
 )
 
 // TestResilience runs the resilience suite against semaphore-service-mirror: a source is a

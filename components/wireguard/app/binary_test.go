@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/fixture"
+	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
 
 // Bad configuration, conflicting device names included,

@@ -25,7 +25,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/measure"
+	"github.com/kube-semaphore/semaphore/internal/testenv/measure"
 )
 
 const (

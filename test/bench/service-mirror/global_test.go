@@ -17,7 +17,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/measure"
+	"github.com/kube-semaphore/semaphore/internal/testenv/measure"
 )
 
 const (

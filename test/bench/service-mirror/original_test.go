@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/measure"
+	"github.com/kube-semaphore/semaphore/internal/testenv/measure"
 )
 
 // The original semaphore-service-mirror (testdata/original) is the reference our service

@@ -19,7 +19,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/measure"
+	"github.com/kube-semaphore/semaphore/internal/testenv/measure"
 )
 
 // The calico-ipam half: the remote's 500 nodes carry no pod CIDR; their addresses are in

@@ -17,7 +17,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/test/measure"
+	"github.com/kube-semaphore/semaphore/internal/testenv/measure"
 )
 
 // The binary's memory. The in-process controller shares the benchmark's heap, with the API
