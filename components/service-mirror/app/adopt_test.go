@@ -12,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-semaphore/semaphore/components/service-mirror/adopt"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/app"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
@@ -27,7 +27,7 @@ func originalMirror(t *testing.T, cfg app.Config, src mirror.Source, addr string
 	t.Helper()
 	ctx := context.Background()
 	name := mirror.ServiceName(src)
-	marks := map[string]string{original.LabelMirrored: "true", original.LabelPrefix: src.Cluster}
+	marks := map[string]string{adopt.LabelMirrored: "true", adopt.LabelPrefix: src.Cluster}
 	svc, err := local.Client.CoreV1().Services(cfg.Namespace).Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: marks},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
@@ -51,8 +51,8 @@ func originalMirror(t *testing.T, cfg app.Config, src mirror.Source, addr string
 	}
 	if _, err := local.Client.DiscoveryV1().EndpointSlices(cfg.Namespace).Create(ctx, &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-orig1", Labels: map[string]string{
-			discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: original.SliceManager,
-			original.LabelMirrored: "true", original.LabelPrefix: src.Cluster,
+			discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: adopt.SliceManager,
+			adopt.LabelMirrored: "true", adopt.LabelPrefix: src.Cluster,
 		}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints:   []discoveryv1.Endpoint{endpoint(addr)},
@@ -101,7 +101,7 @@ func TestAdoptsTheOriginalsMirrors(t *testing.T) {
 		switch {
 		case svc.UID != before.UID || svc.Spec.ClusterIP != before.Spec.ClusterIP:
 			return fmt.Errorf("service %s/%s, was %s/%s: not adopted in place", svc.UID, svc.Spec.ClusterIP, before.UID, before.Spec.ClusterIP)
-		case !labels.IsManagedBy(svc.Labels, labels.ServiceMirror) || svc.Labels[original.LabelMirrored] != "" || svc.Labels[original.LabelPrefix] != "":
+		case !labels.IsManagedBy(svc.Labels, labels.ServiceMirror) || svc.Labels[adopt.LabelMirrored] != "" || svc.Labels[adopt.LabelPrefix] != "":
 			return fmt.Errorf("labels %v", svc.Labels)
 		}
 		if got := addressesOf(sl); len(got) != 2 || !got["198.18.2.20"] || !got["198.18.2.21"] {
@@ -143,8 +143,8 @@ func TestAdoptsTheOriginalsGlobalServices(t *testing.T) {
 	ctx := context.Background()
 	name := global.ServiceName(k)
 	before, err := local.Client.CoreV1().Services(cfg.Namespace).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{original.LabelGlobal: "true"},
-			Annotations: map[string]string{original.AnnotationGlobalClusters: "aws"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{adopt.LabelGlobal: "true"},
+			Annotations: map[string]string{adopt.AnnotationGlobalClusters: "aws"}},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
 			{Name: "forward", Port: 8888, Protocol: corev1.ProtocolTCP},
 			{Name: "http", Port: 8889, Protocol: corev1.ProtocolTCP},
@@ -155,7 +155,7 @@ func TestAdoptsTheOriginalsGlobalServices(t *testing.T) {
 	}
 	if _, err := local.Client.DiscoveryV1().EndpointSlices(cfg.Namespace).Create(ctx, &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "gl-api-orig1", Labels: map[string]string{
-			discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: original.SliceManager,
+			discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: adopt.SliceManager,
 		}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints:   []discoveryv1.Endpoint{endpoint("198.18.2.1")},
@@ -168,7 +168,7 @@ func TestAdoptsTheOriginalsGlobalServices(t *testing.T) {
 	if svc.UID != before.UID || svc.Spec.ClusterIP != before.Spec.ClusterIP {
 		t.Errorf("global Service %s/%s, was %s/%s: not adopted in place", svc.UID, svc.Spec.ClusterIP, before.UID, before.Spec.ClusterIP)
 	}
-	if _, ok := svc.Labels[original.LabelGlobal]; ok || svc.Annotations[original.AnnotationGlobalClusters] != "" {
+	if _, ok := svc.Labels[adopt.LabelGlobal]; ok || svc.Annotations[adopt.AnnotationGlobalClusters] != "" {
 		t.Errorf("the original's marks are still there: %v %v", svc.Labels, svc.Annotations)
 	}
 	if v := metricValue(t, r.App.Registry, "semaphore_service_mirror_adopted_total", map[string]string{"kind": "global"}); v != 1 {

@@ -14,12 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/metadata"
 
-	"github.com/kube-semaphore/semaphore/components/service-mirror/controller"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/adopt"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/caches"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/globalcontroller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/limit"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/mirrorns"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mirrorcontroller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/component"
@@ -129,10 +128,10 @@ const globalZone = "global"
 // process_* ones), for the generated metrics reference.
 func MetricSpecs() []metrics.Spec {
 	return component.MetricSpecs(MetricsPrefix, func(f *metrics.Factory) {
-		controller.NewMetrics(f)
+		mirrorcontroller.NewMetrics(f)
 		globalcontroller.NewMetrics(f)
 		withdraw.NewMetrics(f)
-		original.NewMetrics(f)
+		adopt.NewMetrics(f)
 		addrguard.RefusedMetric(f, refusedWhat)
 		limit.OverMetric(f)
 	})
@@ -153,11 +152,11 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	}
 	// One watch of each remote's EndpointSlices, and one of the mirror namespace, for the
 	// mirrors and the global services.
-	remoteSlices := remoteslices.New(cfg.ResyncPeriod)
-	mirrorNamespace := mirrorns.New(base.Local, cfg.Namespace, cfg.ResyncPeriod)
-	var adopter *original.Adopter
+	remoteSlices := caches.NewRemoteSlices(cfg.ResyncPeriod)
+	mirrorNamespace := caches.NewMirrorNamespace(base.Local, cfg.Namespace, cfg.ResyncPeriod)
+	var adopter *adopt.Adopter
 	if cfg.AdoptOriginal {
-		adopter = original.NewAdopter(base.Local, cfg.Namespace, cfg.ResyncPeriod, base.Factory, log)
+		adopter = adopt.NewAdopter(base.Local, cfg.Namespace, cfg.ResyncPeriod, base.Factory, log)
 	}
 	tracker := withdraw.NewTracker(cfg.WithdrawAfter, cfg.Remotes, base.Health, withdraw.NewMetrics(base.Factory), log)
 	// One guard and one report of refusals for the mirrors and the global services.
@@ -168,7 +167,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	refusals := addrguard.NewReporter(addrguard.RefusedMetric(base.Factory, refusedWhat), log)
 	// One gauge of what is over the limits, for the mirrors and the global services.
 	over := limit.OverMetric(base.Factory)
-	ctrls := &Controllers{Adopter: adopter, Withdraw: tracker, WithdrawInterval: min(cfg.RemoteProbeInterval, time.Second), Mirrors: controller.New(controller.Options{
+	ctrls := &Controllers{Adopter: adopter, Withdraw: tracker, WithdrawInterval: min(cfg.RemoteProbeInterval, time.Second), Mirrors: mirrorcontroller.New(mirrorcontroller.Options{
 		Namespace:       cfg.Namespace,
 		MirrorNamespace: mirrorNamespace,
 		Selector:        cfg.selector,
@@ -180,7 +179,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		Refusals:        refusals,
 		Adopter:         adopter,
 		Limit:           limit.New(cfg.MaxServices, limit.WhatServices, "SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", over, log),
-	}, base.Local, base.Remotes, base.Health, controller.NewMetrics(base.Factory), base.Queue, log)}
+	}, base.Local, base.Remotes, base.Health, mirrorcontroller.NewMetrics(base.Factory), base.Queue, log)}
 	if cfg.globalSelector != nil {
 		meta, err := metadata.NewForConfig(base.LocalConfig)
 		if err != nil {

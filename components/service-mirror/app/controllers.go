@@ -5,9 +5,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/components/service-mirror/controller"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/adopt"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/globalcontroller"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mirrorcontroller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 )
 
@@ -15,8 +15,8 @@ import (
 // services unless they are turned off (Global nil). Each has its own queue and workers.
 type Controllers struct {
 	// Adopter, when set, watches what the original tool left; it syncs before the controllers run.
-	Adopter *original.Adopter
-	Mirrors *controller.Controller
+	Adopter *adopt.Adopter
+	Mirrors *mirrorcontroller.Controller
 	Global  *globalcontroller.Controller
 	// Withdraw applies the outage policy, every WithdrawInterval, while this replica leads.
 	Withdraw         *withdraw.Tracker

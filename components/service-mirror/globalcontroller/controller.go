@@ -22,13 +22,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kube-semaphore/semaphore/components/service-mirror/adopt"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/caches"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/limit"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/mirrorns"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/trimmed"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
@@ -43,7 +42,7 @@ type Options struct {
 	// Namespace is the local namespace that holds every global Service.
 	Namespace string
 	// MirrorNamespace are the informers of Namespace, shared with the mirrors.
-	MirrorNamespace *mirrorns.Shared
+	MirrorNamespace *caches.MirrorNamespace
 	// LocalCluster is the name of the local cluster, as the remotes know it.
 	LocalCluster string
 	// Selector picks the Services, in every cluster, that are global services.
@@ -53,7 +52,7 @@ type Options struct {
 	// InventoryInterval is how often the inventory gauges are recomputed.
 	InventoryInterval time.Duration
 	// RemoteSlices are the remotes' EndpointSlice informers, shared with the mirrors.
-	RemoteSlices *remoteslices.Shared
+	RemoteSlices *caches.RemoteSlices
 	// Withdraw says which remotes' endpoints are withdrawn (nil: none ever are).
 	Withdraw *withdraw.Tracker
 	// Guard refuses the endpoint addresses a remote may not publish (nil: the rules alone), and
@@ -61,7 +60,7 @@ type Options struct {
 	Guard    *addrguard.Guard
 	Refusals *addrguard.Reporter
 	// Adopter takes over the original tool's global Services (nil: never).
-	Adopter *original.Adopter
+	Adopter *adopt.Adopter
 	// Limit bounds the global services each remote contributes to (nil: no bound).
 	Limit *limit.Limit
 }

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/adopt"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/names"
@@ -177,7 +177,7 @@ func UpdateService(desired, actual *corev1.Service) (Change, *corev1.Service) {
 	next := actual.DeepCopy()
 	next.Labels = mergeLabels(next.Labels, desired.Labels)
 	// An adopted Service of the original tool loses its marks (ours never carry them).
-	original.Strip(next)
+	adopt.Strip(next)
 	next.Spec.Type = desired.Spec.Type
 	next.Spec.Selector = nil
 	next.Spec.PublishNotReadyAddresses = desired.Spec.PublishNotReadyAddresses

@@ -1,10 +1,10 @@
-// Package original takes over what the original semaphore-service-mirror made in the mirror
+// Package adopt takes over what the original semaphore-service-mirror made in the mirror
 // namespace, when SEMAPHORE_ADOPT_ORIGINAL asks for it: its mirror Services
 // (<prefix>-<namespace>-73736d-<name>, labelled mirrored-svc=true and
 // mirror-svc-prefix-sync=<prefix>) and global Services (gl-<namespace>-73736d-<name>, labelled
 // global-svc=true) have the names ours have, so they are adopted in place, keeping their
 // ClusterIPs; their Endpoints and EndpointSlices are deleted once ours are written.
-package original
+package adopt
 
 import (
 	"context"

@@ -1,8 +1,8 @@
-// Package controller keeps the local mirrors of remote Services in line with the remote
+// Package mirrorcontroller keeps the local mirrors of remote Services in line with the remote
 // clusters: shared informers on each remote and on the mirror namespace feed one rate-limited
 // workqueue keyed by remote Service; each sync computes the desired objects with package
 // mirror from the caches and writes only what differs.
-package controller
+package mirrorcontroller
 
 import (
 	"context"
@@ -19,12 +19,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kube-semaphore/semaphore/components/service-mirror/adopt"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/caches"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/limit"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/mirrorns"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/original"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/trimmed"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
@@ -39,7 +38,7 @@ type Options struct {
 	// Namespace is the local namespace that holds every mirror.
 	Namespace string
 	// MirrorNamespace are the informers of Namespace, shared with global services.
-	MirrorNamespace *mirrorns.Shared
+	MirrorNamespace *caches.MirrorNamespace
 	// Selector picks the remote Services to mirror.
 	Selector k8slabels.Selector
 	// ResyncPeriod re-reconciles every object periodically (0 disables).
@@ -47,7 +46,7 @@ type Options struct {
 	// DriftInterval is how often the drift and inventory gauges are recomputed.
 	DriftInterval time.Duration
 	// RemoteSlices are the remotes' EndpointSlice informers, shared with global services.
-	RemoteSlices *remoteslices.Shared
+	RemoteSlices *caches.RemoteSlices
 	// Withdraw says which remotes' endpoints are withdrawn (nil: none ever are).
 	Withdraw *withdraw.Tracker
 	// Guard refuses the endpoint addresses a remote may not publish (nil: the rules alone), and
@@ -55,7 +54,7 @@ type Options struct {
 	Guard    *addrguard.Guard
 	Refusals *addrguard.Reporter
 	// Adopter takes over the original tool's mirrors (nil: never).
-	Adopter *original.Adopter
+	Adopter *adopt.Adopter
 	// Limit bounds the Services of each remote that are mirrored (nil: no bound).
 	Limit *limit.Limit
 }

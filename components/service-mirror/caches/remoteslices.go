@@ -1,8 +1,6 @@
-// Package remoteslices holds one EndpointSlice informer per remote cluster, indexed by
-// Service, for every controller of the service mirror that reads them: the mirrors and the
-// global services each read every remote's slices, and one watch and one cache of them is
-// enough.
-package remoteslices
+// Package caches holds the informers that the service mirror's controllers share: one watch
+// of the local mirror namespace, and one EndpointSlice informer per remote cluster.
+package caches
 
 import (
 	"sync"
@@ -16,23 +14,26 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/remote"
 )
 
-// Shared are the remotes' slice informers, made on first use.
-type Shared struct {
+// RemoteSlices holds one EndpointSlice informer per remote cluster, indexed by Service, for
+// every controller of the service mirror that reads them: the mirrors and the global services
+// each read every remote's slices, and one watch and one cache of them is enough. The
+// informers are made on first use.
+type RemoteSlices struct {
 	resync time.Duration
 
 	mu        sync.Mutex
 	factories map[string]informers.SharedInformerFactory
 }
 
-// New returns no informers yet; they re-list every resync (0 disables).
-func New(resync time.Duration) *Shared {
-	return &Shared{resync: resync, factories: map[string]informers.SharedInformerFactory{}}
+// NewRemoteSlices returns no informers yet; they re-list every resync (0 disables).
+func NewRemoteSlices(resync time.Duration) *RemoteSlices {
+	return &RemoteSlices{resync: resync, factories: map[string]informers.SharedInformerFactory{}}
 }
 
 // For returns r's factory (to start, and wait for) and its EndpointSlice informer, indexed by
 // mirror.ByServiceName, its slices trimmed (package trimmed). Every caller gets the same ones;
 // they must ask before the factory starts, as indexers cannot be added to a running informer.
-func (s *Shared) For(r remote.Cluster) (informers.SharedInformerFactory, cache.SharedIndexInformer) {
+func (s *RemoteSlices) For(r remote.Cluster) (informers.SharedInformerFactory, cache.SharedIndexInformer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.factories[r.Name]

@@ -1,4 +1,4 @@
-package controller
+package mirrorcontroller
 
 import (
 	"context"

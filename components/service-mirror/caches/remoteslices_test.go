@@ -1,18 +1,18 @@
-package remoteslices_test
+package caches_test
 
 import (
 	"testing"
 
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kube-semaphore/semaphore/components/service-mirror/caches"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/remoteslices"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 )
 
 // Every caller gets the same informer of a remote, indexed by Service; each remote its own.
 func TestOneInformerPerRemote(t *testing.T) {
-	shared := remoteslices.New(0)
+	shared := caches.NewRemoteSlices(0)
 	aws := remote.Cluster{Name: "aws", Client: fake.NewClientset()}
 	gcp := remote.Cluster{Name: "gcp", Client: fake.NewClientset()}
 	f1, i1 := shared.For(aws)

@@ -1,8 +1,4 @@
-// Package mirrorns is the one watch of the local mirror namespace that the mirrors and the
-// global services share. Both write their Services and EndpointSlices there, and each must see
-// the other's (a name both want is a clash, never overwritten), so two informers would hold
-// every object of the namespace twice; one holds it once, for both.
-package mirrorns
+package caches
 
 import (
 	"time"
@@ -16,24 +12,27 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/trim"
 )
 
-// Shared are the informers of the mirror namespace. Each controller adds its own index and
+// MirrorNamespace is the one watch of the local mirror namespace that the mirrors and the
+// global services share. Both write their Services and EndpointSlices there, and each must see
+// the other's (a name both want is a clash, never overwritten), so two informers would hold
+// every object of the namespace twice; one holds it once, for both. Each controller adds its own index and
 // handlers before Factory starts (an index cannot be added to a running informer) and waits
 // for Synced.
-type Shared struct {
+type MirrorNamespace struct {
 	Factory  informers.SharedInformerFactory
 	Services corev1.ServiceInformer
 	Slices   discoveryv1.EndpointSliceInformer
 }
 
-// New watches namespace of local, re-listing every resync (0 disables). Objects are written
+// NewMirrorNamespace watches namespace of local, re-listing every resync (0 disables). Objects are written
 // back from these caches, so they keep everything but their managedFields (package trim).
-func New(local kubernetes.Interface, namespace string, resync time.Duration) *Shared {
+func NewMirrorNamespace(local kubernetes.Interface, namespace string, resync time.Duration) *MirrorNamespace {
 	f := informers.NewSharedInformerFactoryWithOptions(local, resync, informers.WithNamespace(namespace),
 		informers.WithTransform(trim.ManagedFields))
-	return &Shared{Factory: f, Services: f.Core().V1().Services(), Slices: f.Discovery().V1().EndpointSlices()}
+	return &MirrorNamespace{Factory: f, Services: f.Core().V1().Services(), Slices: f.Discovery().V1().EndpointSlices()}
 }
 
 // Synced are the HasSynced of both informers.
-func (s *Shared) Synced() []cache.InformerSynced {
+func (s *MirrorNamespace) Synced() []cache.InformerSynced {
 	return []cache.InformerSynced{s.Services.Informer().HasSynced, s.Slices.Informer().HasSynced}
 }
