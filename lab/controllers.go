@@ -12,7 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
 // ControllerStatus is one controller's readiness.
@@ -72,7 +72,7 @@ func (c *controllersStatus) problems(st *State) []string {
 		return nil
 	}
 	var problems []string
-	for _, component := range []string{labels.ServiceMirror, labels.Policy} {
+	for _, component := range []string{ownership.ServiceMirror, ownership.Policy} {
 		for _, cluster := range clusterNames() {
 			if !slices.ContainsFunc(st.Controllers, func(ctl ControllerState) bool {
 				return ctl.Component == component && ctl.Cluster == cluster

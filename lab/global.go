@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
@@ -168,7 +168,7 @@ func listGlobalServices(ctx context.Context, kubeconfig string) ([]GlobalService
 	if err != nil {
 		return nil, err
 	}
-	ours := metav1.ListOptions{LabelSelector: labels.ManagedBy + "=" + labels.ServiceMirror + "," + global.LabelName}
+	ours := metav1.ListOptions{LabelSelector: ownership.ManagedBy + "=" + ownership.ServiceMirror + "," + global.LabelName}
 	svcs, err := client.CoreV1().Services(semaphoreNamespace).List(ctx, ours)
 	if err != nil {
 		return nil, err
@@ -269,7 +269,7 @@ func scrapeGlobalMetrics(ctx context.Context, st *State) map[string]globalMetric
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, c := range st.Controllers {
-		if c.Component != labels.ServiceMirror {
+		if c.Component != ownership.ServiceMirror {
 			continue
 		}
 		wg.Go(func() {

@@ -22,7 +22,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -35,7 +35,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
@@ -693,7 +693,7 @@ func (h *hostileRun) leaks(ctx context.Context, e expect) []string {
 // any mirror of the hostile namespace.
 func (h *hostileRun) mirrorLeaks(ctx context.Context, cluster string, e expect) []string {
 	client := h.l.clusters[cluster].Client
-	ours := k8slabels.Set{labels.ManagedBy: labels.ServiceMirror}.String()
+	ours := labels.Set{ownership.ManagedBy: ownership.ServiceMirror}.String()
 	svcs, err := client.CoreV1().Services(semaphoreNamespace).List(ctx, metav1.ListOptions{LabelSelector: ours})
 	if err != nil {
 		return []string{fmt.Sprintf("%s: listing the mirrors: %v", cluster, err)}
@@ -990,7 +990,7 @@ func (h *hostileRun) countsAndAlert(ctx context.Context) []string {
 		return append(problems, fmt.Sprintf("Prometheus does not run: cannot see %s fire", hostileAlert))
 	}
 	start := time.Now()
-	want := []string{labels.Policy, labels.ServiceMirror, labels.WireGuard}
+	want := []string{ownership.Policy, ownership.ServiceMirror, ownership.WireGuard}
 	var firing []string
 	_ = wait.PollUntilContextTimeout(ctx, 2*time.Second, hostileSettle, true, func(ctx context.Context) (bool, error) {
 		firing = firingJobs(ctx, st.Prometheus.URL, hostileAlert, h.remote)
@@ -1039,11 +1039,11 @@ func (h *hostileRun) wantCounts() []refusalCount {
 	var out []refusalCount
 	for _, c := range h.consumers() {
 		out = append(out,
-			refusalCount{Cluster: c, Component: labels.ServiceMirror, Reason: addrguard.ReasonOutsideRanges},
-			refusalCount{Cluster: c, Component: labels.ServiceMirror, Reason: addrguard.ReasonSpecial},
-			refusalCount{Cluster: c, Component: labels.ServiceMirror, Reason: overLimit("services"), Value: hostileOverCap},
-			refusalCount{Cluster: c, Component: labels.Policy, Reason: addrguard.ReasonOutsideRanges},
-			refusalCount{Cluster: c, Component: labels.Policy, Reason: netset.ReasonHostNetwork},
+			refusalCount{Cluster: c, Component: ownership.ServiceMirror, Reason: addrguard.ReasonOutsideRanges},
+			refusalCount{Cluster: c, Component: ownership.ServiceMirror, Reason: addrguard.ReasonSpecial},
+			refusalCount{Cluster: c, Component: ownership.ServiceMirror, Reason: overLimit("services"), Value: hostileOverCap},
+			refusalCount{Cluster: c, Component: ownership.Policy, Reason: addrguard.ReasonOutsideRanges},
+			refusalCount{Cluster: c, Component: ownership.Policy, Reason: netset.ReasonHostNetwork},
 		)
 	}
 	return out
@@ -1236,11 +1236,11 @@ func overLimit(what string) string { return "over_limit:" + what }
 
 // refusalSamples maps each metric of refusals to its component and the label that says why.
 var refusalSamples = map[string]struct{ component, label, prefix string }{
-	"semaphore_service_mirror_refused_addresses_total": {labels.ServiceMirror, "reason", ""},
-	"semaphore_service_mirror_over_limit":              {labels.ServiceMirror, "what", "over_limit:"},
-	"semaphore_policy_refused_addresses_total":         {labels.Policy, "reason", ""},
-	"semaphore_policy_over_limit":                      {labels.Policy, "what", "over_limit:"},
-	"semaphore_wg_skipped_peers":                       {labels.WireGuard, "reason", ""},
+	"semaphore_service_mirror_refused_addresses_total": {ownership.ServiceMirror, "reason", ""},
+	"semaphore_service_mirror_over_limit":              {ownership.ServiceMirror, "what", "over_limit:"},
+	"semaphore_policy_refused_addresses_total":         {ownership.Policy, "reason", ""},
+	"semaphore_policy_over_limit":                      {ownership.Policy, "what", "over_limit:"},
+	"semaphore_wg_skipped_peers":                       {ownership.WireGuard, "reason", ""},
 }
 
 // collectRefusals scrapes every controller and sums its refusals by cluster, component,

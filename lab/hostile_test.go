@@ -21,7 +21,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/helmchart"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
@@ -155,12 +155,12 @@ func TestLeaksAreFoundWhereverTheyAre(t *testing.T) {
 	items := []discoveryv1.EndpointSlice{
 		// merit's mirror and merit's share of a global service: a refused address is a leak.
 		from(hostileSlice("merit-hostile-73736d-endpoints-abc", "merit-hostile-73736d-endpoints", "198.18.3.250", "198.18.2.5"),
-			map[string]string{labels.ManagedBy: labels.ServiceMirror, mirror.LabelCluster: "merit", mirror.LabelNamespace: "hostile", mirror.LabelName: "endpoints"}),
+			map[string]string{ownership.ManagedBy: ownership.ServiceMirror, mirror.LabelCluster: "merit", mirror.LabelNamespace: "hostile", mirror.LabelName: "endpoints"}),
 		from(hostileSlice("gl-sys-log-73736d-echo-merit", "gl-sys-log-73736d-echo", "198.18.2.5"),
-			map[string]string{labels.ManagedBy: labels.ServiceMirror, global.LabelCluster: "merit"}),
+			map[string]string{ownership.ManagedBy: ownership.ServiceMirror, global.LabelCluster: "merit"}),
 		// gcp's share: the address is gcp's to publish.
 		from(hostileSlice("gl-sys-log-73736d-echo-gcp", "gl-sys-log-73736d-echo", "198.18.2.5"),
-			map[string]string{labels.ManagedBy: labels.ServiceMirror, global.LabelCluster: "gcp"}),
+			map[string]string{ownership.ManagedBy: ownership.ServiceMirror, global.LabelCluster: "gcp"}),
 	}
 	if got := sliceLeaks("aws", "merit", items, refused); len(got) != 2 || !strings.Contains(got[0], "198.18.2.5") || !strings.Contains(got[1], "gl-sys-log-73736d-echo-merit") {
 		t.Errorf("slice leaks %q, want the two of merit's slices holding 198.18.2.5", got)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
 // MirrorStatus is one mirror Service.
@@ -91,7 +91,7 @@ func listMirrors(ctx context.Context, kubeconfig string) ([]MirrorStatus, error)
 		return nil, err
 	}
 	// The global services' objects are the service mirror's too (global.go shows them).
-	managed := metav1.ListOptions{LabelSelector: labels.ManagedBy + "=" + labels.ServiceMirror + ",!" + global.LabelName}
+	managed := metav1.ListOptions{LabelSelector: ownership.ManagedBy + "=" + ownership.ServiceMirror + ",!" + global.LabelName}
 	svcs, err := client.CoreV1().Services(semaphoreNamespace).List(ctx, managed)
 	if err != nil {
 		return nil, err

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
@@ -99,7 +99,7 @@ func policySets(ctx context.Context, cfg *rest.Config) ([]calico.GlobalNetworkSe
 	if err != nil {
 		return nil, err
 	}
-	list, err := client.Resource(resource).List(ctx, metav1.ListOptions{LabelSelector: labels.ManagedBy + "=" + labels.Policy})
+	list, err := client.Resource(resource).List(ctx, metav1.ListOptions{LabelSelector: ownership.ManagedBy + "=" + ownership.Policy})
 	if err != nil {
 		return nil, err
 	}

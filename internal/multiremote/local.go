@@ -6,7 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 )
 
@@ -36,7 +36,7 @@ func (c *Controller[K]) IndexBySource(obj any) ([]string, error) {
 
 // sourceOf is the source of a local object of ours.
 func (c *Controller[K]) sourceOf(m metav1.Object) (K, bool) {
-	if !labels.IsManagedBy(m.GetLabels(), c.cfg.Component) {
+	if !ownership.IsManagedBy(m.GetLabels(), c.cfg.Component) {
 		var zero K
 		return zero, false
 	}

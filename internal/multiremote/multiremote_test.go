@@ -17,9 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 )
@@ -199,14 +199,14 @@ func TestLocalObjectsOfRemovedRemotesAreEnqueuedAtStart(t *testing.T) {
 func TestLocalHandlerEnqueuesSourcesOfOursAndWaitingClashes(t *testing.T) {
 	s := &synced{}
 	c, _ := newController(t, s, multiremote.Config[string]{
-		Component: labels.Policy,
+		Component: ownership.Policy,
 		SourceOf: func(l map[string]string) (string, bool) {
 			src, ok := l["source"]
 			return src, ok
 		},
 	})
 	ours := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "mine", ResourceVersion: "7",
-		Labels: map[string]string{labels.ManagedBy: labels.Policy, "source": "aws/a"}}}
+		Labels: map[string]string{ownership.ManagedBy: ownership.Policy, "source": "aws/a"}}}
 	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "taken", Labels: map[string]string{"source": "aws/b"}}}
 	c.Clashes.Record("taken", "aws/c")
 

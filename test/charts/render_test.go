@@ -15,7 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -264,7 +264,7 @@ func checkPDB(t *testing.T, m *manifest, w workload, want int) {
 	for _, u := range m.Of("PodDisruptionBudget") {
 		pdb := typed[policyv1.PodDisruptionBudget](t, u)
 		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(k8slabels.Set(w.Pod.Labels)) {
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(w.Pod.Labels)) {
 			continue
 		}
 		found++
@@ -295,10 +295,10 @@ func checkMonitoring(t *testing.T, m *manifest, w workload, sub map[string]any) 
 		return out
 	}
 	on := func(key string) bool { return lookup(sub, key, "enabled") == true }
-	podLabels := k8slabels.Set(w.Pod.Labels)
+	podLabels := labels.Set(w.Pod.Labels)
 	selects := func(o *unstructured.Unstructured) bool {
 		ml, _, _ := unstructured.NestedStringMap(o.Object, "spec", "selector", "matchLabels")
-		return len(ml) > 0 && k8slabels.SelectorFromSet(ml).Matches(podLabels)
+		return len(ml) > 0 && labels.SelectorFromSet(ml).Matches(podLabels)
 	}
 	for _, kind := range []string{"ServiceMonitor", "PodMonitor"} {
 		key := strings.ToLower(kind[:1]) + kind[1:]
@@ -320,8 +320,8 @@ func checkMonitoring(t *testing.T, m *manifest, w workload, sub map[string]any) 
 				for _, s := range m.Of("Service") {
 					svc := typed[corev1.Service](t, s)
 					ml, _, _ := unstructured.NestedStringMap(o.Object, "spec", "selector", "matchLabels")
-					if k8slabels.SelectorFromSet(ml).Matches(k8slabels.Set(svc.Labels)) &&
-						len(svc.Spec.Selector) > 0 && k8slabels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) &&
+					if labels.SelectorFromSet(ml).Matches(labels.Set(svc.Labels)) &&
+						len(svc.Spec.Selector) > 0 && labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) &&
 						slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "admin" }) {
 						found = true
 					}
@@ -650,7 +650,7 @@ func checkNetworkPolicy(t *testing.T, m *manifest, w workload, enabled bool) {
 	for _, u := range m.Of("NetworkPolicy") {
 		np := typed[networkingv1.NetworkPolicy](t, u)
 		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
-		if err != nil || sel.Empty() || !sel.Matches(k8slabels.Set(w.Pod.Labels)) {
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(w.Pod.Labels)) {
 			continue
 		}
 		found++

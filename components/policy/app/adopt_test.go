@@ -13,7 +13,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
@@ -24,7 +24,7 @@ import (
 func originalSet(t *testing.T, api string, src netset.Source, nets ...string) *unstructured.Unstructured {
 	t.Helper()
 	l := netset.Labels(src)
-	delete(l, labels.ManagedBy)
+	delete(l, ownership.ManagedBy)
 	return createSet(t, api, netset.SetName(src), l, nets...)
 }
 

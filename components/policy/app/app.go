@@ -16,12 +16,12 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
-	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
 // Name is the component's name: its user agent, field manager and managed-by label value.
-const Name = labels.Policy
+const Name = ownership.Policy
 
 // MetricsPrefix starts the name of every metric of this component.
 const MetricsPrefix = "semaphore_policy"

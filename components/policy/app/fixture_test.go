@@ -19,7 +19,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/app"
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
@@ -76,7 +76,7 @@ func deleteOurSets(t *testing.T) {
 	for _, api := range apis {
 		res, _ := calico.Resource(api)
 		err := dyn.Resource(res).DeleteCollection(context.Background(), metav1.DeleteOptions{},
-			metav1.ListOptions{LabelSelector: labels.ManagedBy + "=" + labels.Policy})
+			metav1.ListOptions{LabelSelector: ownership.ManagedBy + "=" + ownership.Policy})
 		if err != nil {
 			t.Errorf("cleaning up sets: %v", err)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
@@ -47,9 +47,9 @@ func TestPodsBecomeNetworkSets(t *testing.T) {
 				t.Errorf("set name %q, want %q", set.Name, want)
 			}
 			wantLabels := map[string]string{
-				labels.ManagedBy: labels.Policy,
+				ownership.ManagedBy: ownership.Policy,
 				// The original's label: selectors written for it keep matching.
-				netset.OriginalManagedBy: labels.Policy,
+				netset.OriginalManagedBy: ownership.Policy,
 				netset.LabelCluster:      "gcp",
 				netset.LabelNamespace:    ns,
 				netset.LabelName:         "forwarder",
@@ -186,7 +186,7 @@ func TestNameClashLeavesForeignSetsAlone(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if !labels.IsManagedBy(s.Labels, labels.Policy) {
+		if !ownership.IsManagedBy(s.Labels, ownership.Policy) {
 			return fmt.Errorf("labels %v", s.Labels)
 		}
 		return setHas(api, src, "198.18.3.1/32")

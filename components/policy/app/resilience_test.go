@@ -15,7 +15,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/config"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 	"github.com/kube-semaphore/semaphore/internal/testenv/resilience"
@@ -163,7 +163,7 @@ func rsSetVersions(t *testing.T, api, remote string) map[string]string {
 	t.Helper()
 	res, _ := calico.Resource(api)
 	list, err := dyn.Resource(res).List(context.Background(), metav1.ListOptions{
-		LabelSelector: labels.ManagedBy + "=" + labels.Policy + "," + netset.LabelCluster + "=" + remote,
+		LabelSelector: ownership.ManagedBy + "=" + ownership.Policy + "," + netset.LabelCluster + "=" + remote,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +230,7 @@ func rsForeignSet(t *testing.T, cfg app.Config, src resilience.Source) func() er
 	t.Helper()
 	foreign := src
 	l := netset.Labels(foreign)
-	delete(l, labels.ManagedBy)
+	delete(l, ownership.ManagedBy)
 	u, err := calico.ToUnstructured(&calico.GlobalNetworkSet{
 		ObjectMeta: metav1.ObjectMeta{Name: netset.SetName(foreign), Labels: l},
 		Spec:       calico.GlobalNetworkSetSpec{Nets: []string{"192.0.2.0/24"}},

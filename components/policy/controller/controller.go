@@ -22,8 +22,8 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
-	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/trim"
@@ -89,7 +89,7 @@ func New(opts Options, local kubernetes.Interface, dyn dynamic.Interface, remote
 		Health:            health,
 		Log:               log,
 		OnRemoteSynced:    c.enqueueRemote,
-		Component:         labels.Policy,
+		Component:         ownership.Policy,
 		SourceOf:          netset.SourceOf,
 		EnqueueLocal:      func(match func(netset.Source) bool) { c.base.EnqueueIndexed(c.localSets, match) },
 		LocalLog:          []any{"resource", opts.Resource.String()},

@@ -6,8 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
-	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
 // Inventory counts, per remote, the labelled pods seen there and the sets and addresses here.
@@ -25,7 +25,7 @@ func (c *Controller) Inventory() map[string]Inventory {
 		y.Step()
 		u := o.(*unstructured.Unstructured)
 		s, ok := netset.SourceOf(u.GetLabels())
-		if !ok || !labels.IsManagedBy(u.GetLabels(), labels.Policy) {
+		if !ok || !ownership.IsManagedBy(u.GetLabels(), ownership.Policy) {
 			continue
 		}
 		nets, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "nets")

@@ -11,12 +11,12 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
-	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 )
 
-const fieldManager = labels.Policy
+const fieldManager = ownership.Policy
 
 // sync makes the set of src match the remote pods, reading only from caches and writing only
 // what differs. A set without pods, or beyond the remote's limit of sets, is deleted.
@@ -136,7 +136,7 @@ func (c *Controller) owned(src netset.Source, u *unstructured.Unstructured) bool
 			"remote", src.Cluster, "name", u.GetName(), "source", src.String())
 		c.base.Recorder.Eventf(u, corev1.EventTypeWarning, "NetworkSetNameClash",
 			"GlobalNetworkSet %s has the name of the set of %s but was not created by %s; it is left unchanged",
-			u.GetName(), src, labels.Policy)
+			u.GetName(), src, ownership.Policy)
 	}
 	return false
 }

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
 // Label keys on every set, naming the pods it stands for. NetworkPolicies select on them.
@@ -36,15 +36,15 @@ const ReasonHostNetwork = "host_network"
 
 // Source identifies a set: the pods of one remote cluster and namespace whose policy label has
 // one value.
-type Source = labels.Source
+type Source = ownership.Source
 
 // sourceKeys are the labels under which a set records its source.
-var sourceKeys = labels.SourceKeys{Component: labels.Policy, Cluster: LabelCluster, Namespace: LabelNamespace, Name: LabelName}
+var sourceKeys = ownership.SourceKeys{Component: ownership.Policy, Cluster: LabelCluster, Namespace: LabelNamespace, Name: LabelName}
 
 // Labels are the labels of the set of s.
 func Labels(s Source) map[string]string {
 	l := sourceKeys.Labels(s)
-	l[OriginalManagedBy] = labels.Policy
+	l[OriginalManagedBy] = ownership.Policy
 	return l
 }
 
@@ -52,7 +52,7 @@ func Labels(s Source) map[string]string {
 // its sets, and not ours: what adoption takes over. The original named its sets as we do.
 func MadeByOriginal(l map[string]string) (Source, bool) {
 	src, ok := SourceOf(l)
-	return src, ok && l[OriginalManagedBy] == labels.Policy && l[labels.ManagedBy] == ""
+	return src, ok && l[OriginalManagedBy] == ownership.Policy && l[ownership.ManagedBy] == ""
 }
 
 // SourceOf reads the source labels of a set.

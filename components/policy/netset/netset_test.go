@@ -16,7 +16,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/addrguard/addrguardtest"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
 func TestSetNamePlain(t *testing.T) {
@@ -110,8 +110,8 @@ func TestSetNameDistinctForValuesThatMapAlike(t *testing.T) {
 func TestLabelsAndSourceOf(t *testing.T) {
 	src := netset.Source{Cluster: "gcp", Namespace: "sys-log", Name: "Fwd_A"}
 	want := map[string]string{
-		labels.ManagedBy:         labels.Policy,
-		netset.OriginalManagedBy: labels.Policy,
+		ownership.ManagedBy:      ownership.Policy,
+		netset.OriginalManagedBy: ownership.Policy,
 		netset.LabelCluster:      "gcp",
 		netset.LabelNamespace:    "sys-log",
 		netset.LabelName:         "Fwd_A",
@@ -375,7 +375,7 @@ func TestNets(t *testing.T) {
 func TestMadeByOriginal(t *testing.T) {
 	src := netset.Source{Cluster: "gcp", Namespace: "sys-log", Name: "forwarder"}
 	original := netset.Labels(src)
-	delete(original, labels.ManagedBy)
+	delete(original, ownership.ManagedBy)
 	if got, ok := netset.MadeByOriginal(original); !ok || got != src {
 		t.Errorf("MadeByOriginal(original's labels) = %v, %v; want %v, true", got, ok, src)
 	}

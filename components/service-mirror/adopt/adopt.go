@@ -23,8 +23,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/trim"
 )
 
@@ -40,13 +40,13 @@ const (
 // IsMirror reports whether a Service's labels are those the original gave its mirror of a
 // Service of remote (whose name it used as the prefix), and not ours.
 func IsMirror(l map[string]string, remote string) bool {
-	return l[LabelMirrored] == "true" && l[LabelPrefix] == remote && l[labels.ManagedBy] == ""
+	return l[LabelMirrored] == "true" && l[LabelPrefix] == remote && l[ownership.ManagedBy] == ""
 }
 
 // IsGlobal reports whether a Service's labels are those the original gave its global
 // Services, and not ours.
 func IsGlobal(l map[string]string) bool {
-	return l[LabelGlobal] == "true" && l[labels.ManagedBy] == ""
+	return l[LabelGlobal] == "true" && l[ownership.ManagedBy] == ""
 }
 
 // Strip removes the original's labels and annotation from an adopted Service, so that the

@@ -16,7 +16,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/app"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
 
@@ -101,7 +101,7 @@ func TestAdoptsTheOriginalsMirrors(t *testing.T) {
 		switch {
 		case svc.UID != before.UID || svc.Spec.ClusterIP != before.Spec.ClusterIP:
 			return fmt.Errorf("service %s/%s, was %s/%s: not adopted in place", svc.UID, svc.Spec.ClusterIP, before.UID, before.Spec.ClusterIP)
-		case !labels.IsManagedBy(svc.Labels, labels.ServiceMirror) || svc.Labels[adopt.LabelMirrored] != "" || svc.Labels[adopt.LabelPrefix] != "":
+		case !ownership.IsManagedBy(svc.Labels, ownership.ServiceMirror) || svc.Labels[adopt.LabelMirrored] != "" || svc.Labels[adopt.LabelPrefix] != "":
 			return fmt.Errorf("labels %v", svc.Labels)
 		}
 		if got := addressesOf(sl); len(got) != 2 || !got["198.18.2.20"] || !got["198.18.2.21"] {

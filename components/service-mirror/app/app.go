@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/metadata"
 
@@ -23,12 +23,12 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
-	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
 // Name is the component's name: its user agent, field manager and managed-by label value.
-const Name = labels.ServiceMirror
+const Name = ownership.ServiceMirror
 
 // MetricsPrefix starts the name of every metric of this component.
 const MetricsPrefix = "semaphore_service_mirror"
@@ -48,7 +48,7 @@ type Config struct {
 	MaxServices       int `envconfig:"SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE" default:"1000" desc:"most Services of one remote that are mirrored: of a remote with more selected Services, the first this many in namespace/name order are, the others are not (their mirrors are deleted), counted in over_limit{what=services} and logged; at least 1"`
 	GlobalMaxServices int `envconfig:"SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE" default:"1000" desc:"most global services one remote contributes endpoints to (and creates, when it is the only cluster that has one): of a remote with more selected global Services, the first this many in namespace/name order do, the others do not, counted in over_limit{what=global_services} and logged; at least 1"`
 
-	selector, globalSelector k8slabels.Selector
+	selector, globalSelector labels.Selector
 }
 
 // Validate checks the configuration; each error names its variable.
@@ -63,7 +63,7 @@ func (c *Config) Validate() error {
 	if errs := validation.IsDNS1123Label(c.Namespace); len(errs) > 0 {
 		return fmt.Errorf("SEMAPHORE_MIRROR_NAMESPACE: %q: %s", c.Namespace, strings.Join(errs, "; "))
 	}
-	sel, err := k8slabels.Parse(c.LabelSelector)
+	sel, err := labels.Parse(c.LabelSelector)
 	if err != nil {
 		return fmt.Errorf("SEMAPHORE_MIRROR_LABEL_SELECTOR: %w", err)
 	}
@@ -92,7 +92,7 @@ func (c *Config) validateGlobal() error {
 	if c.GlobalSelector == "" {
 		return nil
 	}
-	sel, err := k8slabels.Parse(c.GlobalSelector)
+	sel, err := labels.Parse(c.GlobalSelector)
 	if err != nil {
 		return fmt.Errorf("SEMAPHORE_GLOBAL_LABEL_SELECTOR: %w", err)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
@@ -69,7 +69,7 @@ func TestMirrorsServiceAndEndpoints(t *testing.T) {
 		if len(svc.Spec.Selector) != 0 {
 			t.Errorf("mirror has selector %v, want none", svc.Spec.Selector)
 		}
-		wantLabels := map[string]string{labels.ManagedBy: labels.ServiceMirror, mirror.LabelCluster: c, mirror.LabelNamespace: ns, mirror.LabelName: "fluentd"}
+		wantLabels := map[string]string{ownership.ManagedBy: ownership.ServiceMirror, mirror.LabelCluster: c, mirror.LabelNamespace: ns, mirror.LabelName: "fluentd"}
 		if diff := cmp.Diff(wantLabels, svc.Labels); diff != "" {
 			t.Errorf("mirror labels (-want +got):\n%s", diff)
 		}
@@ -97,7 +97,7 @@ func TestMirrorsServiceAndEndpoints(t *testing.T) {
 		if diff := cmp.Diff(wantEndpoints, got.Endpoints); diff != "" {
 			t.Errorf("slice endpoints (-want +got):\n%s", diff)
 		}
-		if got.Labels[discoveryv1.LabelManagedBy] != mirror.SliceManager || got.Labels[labels.ManagedBy] != labels.ServiceMirror {
+		if got.Labels[discoveryv1.LabelManagedBy] != mirror.SliceManager || got.Labels[ownership.ManagedBy] != ownership.ServiceMirror {
 			t.Errorf("slice labels %v lack the managed-by labels", got.Labels)
 		}
 		if err := mirrorGone(cfg, mirror.Source{Cluster: c, Namespace: ns, Name: "private"}); err != nil {
@@ -461,7 +461,7 @@ func TestNameClashLeavesForeignObjectsAlone(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if !labels.IsManagedBy(svc.Labels, labels.ServiceMirror) || len(slices) != 1 {
+		if !ownership.IsManagedBy(svc.Labels, ownership.ServiceMirror) || len(slices) != 1 {
 			return fmt.Errorf("labels %v, %d slices", svc.Labels, len(slices))
 		}
 		return nil

@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 )
 
@@ -31,7 +31,7 @@ const (
 	KindEndpointSlice = "EndpointSlice"
 )
 
-const fieldManager = labels.ServiceMirror
+const fieldManager = ownership.ServiceMirror
 
 // Writer writes the local objects that stand for keys of type K into one namespace.
 type Writer[K comparable] struct {

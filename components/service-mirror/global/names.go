@@ -9,8 +9,8 @@ import (
 	"fmt"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/names"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
 // Label keys and values users put on the Services of every cluster.
@@ -59,7 +59,7 @@ func ServiceName(k Key) string {
 
 // Labels are the labels of the global Service of k.
 func Labels(k Key) map[string]string {
-	return map[string]string{labels.ManagedBy: labels.ServiceMirror, LabelNamespace: k.Namespace, LabelName: k.Name}
+	return map[string]string{ownership.ManagedBy: ownership.ServiceMirror, LabelNamespace: k.Namespace, LabelName: k.Name}
 }
 
 // SliceLabels are the labels of a global EndpointSlice of k copied from a slice of cluster.
@@ -73,5 +73,5 @@ func SliceLabels(k Key, cluster string) map[string]string {
 // when it is no global object of ours.
 func KeyOf(l map[string]string) (Key, bool) {
 	k := Key{Namespace: l[LabelNamespace], Name: l[LabelName]}
-	return k, labels.IsManagedBy(l, labels.ServiceMirror) && k.Namespace != "" && k.Name != ""
+	return k, ownership.IsManagedBy(l, ownership.ServiceMirror) && k.Namespace != "" && k.Name != ""
 }

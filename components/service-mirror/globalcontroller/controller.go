@@ -13,7 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -31,8 +31,8 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/trimmed"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
-	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 )
@@ -46,7 +46,7 @@ type Options struct {
 	// LocalCluster is the name of the local cluster, as the remotes know it.
 	LocalCluster string
 	// Selector picks the Services, in every cluster, that are global services.
-	Selector k8slabels.Selector
+	Selector labels.Selector
 	// ResyncPeriod re-reconciles every object periodically (0 disables).
 	ResyncPeriod time.Duration
 	// InventoryInterval is how often the inventory gauges are recomputed.
@@ -116,7 +116,7 @@ func New(opts Options, local kubernetes.Interface, meta metadata.Interface, remo
 		Health:            health,
 		Log:               log,
 		OnRemoteSynced:    c.enqueueRemote,
-		Component:         labels.ServiceMirror,
+		Component:         ownership.ServiceMirror,
 		SourceOf:          global.KeyOf,
 		SourceIndex:       "global-source",
 		EnqueueLocal:      c.enqueueOurs,
@@ -205,7 +205,9 @@ func (c *Controller) watchRemote(r remote.Cluster) *cluster {
 }
 
 // isOurs reports whether m is an object of ours: never the source of a global service.
-func isOurs(m metav1.Object) bool { return labels.IsManagedBy(m.GetLabels(), labels.ServiceMirror) }
+func isOurs(m metav1.Object) bool {
+	return ownership.IsManagedBy(m.GetLabels(), ownership.ServiceMirror)
+}
 
 // handler calls fn with the object of every add, update (the new object) and delete.
 func handler(fn func(obj any)) cache.ResourceEventHandler {
@@ -240,7 +242,7 @@ func (c *Controller) onSlice(cl *cluster, obj any) {
 // enqueueRemote enqueues every global service of a remote whose caches have just synced, and
 // every one we serve: the remote may have dropped out of some while we were not watching.
 func (c *Controller) enqueueRemote(r *multiremote.Remote) {
-	services, _ := c.clusters[r.Name].services.List(k8slabels.Everything())
+	services, _ := c.clusters[r.Name].services.List(labels.Everything())
 	for _, s := range services {
 		c.onService(s)
 	}
@@ -252,7 +254,7 @@ func (c *Controller) enqueueRemote(r *multiremote.Remote) {
 
 // enqueueOurs enqueues the global service of every local object of ours that matches.
 func (c *Controller) enqueueOurs(match func(global.Key) bool) {
-	services, _ := c.ours.Services(c.opts.Namespace).List(k8slabels.Everything())
+	services, _ := c.ours.Services(c.opts.Namespace).List(labels.Everything())
 	for _, svc := range services {
 		if k, ok := global.KeyOf(svc.Labels); ok && match(k) {
 			c.base.Queue.Add(k)

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
-	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
@@ -25,7 +25,7 @@ type Inventory struct {
 func (c *Controller) Inventory() Inventory {
 	inv := Inventory{Endpoints: map[string]int{}, ReadyEndpoints: map[string]int{}, Conflicts: c.announced.byCluster()}
 	var y multiremote.Yielder
-	services, _ := c.ours.Services(c.opts.Namespace).List(k8slabels.Everything())
+	services, _ := c.ours.Services(c.opts.Namespace).List(labels.Everything())
 	for _, svc := range services {
 		y.Step()
 		if _, ok := global.KeyOf(svc.Labels); ok {

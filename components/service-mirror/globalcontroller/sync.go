@@ -17,8 +17,8 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/limit"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
-	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 )
 
@@ -100,7 +100,7 @@ func (cl *cluster) service(k global.Key) *corev1.Service {
 // choose, cannot be read: a restart or an outage changes nothing.
 func (c *Controller) decide(k global.Key, defs []global.Definition, actual *corev1.Service) global.Definition {
 	m := global.Decide(defs)
-	if actual != nil && labels.IsManagedBy(actual.Labels, labels.ServiceMirror) {
+	if actual != nil && ownership.IsManagedBy(actual.Labels, ownership.ServiceMirror) {
 		kept := global.DefinitionKept(actual)
 		if cl := c.clusters[kept.Cluster]; cl != nil && !cl.ready() && kept.Cluster < m.Used.Cluster {
 			m.Used, m.Conflicts = kept, nil
@@ -246,7 +246,7 @@ func (c *Controller) reportClash(k global.Key, obj runtime.Object, m metav1.Obje
 			"namespace", m.GetNamespace(), "name", m.GetName(), "kind", kind, "global", k.String())
 		c.base.Recorder.Eventf(obj, corev1.EventTypeWarning, "GlobalServiceNameClash",
 			"%s %s/%s has the name of global service %s but was not created by %s; it is left unchanged",
-			kind, m.GetNamespace(), m.GetName(), k, labels.ServiceMirror)
+			kind, m.GetNamespace(), m.GetName(), k, ownership.ServiceMirror)
 	}
 }
 

@@ -18,8 +18,8 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/adopt"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
-	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/names"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
 // Separator sits between the source namespace and name in a mirror's name. It is fixed: the
@@ -41,10 +41,10 @@ const AnnotationSourceSlice = "mirror.semaphore.uw.io/source-slice"
 const SliceManager = "semaphore-service-mirror.semaphore.uw.io"
 
 // Source identifies a remote Service: the key of everything the controller does.
-type Source = labels.Source
+type Source = ownership.Source
 
 // sourceKeys are the labels under which a mirror object records its source.
-var sourceKeys = labels.SourceKeys{Component: labels.ServiceMirror, Cluster: LabelCluster, Namespace: LabelNamespace, Name: LabelName}
+var sourceKeys = ownership.SourceKeys{Component: ownership.ServiceMirror, Cluster: LabelCluster, Namespace: LabelNamespace, Name: LabelName}
 
 // SourceOf reads the source labels of a mirror object.
 func SourceOf(l map[string]string) (Source, bool) { return sourceKeys.SourceOf(l) }

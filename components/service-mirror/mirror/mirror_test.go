@@ -17,7 +17,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/addrguard/addrguardtest"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
 const ns = "semaphore"
@@ -106,8 +106,8 @@ func TestSliceName(t *testing.T) {
 
 func TestSourceOfLabels(t *testing.T) {
 	l := mirror.Labels(src)
-	if l[labels.ManagedBy] != labels.ServiceMirror {
-		t.Errorf("Labels()[%s] = %q, want %q", labels.ManagedBy, l[labels.ManagedBy], labels.ServiceMirror)
+	if l[ownership.ManagedBy] != ownership.ServiceMirror {
+		t.Errorf("Labels()[%s] = %q, want %q", ownership.ManagedBy, l[ownership.ManagedBy], ownership.ServiceMirror)
 	}
 	got, ok := mirror.SourceOf(l)
 	if !ok {
@@ -174,7 +174,7 @@ func remoteService(mod func(*corev1.Service)) *corev1.Service {
 // wantLabels are the labels of every mirrored object of aws/sys-log/fluentd, and extra.
 func wantLabels(extra map[string]string) map[string]string {
 	l := map[string]string{
-		labels.ManagedBy:      labels.ServiceMirror,
+		ownership.ManagedBy:   ownership.ServiceMirror,
 		mirror.LabelCluster:   "aws",
 		mirror.LabelNamespace: "sys-log",
 		mirror.LabelName:      "fluentd",

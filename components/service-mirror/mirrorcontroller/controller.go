@@ -11,7 +11,7 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -27,8 +27,8 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/trimmed"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
-	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 )
@@ -40,7 +40,7 @@ type Options struct {
 	// MirrorNamespace are the informers of Namespace, shared with global services.
 	MirrorNamespace *caches.MirrorNamespace
 	// Selector picks the remote Services to mirror.
-	Selector k8slabels.Selector
+	Selector labels.Selector
 	// ResyncPeriod re-reconciles every object periodically (0 disables).
 	ResyncPeriod time.Duration
 	// DriftInterval is how often the drift and inventory gauges are recomputed.
@@ -96,7 +96,7 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, hea
 		Health:            health,
 		Log:               log,
 		OnRemoteSynced:    c.enqueueRemote,
-		Component:         labels.ServiceMirror,
+		Component:         ownership.ServiceMirror,
 		SourceOf:          mirror.SourceOf,
 		EnqueueLocal:      c.enqueueMirrors,
 		LocalLog:          []any{"namespace", opts.Namespace},
@@ -183,16 +183,16 @@ func (c *Controller) onRemoteSlice(rc *remoteCache, obj any) {
 
 // enqueueRemote enqueues every selected Service of a remote whose caches have just synced.
 func (c *Controller) enqueueRemote(r *multiremote.Remote) {
-	services, _ := c.remotes[r.Name].services.List(k8slabels.Everything())
+	services, _ := c.remotes[r.Name].services.List(labels.Everything())
 	for _, s := range services {
 		c.base.Queue.Add(mirror.Source{Cluster: r.Name, Namespace: s.Namespace, Name: s.Name})
 	}
 }
 
 func (c *Controller) enqueueMirrors(match func(mirror.Source) bool) {
-	services, _ := c.localServices.Services(c.opts.Namespace).List(k8slabels.Everything())
+	services, _ := c.localServices.Services(c.opts.Namespace).List(labels.Everything())
 	for _, svc := range services {
-		if s, ok := mirror.SourceOf(svc.Labels); ok && labels.IsManagedBy(svc.Labels, labels.ServiceMirror) && match(s) {
+		if s, ok := mirror.SourceOf(svc.Labels); ok && ownership.IsManagedBy(svc.Labels, ownership.ServiceMirror) && match(s) {
 			c.base.Queue.Add(s)
 		}
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
-	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/limit"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
 // Inventory counts, per remote, what is selected there and what is mirrored here.
@@ -33,11 +33,11 @@ func (c *Controller) Inventory() map[string]Inventory {
 	mirrored := c.mirrored
 	clear(mirrored)
 	var y multiremote.Yielder
-	services, _ := c.localServices.Services(c.opts.Namespace).List(k8slabels.Everything())
+	services, _ := c.localServices.Services(c.opts.Namespace).List(labels.Everything())
 	for _, svc := range services {
 		y.Step()
 		s, ok := mirror.SourceOf(svc.Labels)
-		if !ok || !labels.IsManagedBy(svc.Labels, labels.ServiceMirror) {
+		if !ok || !ownership.IsManagedBy(svc.Labels, ownership.ServiceMirror) {
 			continue
 		}
 		mirrored[s] = true
@@ -49,7 +49,7 @@ func (c *Controller) Inventory() map[string]Inventory {
 		y.Step()
 		sl := o.(*discoveryv1.EndpointSlice)
 		s, ok := mirror.SourceOf(sl.Labels)
-		if !ok || !labels.IsManagedBy(sl.Labels, labels.ServiceMirror) {
+		if !ok || !ownership.IsManagedBy(sl.Labels, ownership.ServiceMirror) {
 			continue
 		}
 		i := inv[s.Cluster]
@@ -58,7 +58,7 @@ func (c *Controller) Inventory() map[string]Inventory {
 	}
 	for name, rc := range c.remotes {
 		i := inv[name]
-		remoteServices, _ := rc.services.List(k8slabels.Everything())
+		remoteServices, _ := rc.services.List(labels.Everything())
 		i.RemoteServices = len(remoteServices)
 		expected, present := 0, 0
 		for _, svc := range remoteServices {

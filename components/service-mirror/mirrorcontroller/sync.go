@@ -13,8 +13,8 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/limit"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
-	"github.com/kube-semaphore/semaphore/internal/labels"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 )
 
@@ -99,7 +99,7 @@ func (c *Controller) reportClash(src mirror.Source, obj runtime.Object, m metav1
 			"remote", src.Cluster, "namespace", m.GetNamespace(), "name", m.GetName(), "kind", kind, "source", src.String())
 		c.base.Recorder.Eventf(obj, corev1.EventTypeWarning, "MirrorNameClash",
 			"%s %s/%s has the name of the mirror of %s but was not created by %s; it is left unchanged",
-			kind, m.GetNamespace(), m.GetName(), src, labels.ServiceMirror)
+			kind, m.GetNamespace(), m.GetName(), src, ownership.ServiceMirror)
 	}
 }
 
@@ -114,7 +114,7 @@ func (c *Controller) deleteMirror(ctx context.Context, src mirror.Source) error 
 	name := mirror.ServiceName(src)
 	c.base.Clashes.Forget(name)
 	svc, err := c.localServices.Services(c.opts.Namespace).Get(name)
-	if err == nil && labels.IsManagedBy(svc.Labels, labels.ServiceMirror) {
+	if err == nil && ownership.IsManagedBy(svc.Labels, ownership.ServiceMirror) {
 		if s, ok := mirror.SourceOf(svc.Labels); ok && s == src {
 			errs = append(errs, c.write.DeleteService(ctx, svc))
 		}

@@ -12,14 +12,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/trim"
 )
 
 // ServiceLabels are the labels of a Service the service mirror reads: whether it is ours (ours
 // are never the source of a global service), and the routing strategy of a global service.
 // The selectors are applied by the API server, which lists and watches only what they select.
-var ServiceLabels = []string{labels.ManagedBy, global.LabelRoutingStrategy}
+var ServiceLabels = []string{ownership.ManagedBy, global.LabelRoutingStrategy}
 
 // SliceLabels are the labels of an EndpointSlice the service mirror reads: the Service it
 // belongs to.

@@ -16,7 +16,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/trimmed"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
 // noisy is metadata as a remote may publish it: labels and annotations no one reads, a big one
@@ -51,7 +51,7 @@ func transform(t *testing.T, f cache.TransformFunc, obj any) any {
 // makes the same mirror and the same global definition as in full; the object the informer
 // decoded is left as it was.
 func TestServiceKeepsOnlyTheLabelsTheServiceMirrorReads(t *testing.T) {
-	read := map[string]string{labels.ManagedBy: "someone", global.LabelRoutingStrategy: global.LocalFirst}
+	read := map[string]string{ownership.ManagedBy: "someone", global.LabelRoutingStrategy: global.LocalFirst}
 	full := &corev1.Service{
 		ObjectMeta: noisy("web", read),
 		Spec: corev1.ServiceSpec{

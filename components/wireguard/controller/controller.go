@@ -19,7 +19,7 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -336,7 +336,7 @@ func (c *Controller) sync(_ context.Context, name string) (string, error) {
 
 // remoteNodes are the remote's nodes with their pod CIDRs from the remote's source.
 func (c *Controller) remoteNodes(rc *remoteCache) ([]peers.Node, error) {
-	list, err := rc.nodes.List(k8slabels.Everything())
+	list, err := rc.nodes.List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kube-semaphore/semaphore/internal/config"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
@@ -30,7 +30,7 @@ const (
 const recovery = 60 * time.Second
 
 // Source names a source in a remote: what the component keeps one set of local objects for.
-type Source = labels.Source
+type Source = ownership.Source
 
 // Instance is one running replica of a component.
 type Instance struct {

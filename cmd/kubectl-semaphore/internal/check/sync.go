@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -21,7 +21,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
 // env is the component's value of name, or def when it does not set it (the component's
@@ -82,7 +82,7 @@ func checkMirrors(ctx context.Context, local, remote kubernetes.Interface, c rel
 		beyond = append(beyond, svc.Namespace+"/"+svc.Name)
 	}
 	remoteSvcs.Items = remoteSvcs.Items[:min(limit, len(remoteSvcs.Items))]
-	mine := k8slabels.Set{labels.ManagedBy: labels.ServiceMirror, mirror.LabelCluster: remoteName}
+	mine := labels.Set{ownership.ManagedBy: ownership.ServiceMirror, mirror.LabelCluster: remoteName}
 	mirrors, err := local.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{LabelSelector: mine.String()})
 	if err != nil {
 		return fail(res, "check-mirrors", "listing the mirrors of remote %s in namespace %s: %v", remoteName, namespace, err)
@@ -162,7 +162,7 @@ func checkNetworkSets(ctx context.Context, dyn dynamic.Interface, remote kuberne
 			want[netset.SetName(src)] = nets
 		}
 	}
-	mine := k8slabels.Set{labels.ManagedBy: labels.Policy, netset.LabelCluster: remoteName}
+	mine := labels.Set{ownership.ManagedBy: ownership.Policy, netset.LabelCluster: remoteName}
 	list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: mine.String()})
 	if err != nil {
 		return fail(res, "check-network-sets", "listing the GlobalNetworkSets (%s) of remote %s: %v; is Calico installed with that API?", gvr.GroupVersion(), remoteName, err)
@@ -221,11 +221,11 @@ func checkGlobalServices(ctx context.Context, local, remote kubernetes.Interface
 	if err != nil {
 		return fail(res, "check-access", "listing the EndpointSlices of remote %s: %v", remoteName, err)
 	}
-	localSvcs, err := local.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.ManagedBy + "=" + labels.ServiceMirror})
+	localSvcs, err := local.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{LabelSelector: ownership.ManagedBy + "=" + ownership.ServiceMirror})
 	if err != nil {
 		return fail(res, "check-global-services", "listing the global Services in namespace %s: %v", namespace, err)
 	}
-	mine := k8slabels.Set{labels.ManagedBy: labels.ServiceMirror, global.LabelCluster: remoteName}
+	mine := labels.Set{ownership.ManagedBy: ownership.ServiceMirror, global.LabelCluster: remoteName}
 	have, err := local.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{LabelSelector: mine.String()})
 	if err != nil {
 		return fail(res, "check-global-services", "listing the global EndpointSlices of remote %s in namespace %s: %v", remoteName, namespace, err)

@@ -29,7 +29,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
 // ClusterState is one cluster's view of the mesh.
@@ -242,7 +242,7 @@ func whoAmI(ctx context.Context, cfg *rest.Config, timeout time.Duration) (user 
 // counts the endpoints of their EndpointSlices.
 func (st *ClusterState) mirrors(ctx context.Context, s Sources, c release.Component, remote func(string) *RemoteState) {
 	ns := cmp.Or(c.Env["SEMAPHORE_MIRROR_NAMESPACE"], "semaphore")
-	ours := metav1.ListOptions{LabelSelector: labels.ManagedBy + "=" + labels.ServiceMirror}
+	ours := metav1.ListOptions{LabelSelector: ownership.ManagedBy + "=" + ownership.ServiceMirror}
 	services, err := s.Client.CoreV1().Services(ns).List(ctx, ours)
 	if err != nil {
 		st.problem("reading the mirror Services in namespace %s: %v", ns, err)
@@ -303,7 +303,7 @@ func (st *ClusterState) networkSets(ctx context.Context, s Sources, c release.Co
 		st.problem("no dynamic client: network sets not read")
 		return
 	}
-	list, err := s.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: labels.ManagedBy + "=" + labels.Policy})
+	list, err := s.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: ownership.ManagedBy + "=" + ownership.Policy})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			hint := "are Calico's CRDs installed?"

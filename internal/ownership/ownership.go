@@ -1,5 +1,5 @@
-// Package labels holds the label keys and values Semaphore components share.
-package labels
+// Package ownership holds the label keys and values Semaphore components share.
+package ownership
 
 // ManagedBy is the standard label naming the component that owns an object. A component never
 // modifies or deletes an object that does not carry its own value here.

@@ -1,20 +1,20 @@
-package labels_test
+package ownership_test
 
 import (
 	"maps"
 	"testing"
 
-	"github.com/kube-semaphore/semaphore/internal/labels"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
-var keys = labels.SourceKeys{Component: "c", Cluster: "x/cluster", Namespace: "x/namespace", Name: "x/name"}
+var keys = ownership.SourceKeys{Component: "c", Cluster: "x/cluster", Namespace: "x/namespace", Name: "x/name"}
 
 // A source written into labels reads back the same, and an object missing any part of it has
 // no source.
 func TestSourceKeysRoundTrip(t *testing.T) {
-	src := labels.Source{Cluster: "aws", Namespace: "sys-log", Name: "fluentd"}
+	src := ownership.Source{Cluster: "aws", Namespace: "sys-log", Name: "fluentd"}
 	l := keys.Labels(src)
-	if !labels.IsManagedBy(l, "c") {
+	if !ownership.IsManagedBy(l, "c") {
 		t.Errorf("Labels(%v) = %v: not managed by the component", src, l)
 	}
 	if got, ok := keys.SourceOf(l); !ok || got != src {
