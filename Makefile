@@ -110,7 +110,7 @@ generate: ## Regenerate generated files: reference docs, chart READMEs, the char
 		$(GO) run ./hack/chartdoc $(DOC_CHARTS); \
 		for d in $(DOC_CHARTS); do echo "generate: wrote $$d/README.md"; done; \
 	fi
-	@$(GO) run ./hack/chartfiles -umbrella $(UMBRELLA_CHART) $(MONITORING_COMPONENTS)
+	@$(GO) run ./hack/chartfiles -umbrella $(UMBRELLA_CHART)
 
 .PHONY: clean
 clean: ## Remove build output (the tool cache in ~/.cache/semaphore is kept)

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
 // kinds are the source directories and the extension of their files.
@@ -22,15 +24,15 @@ var kinds = map[string]string{"alerts": ".yaml", "dashboards": ".json"}
 func main() {
 	umbrella := flag.String("umbrella", "charts/semaphore", "the umbrella chart")
 	flag.Usage = func() {
-		fmt.Fprintln(flag.CommandLine.Output(), "usage: chartfiles [-umbrella DIR] COMPONENT... (each with a subchart of that name under the umbrella's charts/)")
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: chartfiles [-umbrella DIR] [COMPONENT...] (each with a subchart of that name under the umbrella's charts/; all components by default)")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() == 0 {
-		flag.Usage()
-		os.Exit(2)
+	components := flag.Args()
+	if len(components) == 0 {
+		components = ownership.Components
 	}
-	logs, err := Sync(".", *umbrella, flag.Args())
+	logs, err := Sync(".", *umbrella, components)
 	for _, l := range logs {
 		fmt.Println("generate: " + l)
 	}

@@ -5,9 +5,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
-var components = []string{"service-mirror", "policy", "wireguard"}
+var components = ownership.Components
 
 func TestDestinationRoutesByComponentName(t *testing.T) {
 	for src, want := range map[string]string{

@@ -21,6 +21,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
 // Dirs are the charts' directories under the repository root.
@@ -49,9 +51,6 @@ var ExtraAPIVersions = []string{
 	"projectcalico.org/v3",
 	"projectcalico.org/v3/GlobalNetworkSet",
 }
-
-// Components are the components' names, as in their images and charts.
-var Components = []string{"service-mirror", "policy", "wireguard"}
 
 // Load loads a chart directory as `helm install <dir>` does, including its check that every
 // dependency in Chart.yaml is present under charts/ and that the chart is installable. Load a
@@ -308,8 +307,8 @@ func componentOf(w Workload) (string, error) {
 	repo := image[strings.LastIndex(image, "/")+1:]
 	repo, _, _ = strings.Cut(repo, ":")
 	c, ok := strings.CutPrefix(repo, "semaphore-")
-	if !ok || !slices.Contains(Components, c) {
-		return "", fmt.Errorf("%s %s: image %q is not one of semaphore-{%s}", w.Kind, w.Name, w.Pod.Spec.Containers[0].Image, strings.Join(Components, ","))
+	if !ok || !slices.Contains(ownership.Components, c) {
+		return "", fmt.Errorf("%s %s: image %q is not one of semaphore-{%s}", w.Kind, w.Name, w.Pod.Spec.Containers[0].Image, strings.Join(ownership.Components, ","))
 	}
 	return c, nil
 }

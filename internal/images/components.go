@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
 // DefaultRegistry is where the charts pull the images from unless global.image.registry says
@@ -19,19 +21,19 @@ const DefaultRegistry = "ghcr.io/kube-semaphore"
 func Components() []Spec {
 	return []Spec{
 		{
-			Name:        "semaphore-service-mirror",
+			Name:        ownership.ServiceMirror,
 			Description: "Mirrors opted-in Services of remote clusters as local Services and EndpointSlices",
 			Package:     "./components/service-mirror",
 			User:        NonRootUser,
 		},
 		{
-			Name:        "semaphore-policy",
+			Name:        ownership.Policy,
 			Description: "Keeps Calico GlobalNetworkSets of labelled pods in remote clusters",
 			Package:     "./components/policy",
 			User:        NonRootUser,
 		},
 		{
-			Name:        "semaphore-wireguard",
+			Name:        ownership.WireGuard,
 			Description: "Per-remote-cluster WireGuard devices, peers and routes on every node",
 			Package:     "./components/wireguard",
 			User:        RootUser,

@@ -1,4 +1,5 @@
-// Package ownership holds the label keys and values Semaphore components share.
+// Package ownership holds the names of the components and the labels that say which component
+// owns a local object and what it made the object from.
 package ownership
 
 // ManagedBy is the standard label naming the component that owns an object. A component never
@@ -11,6 +12,10 @@ const (
 	Policy        = "semaphore-policy"
 	WireGuard     = "semaphore-wireguard"
 )
+
+// Components are the components' short names (their full names without "semaphore-"), as their
+// subcharts, dashboards and alert files are named, in the order everything lists them.
+var Components = []string{"service-mirror", "policy", "wireguard"}
 
 // IsManagedBy reports whether labels mark an object as owned by component.
 func IsManagedBy(labels map[string]string, component string) bool {

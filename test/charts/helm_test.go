@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kube-semaphore/semaphore/internal/helmchart"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
@@ -133,7 +134,7 @@ func workloadsOf(t testing.TB, m *manifest) []workload {
 }
 
 // components are the components' names, as in their images and charts.
-var components = helmchart.Components
+var components = ownership.Components
 
 // aliases are the umbrella's names of the components' subcharts.
 var aliases = map[string]string{"service-mirror": "serviceMirror", "policy": "policy", "wireguard": "wireguard"}

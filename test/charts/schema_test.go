@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
@@ -98,7 +99,7 @@ func TestGlobalSchemaIsTheSameEverywhere(t *testing.T) {
 		return schema.Properties["global"]
 	}
 	want := read("charts/semaphore/values.schema.json")
-	for _, sub := range []string{"service-mirror", "policy", "wireguard"} {
+	for _, sub := range ownership.Components {
 		path := "charts/semaphore/charts/" + sub + "/values.schema.json"
 		if diff := cmp.Diff(want, read(path)); diff != "" {
 			t.Errorf("%s: global differs from the umbrella's (-umbrella +%s):\n%s", path, sub, diff)
