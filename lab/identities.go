@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -125,11 +124,8 @@ func whoAmI(ctx context.Context, cfg *rest.Config) (string, kubernetes.Interface
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	if err != nil {
-		return "", nil, err
-	}
-	return r.Status.UserInfo.Username, cs, nil
+	user, err := remote.WhoAmI(ctx, cs, "")
+	return user, cs, err
 }
 
 // canWrite tells whether client's user may create Services in any namespace.

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +29,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
+	"github.com/kube-semaphore/semaphore/internal/remote"
 )
 
 // ClusterState is one cluster's view of the mesh.
@@ -227,15 +227,11 @@ func whoAmI(ctx context.Context, cfg *rest.Config, timeout time.Duration) (user 
 	if err != nil {
 		return "", false, err.Error()
 	}
-	review, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	user, err = remote.WhoAmI(ctx, client, cfg.Host)
 	if err != nil {
-		// Errors of the transport name the URL already; an API error may not.
-		if msg := err.Error(); !strings.Contains(msg, cfg.Host) {
-			return "", false, cfg.Host + ": " + msg
-		}
 		return "", false, err.Error()
 	}
-	return review.Status.UserInfo.Username, true, ""
+	return user, true, ""
 }
 
 // mirrors reads the mirror Services and global Services in the service mirror's namespace and
