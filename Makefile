@@ -23,7 +23,11 @@ TEST_PARALLEL ?= 2
 # -v so that every test's result line (--- PASS/FAIL with its duration) shows in CI logs.
 GOTESTFLAGS ?= -v
 TEST_TIMEOUT ?= 40m
+# The packages test-go and test-short test: PKGS=./components/policy/... or PKGS='./internal/addrguard ./lab/...'.
+PKGS ?= ./...
 BENCHTIME ?= 1x
+# What the scripts under ci/ read from make.
+export GO GOTESTFLAGS TEST_TIMEOUT TEST_PARALLEL PKGS BENCHTIME
 # Charts whose README.md `generate` writes with chartdoc (from Chart.yaml and the `# --` comments
 # of values.yaml): every chart under charts/ with a values.yaml, subcharts included, except library
 # charts, which have no values of their own. Found through their Chart.yaml (find does not follow
@@ -50,33 +54,26 @@ MONITORING_CHARTS := $(UMBRELLA_CHART) $(addprefix $(UMBRELLA_CHART)/charts/,$(M
 GENERATED := docs/metrics.md docs/configuration.md $(addsuffix /README.md,$(DOC_CHARTS)) \
 	$(foreach c,$(MONITORING_CHARTS),$(c)/files/alerts $(c)/files/dashboards)
 
-# The directory holding kube-apiserver and etcd, for envtest. ci/kube-binaries.sh prints its
-# progress on stderr (a cold build takes minutes) and the directory as its last stdout line.
-KUBE_ASSETS = $${KUBEBUILDER_ASSETS:-$$(bash ci/kube-binaries.sh | tail -n 1)}
-# Tests find CoreDNS by running ci/coredns.sh themselves, but go test holds a package's output
-# until the package finishes; building it beforehand keeps a cold build's progress visible.
-PREBUILD_COREDNS = if [ -f ci/coredns.sh ]; then bash ci/coredns.sh >/dev/null; fi
-# As root the tests run real nodes (lab/node) and network namespaces (test/datapath): what they
-# need from Debian (ci/node-packages.sh) is installed, and kubelet, kube-proxy and the rest of
-# the Kubernetes binaries are built, before any test starts, so that nothing skips for want of
-# what `make test` provides (in CI such a skip fails: testenv.SkipForMissing). Without root
-# those tests skip for want of root, and nothing is installed.
-PREPARE_ROOT_TESTS = if [ "$$(id -u)" = 0 ]; then bash ci/node-packages.sh && bash ci/kube-binaries.sh all >/dev/null; fi
-
 ##@ General
 
 .PHONY: help
 help: ## Show this help
-	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} \
-		/^[a-zA-Z0-9_-]+:.*?##/ { printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2 } \
-		/^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+	@awk 'BEGIN { FS = ":.*##" } \
+		/^[a-zA-Z0-9_-]+:.*##/ { n++; target[n] = $$1; help[n] = $$2; if (length($$1) > w) w = length($$1); next } \
+		/^##@/ { n++; section[n] = substr($$0, 5) } \
+		END { printf "\nUsage:\n  make \033[36m<target>\033[0m [VARIABLE=value...]\n"; \
+			for (i = 1; i <= n; i++) { \
+				if (i in section) printf "\n\033[1m%s\033[0m\n", section[i]; \
+				else printf "  \033[36m%-*s\033[0m %s\n", w, target[i], help[i] } \
+			printf "\nVariables: PKGS (test-go, test-short; ./...), GOTESTFLAGS (-v), TEST_PARALLEL (2),\n"; \
+			printf "TEST_TIMEOUT (40m), BENCHTIME (bench; 1x), SOAK_DURATION (soak; 10m),\n"; \
+			printf "VERSION and IMAGES_FLAGS (images)\n" }' $(MAKEFILE_LIST)
 
 ##@ Development
 
 .PHONY: build
 build: ## Build the component binaries and the kubectl plugin (kubectl-semaphore) into ./bin/
 	@mkdir -p bin
-	@if [ -z "$(COMPONENTS)" ]; then echo "build: no components/*/main.go yet, nothing to build"; fi
 	@for c in $(COMPONENTS); do \
 		echo "$(GO) build -o bin/semaphore-$$c ./components/$$c"; \
 		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o "bin/semaphore-$$c" "./components/$$c"; \
@@ -93,7 +90,7 @@ images: ## Build the three images (OCI, linux/amd64 + linux/arm64) into .build/i
 
 .PHONY: fmt
 fmt: ## Format all Go code (gofmt, and goimports through golangci-lint when available)
-	@$(GO_FILES) | xargs -0 -r gofmt -w
+	@bash ci/go-files.sh | xargs -0 -r gofmt -w
 	@gl=$$(bash ci/golangci-lint.sh | tail -n 1); \
 	if [ -n "$$gl" ]; then "$$gl" fmt; fi
 
@@ -118,48 +115,13 @@ clean: ## Remove build output (the tool cache in ~/.cache/semaphore is kept)
 
 ##@ Checks
 
-# All .go files that are ours: not dot-directories (.git, a local .cache), build output or
-# testdata (which may hold deliberately odd Go).
-GO_FILES = find . -type f -name '*.go' -not -path './.*/*' -not -path './bin/*' \
-	-not -path '*/testdata/*' -print0
-
 .PHONY: lint
-lint: ## gofmt, go vet and golangci-lint (.golangci.yml); reports all three before failing
-	@failed=""; \
-	echo "gofmt -l"; \
-	unformatted=$$($(GO_FILES) | xargs -0 -r gofmt -l); \
-	if [ -n "$$unformatted" ]; then \
-		echo "these files are not gofmt-formatted (run make fmt):"; echo "$$unformatted"; failed="$$failed gofmt"; \
-	fi; \
-	echo "$(GO) vet ./..."; \
-	$(GO) vet ./... || failed="$$failed go-vet"; \
-	gl=$$(bash ci/golangci-lint.sh | tail -n 1); \
-	if [ -z "$$gl" ]; then \
-		echo "lint: golangci-lint is not available (see above), skipping it"; \
-	else \
-		echo "golangci-lint run ./..."; \
-		"$$gl" run ./... || failed="$$failed golangci-lint"; \
-	fi; \
-	$(MAKE) lint-charts || failed="$$failed lint-charts"; \
-	if [ -n "$$failed" ]; then echo "lint: FAILED:$$failed"; exit 1; fi
+lint: ## gofmt, go vet, golangci-lint (.golangci.yml) and lint-charts; all run before it fails (ci/lint.sh)
+	@bash ci/lint.sh
 
-# Every chart that has ci/*-values.yaml scenarios: `helm lint --strict` on each, and a render,
-# because helm lint reports a template's fail() only as [INFO]. helm is built from the module
-# proxy by ci/helm.sh. The Go tests in test/charts go much further.
 .PHONY: lint-charts
-lint-charts: ## helm lint --strict and helm template for every chart scenario (charts/**/ci/*-values.yaml)
-	@helm=$$(bash ci/helm.sh | tail -n 1); failed=""; \
-	for values in $$(find charts -path '*/ci/*-values.yaml' | sort); do \
-		chart=$${values%/ci/*}; \
-		if ! out=$$("$$helm" lint --strict "$$chart" -f "$$values" 2>&1); then \
-			echo "$$out"; failed="$$failed $$values"; continue; \
-		fi; \
-		if ! out=$$("$$helm" template lint-check "$$chart" -f "$$values" 2>&1 >/dev/null); then \
-			echo "$$out"; failed="$$failed $$values"; continue; \
-		fi; \
-		echo "lint-charts: $$chart with $${values##*/}: ok"; \
-	done; \
-	if [ -n "$$failed" ]; then echo "lint-charts: FAILED:$$failed"; exit 1; fi
+lint-charts: ## helm lint --strict and helm template of every chart scenario, charts/**/ci/*-values.yaml
+	@bash ci/lint-charts.sh
 
 .PHONY: verify
 verify: generate ## Fail if generated files or go.mod/go.sum are not up to date
@@ -172,95 +134,40 @@ verify: generate ## Fail if generated files or go.mod/go.sum are not up to date
 	fi
 	@echo "verify: generated files are up to date"
 
-# `test` is what CI runs (.ci/run) and what the README tells contributors to run: lint, verify,
-# then every test. All of them always run, so a formatting slip never hides test results; lint
-# and verify go first because they take seconds and the tests take many minutes. It fails if any
-# of them failed, and says which, and how long each took (a cold run's time goes mostly to
-# building tools: docs/development.md).
+# `test` is what CI runs (.ci/run) and what the README tells contributors to run: these steps in
+# order, all of them always (ci/test.sh).
 TEST_STEPS := lint verify test-go lab-check test-alerts
 
 .PHONY: test
-test: ## Lint, verify, run all tests against real API servers, then check the lab (what CI runs)
-	@failed=""; took=""; \
-	for step in $(TEST_STEPS); do \
-		start=$$SECONDS; \
-		$(MAKE) $$step || failed="$$failed $$step"; \
-		d=$$((SECONDS - start)); took="$$took, $$step $$((d / 60))m$$((d % 60))s"; \
-	done; \
-	echo "make test: took $${took#, } ($$((SECONDS / 60))m$$((SECONDS % 60))s in all)"; \
-	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
-	echo "make test: lint, verify and tests passed"
-
-# The tests that skipped and why, after the run, where a CI log shows them at a glance: as root
-# with `make test`'s tools, only what the machine cannot offer should be there. With -v a test's
-# log lines stream before its result line: the reason is the test's last `file.go:N:` line.
-SKIP_SUMMARY = awk '/^=== RUN / { cur = $$3; last[cur] = ""; next } /^=== CONT / { cur = $$3; next } \
-	/^ *--- SKIP: / { n++; skips = skips "  " $$3 ": " last[$$3] "\n"; next } \
-	cur != "" && /^ +[^ ]+\.go:[0-9]+: / { line = $$0; sub(/^ +/, "", line); last[cur] = line } \
-	END { printf "test-go: %d tests skipped%s\n%s", n, (n ? ":" : ""), skips }' "$$log"
+test: ## Lint, verify, Go tests against real API servers, the lab check, alert tests (what CI runs)
+	@bash ci/test.sh $(TEST_STEPS)
 
 # What CI does on a fresh machine, for finding what a warm machine hides: .ci/run in a fresh clone
 # of HEAD with a new, empty HOME (so empty Go build, golangci-lint and ~/.cache/semaphore caches);
 # it shares the Go module cache (FRESH_MODULES=1: not that either) and the Debian packages that
 # ci/ installs, and says so. As long as a cold make test: about half an hour on 2 cores.
 .PHONY: test-fresh
-test-fresh: ## Run .ci/run as CI on a fresh machine: a fresh clone of HEAD, every cache empty (ci/fresh-run)
+test-fresh: ## Run .ci/run as CI on a fresh machine: a fresh clone of HEAD, every cache empty
 	@bash ci/fresh-run
 
 .PHONY: test-go
-test-go: ## Only run the Go tests (unit and integration)
-	@assets="$(KUBE_ASSETS)"; \
-	if [ -z "$$assets" ]; then echo "test: ci/kube-binaries.sh printed no directory"; exit 1; fi; \
-	echo "KUBEBUILDER_ASSETS=$$assets"; \
-	export KUBEBUILDER_ASSETS="$$assets"; \
-	$(PREBUILD_COREDNS); \
-	$(PREPARE_ROOT_TESTS); \
-	log=$$(mktemp); trap 'rm -f "$$log"' EXIT; status=0; \
-	echo "+ $(GO) test -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./..."; \
-	$(GO) test -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(GOTESTFLAGS) ./... 2>&1 | tee "$$log" || status=$$?; \
-	$(SKIP_SUMMARY); \
-	exit $$status
+test-go: ## Only the Go tests (unit and integration) of PKGS, then which skipped and why (ci/test-go.sh)
+	@bash ci/test-go.sh
 
-# The pure tests alone, in well under two minutes: every test that needs kube-apiserver and etcd,
+# The pure tests alone, in under a minute warm: every test that needs kube-apiserver and etcd,
 # CoreDNS, root and network namespaces, promtool or a build of the components skips under -short
 # (testenv.SkipIfShort) before it looks for or builds anything.
 .PHONY: test-short
-test-short: ## Only the pure Go tests (go test -short ./...): no API servers, no root, nothing to build
-	$(GO) test -short -count=1 ./...
+test-short: ## Only the pure Go tests of PKGS (go test -short): no API servers, no root, nothing to build
+	$(GO) test -short -count=1 $(PKGS)
 
-# Alert rules: `promtool check rules` on every rule file under alerts/ and `promtool test rules`
-# on their unit tests (alerts/*_test.yaml: every alert fires in one case and stays quiet in
-# another). promtool comes from Debian's prometheus package, installed by ci/promtool.sh when
-# missing. Both run, then it fails if either failed.
 .PHONY: test-alerts
-test-alerts: ## Check the alert rules (alerts/*.yaml) and run their promtool unit tests
-	@promtool=$$(bash ci/promtool.sh | tail -n 1); \
-	if [ -z "$$promtool" ]; then echo "test-alerts: ci/promtool.sh printed no path"; exit 1; fi; \
-	shopt -s nullglob; rules=(); tests=(); \
-	for f in alerts/*.yaml; do \
-		case $${f##*/} in *_test.yaml|*.test.yaml) tests+=("$$f");; *) rules+=("$$f");; esac; \
-	done; \
-	if [ $${#rules[@]} -eq 0 ]; then echo "test-alerts: no alerts/*.yaml, nothing to check"; exit 0; fi; \
-	failed=""; \
-	"$$promtool" check rules "$${rules[@]}" || failed="$$failed check"; \
-	if [ $${#tests[@]} -gt 0 ]; then "$$promtool" test rules "$${tests[@]}" || failed="$$failed test"; fi; \
-	if [ -n "$$failed" ]; then echo "test-alerts: FAILED:$$failed"; exit 1; fi; \
-	echo "test-alerts: $${#rules[@]} rule files checked, $${#tests[@]} test files passed"
+test-alerts: ## Check the alert rules (alerts/*.yaml) and run their promtool unit tests (ci/test-alerts.sh)
+	@bash ci/test-alerts.sh
 
-# Benchmarks run one package at a time so that they do not compete for the two cores. The
-# service mirror's package takes about 35 minutes (the original tool it is compared with, and 20
-# remote clusters), 50 with SEMAPHORE_BENCH_LONG=1.
 .PHONY: bench
-bench: ## Run every benchmark (BENCHTIME=1x by default) against real API servers
-	@pkgs=$$({ grep -rlE --include='*_test.go' --exclude-dir=testdata '^func Benchmark' components internal lab test || true; } \
-		| xargs -r -n 1 dirname | sort -u | sed 's|^|./|'); \
-	if [ -z "$$pkgs" ]; then echo "bench: no benchmarks yet"; exit 0; fi; \
-	assets="$(KUBE_ASSETS)"; \
-	if [ -z "$$assets" ]; then echo "bench: ci/kube-binaries.sh printed no directory"; exit 1; fi; \
-	export KUBEBUILDER_ASSETS="$$assets"; \
-	$(PREBUILD_COREDNS); \
-	set -x; \
-	$(GO) test -count=1 -p 1 -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 120m $$pkgs
+bench: ## Run every benchmark, a package at a time (BENCHTIME), against real API servers (ci/bench.sh)
+	@bash ci/bench.sh
 
 ##@ Local lab
 
@@ -280,7 +187,7 @@ lab-status: ## Show the status of the running lab
 SOAK_DURATION ?= 10m
 
 .PHONY: soak
-soak: ## Soak the lab: churn, remote cuts and controller pods deleted for SOAK_DURATION (10m), then check mesh, footprint, alerts (not in make test)
+soak: ## Churn the lab for SOAK_DURATION, then check mesh, footprint and alerts (not in make test)
 	@bash ci/lab -duration $(SOAK_DURATION) soak
 
 .PHONY: lab-check
