@@ -28,10 +28,11 @@ PKGS ?= ./...
 BENCHTIME ?= 1x
 # What the scripts under ci/ read from make.
 export GO GOTESTFLAGS TEST_TIMEOUT TEST_PARALLEL PKGS BENCHTIME
+
 # Charts whose README.md `generate` writes with chartdoc (from Chart.yaml and the `# --` comments
 # of values.yaml): every chart under charts/ with a values.yaml, subcharts included, except library
-# charts, which have no values of their own. Found through their Chart.yaml (find does not follow
-# the subcharts' charts/common symlinks), so a new chart needs no change here.
+# charts (charts/common), which have no values of their own. Found through their Chart.yaml (find
+# does not follow each chart's charts/common link to the library), so a new chart needs no change.
 DOC_CHARTS := $(shell find charts -name Chart.yaml 2>/dev/null | sort | while read -r f; do \
 	d=$${f%/Chart.yaml}; \
 	if [ -f "$$d/values.yaml" ] && ! grep -qE '^type:[[:space:]]*library' "$$f"; then echo "$$d"; fi; \

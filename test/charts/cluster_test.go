@@ -45,7 +45,8 @@ var (
 
 func TestMain(m *testing.M) {
 	// Helm's chart loader reports, through the standard logger, every symbolic link it follows;
-	// the subcharts reach the library chart through one each, so every load would print three.
+	// every chart reaches the library chart (charts/common) through one, so every load of the
+	// umbrella would print four.
 	log.SetOutput(io.Discard)
 	code := m.Run()
 	for _, c := range []*testenv.Cluster{awsCluster, gcpCluster} {

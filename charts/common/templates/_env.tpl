@@ -2,9 +2,10 @@
 semaphore-common.env: the env items (no "env:" key) every component shares, in this order:
 SEMAPHORE_LOCAL_CLUSTER, SEMAPHORE_REMOTES, SEMAPHORE_REMOTES_DIR, SEMAPHORE_ADMIN_ADDR,
 SEMAPHORE_LOG_LEVEL, SEMAPHORE_CLIENT_QPS, SEMAPHORE_CLIENT_BURST, SEMAPHORE_RESYNC_PERIOD,
-SEMAPHORE_REMOTE_PROBE_INTERVAL, SEMAPHORE_ADOPT_ORIGINAL (global.adoptOriginal), POD_NAME, POD_NAMESPACE (downward API). The component's own
-variables follow it, then .Values.extraEnv (see semaphore-common.extraEnv).
-  $ (the including chart's root context)
+SEMAPHORE_REMOTE_PROBE_INTERVAL, SEMAPHORE_ADOPT_ORIGINAL (global.adoptOriginal), POD_NAME,
+POD_NAMESPACE (downward API). The component's own variables follow it, then .Values.extraEnv (see
+semaphore-common.extraEnv).
+  dict "ctx" $ "component" "service-mirror"
 Reads (each optional, defaults as the binaries'):
   .Values.logLevel             debug|info|warn|error (default info)
   .Values.client.qps           requests per second of each API client (default 200)
@@ -22,7 +23,8 @@ Reads (each optional, defaults as the binaries'):
 */ -}}
 {{- define "semaphore-common.env" -}}
 {{- $g := include "semaphore-common.global" . | fromYaml -}}
-{{- $client := .Values.client | default dict -}}
+{{- $v := .ctx.Values -}}
+{{- $client := $v.client | default dict -}}
 {{- $names := list -}}
 {{- range $g.remotes }}{{ $names = append $names (toString .name) }}{{ end -}}
 - name: SEMAPHORE_LOCAL_CLUSTER
@@ -31,7 +33,7 @@ Reads (each optional, defaults as the binaries'):
   value: {{ join "," $names | quote }}
 - name: SEMAPHORE_REMOTES_DIR
   value: {{ include "semaphore-common.remotesDir" . | quote }}
-{{- if eq (toString .Values.adminBindAddress) "podIP" }}
+{{- if eq (toString $v.adminBindAddress) "podIP" }}
 - name: POD_IP
   valueFrom:
     fieldRef:
@@ -43,15 +45,15 @@ Reads (each optional, defaults as the binaries'):
   value: {{ printf ":%d" (include "semaphore-common.adminPort" . | int) | quote }}
 {{- end }}
 - name: SEMAPHORE_LOG_LEVEL
-  value: {{ .Values.logLevel | default "info" | quote }}
+  value: {{ $v.logLevel | default "info" | quote }}
 - name: SEMAPHORE_CLIENT_QPS
   value: {{ $client.qps | default 200 | toString | quote }}
 - name: SEMAPHORE_CLIENT_BURST
   value: {{ $client.burst | default 400 | toString | quote }}
 - name: SEMAPHORE_RESYNC_PERIOD
-  value: {{ .Values.resyncPeriod | default "10m" | quote }}
+  value: {{ $v.resyncPeriod | default "10m" | quote }}
 - name: SEMAPHORE_REMOTE_PROBE_INTERVAL
-  value: {{ .Values.remoteProbeInterval | default "10s" | quote }}
+  value: {{ $v.remoteProbeInterval | default "10s" | quote }}
 - name: SEMAPHORE_ADOPT_ORIGINAL
   value: {{ $g.adoptOriginal | toString | quote }}
 - name: POD_NAME
@@ -99,10 +101,10 @@ retryPeriod (2s)}.
 {{- /*
 semaphore-common.extraEnv: .Values.extraEnv (a list of EnvVar) as env items; renders nothing
 when empty. Put it last: a later duplicate name wins in Kubernetes.
-  $ (the including chart's root context)
+  dict "ctx" $ "component" "service-mirror"
 */ -}}
 {{- define "semaphore-common.extraEnv" -}}
-{{- with .Values.extraEnv -}}
+{{- with .ctx.Values.extraEnv -}}
 {{- toYaml . -}}
 {{- end -}}
 {{- end -}}

@@ -9,7 +9,7 @@ Reads (each optional; the component's own value wins over global):
   .Values.image.digest      "sha256:..." appended after the tag when set
 */ -}}
 {{- define "semaphore-common.image" -}}
-{{- $g := (include "semaphore-common.global" .ctx | fromYaml).image -}}
+{{- $g := (include "semaphore-common.global" . | fromYaml).image -}}
 {{- $i := .ctx.Values.image | default dict -}}
 {{- $registry := $i.registry | default $g.registry | trimSuffix "/" -}}
 {{- $repository := $i.repository | default (printf "semaphore-%s" .component) -}}
@@ -24,10 +24,10 @@ Reads (each optional; the component's own value wins over global):
 {{- /*
 semaphore-common.imagePullPolicy: .Values.image.pullPolicy, else global.image.pullPolicy (default
 IfNotPresent).
-  $ (the including chart's root context)
+  dict "ctx" $ "component" "service-mirror"
 */ -}}
 {{- define "semaphore-common.imagePullPolicy" -}}
-{{- $i := .Values.image | default dict -}}
+{{- $i := .ctx.Values.image | default dict -}}
 {{- $i.pullPolicy | default (include "semaphore-common.global" . | fromYaml).image.pullPolicy -}}
 {{- end -}}
 
@@ -35,8 +35,10 @@ IfNotPresent).
 semaphore-common.imagePullSecrets: the pod spec's imagePullSecrets field from
 global.imagePullSecrets ([{name: ...}]); renders nothing when there are none. Use at the pod
 spec's indentation:
-  {{- include "semaphore-common.imagePullSecrets" $ | nindent 6 }}
-  $ (the including chart's root context)
+  {{- with (include "semaphore-common.imagePullSecrets" $c) }}
+  {{- . | nindent 6 }}
+  {{- end }}
+  dict "ctx" $ "component" "service-mirror"
 */ -}}
 {{- define "semaphore-common.imagePullSecrets" -}}
 {{- with (include "semaphore-common.global" . | fromYaml).imagePullSecrets -}}

@@ -49,28 +49,33 @@ spec:
     {{- include "semaphore-common.selectorLabels" . | nindent 4 }}
   ports:
     - name: admin
-      port: {{ include "semaphore-common.adminPort" .ctx }}
+      port: {{ include "semaphore-common.adminPort" . }}
       targetPort: admin
       protocol: TCP
 {{- end }}
 {{- end -}}
 
-{{- /* The scrape settings ServiceMonitor endpoints and PodMonitor podMetricsEndpoints share. */ -}}
-{{- define "semaphore-common.scrapeEndpoint" -}}
+{{- /*
+(internal) The scrape settings ServiceMonitor endpoints and PodMonitor podMetricsEndpoints share,
+from the values key named by "monitor" (serviceMonitor or podMonitor).
+  dict "ctx" $ "component" "service-mirror" "monitor" "serviceMonitor"
+*/ -}}
+{{- define "semaphore-common.monitoring.endpoint" -}}
+{{- $m := index .ctx.Values .monitor | default dict -}}
 port: admin
 path: /metrics
 scheme: http
-{{- with .interval }}
+{{- with $m.interval }}
 interval: {{ . }}
 {{- end }}
-{{- with .scrapeTimeout }}
+{{- with $m.scrapeTimeout }}
 scrapeTimeout: {{ . }}
 {{- end }}
-{{- with .relabelings }}
+{{- with $m.relabelings }}
 relabelings:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .metricRelabelings }}
+{{- with $m.metricRelabelings }}
 metricRelabelings:
   {{- toYaml . | nindent 2 }}
 {{- end }}
@@ -100,7 +105,7 @@ spec:
     matchLabels:
       {{- include "semaphore-common.selectorLabels" . | nindent 6 }}
   endpoints:
-    - {{ include "semaphore-common.scrapeEndpoint" $sm | nindent 6 | trim }}
+    - {{ include "semaphore-common.monitoring.endpoint" (dict "ctx" .ctx "component" .component "monitor" "serviceMonitor") | nindent 6 | trim }}
 {{- end }}
 {{- end -}}
 
@@ -128,7 +133,7 @@ spec:
     matchLabels:
       {{- include "semaphore-common.selectorLabels" . | nindent 6 }}
   podMetricsEndpoints:
-    - {{ include "semaphore-common.scrapeEndpoint" $pm | nindent 6 | trim }}
+    - {{ include "semaphore-common.monitoring.endpoint" (dict "ctx" .ctx "component" .component "monitor" "podMonitor") | nindent 6 | trim }}
 {{- end }}
 {{- end -}}
 

@@ -19,7 +19,8 @@ Every component renders its own kubeconfig Secrets, so each subchart works alone
 
 {{- /*
 semaphore-common.remotesDir: the directory the remotes are mounted under
-(SEMAPHORE_REMOTES_DIR). No parameters.
+(SEMAPHORE_REMOTES_DIR).
+  dict "ctx" $ "component" "service-mirror"   (reads nothing from it)
 */ -}}
 {{- define "semaphore-common.remotesDir" -}}
 /etc/semaphore/remotes
@@ -41,7 +42,7 @@ YAML documents each starting with "---". Renders nothing when no remote uses tok
 */ -}}
 {{- define "semaphore-common.remoteSecrets" -}}
 {{- $top := . -}}
-{{- range $r := (include "semaphore-common.global" .ctx | fromYaml).remotes }}
+{{- range $r := (include "semaphore-common.global" . | fromYaml).remotes }}
 {{- if $r.tokenSecret }}
 {{- $kubeconfig := dict
   "apiVersion" "v1"
@@ -74,7 +75,7 @@ are not part of it: their rotation is picked up without a restart.
   dict "ctx" $ "component" "service-mirror"
 */ -}}
 {{- define "semaphore-common.remotesChecksum" -}}
-{{- (include "semaphore-common.global" .ctx | fromYaml).remotes | toJson | sha256sum -}}
+{{- (include "semaphore-common.global" . | fromYaml).remotes | toJson | sha256sum -}}
 {{- end -}}
 
 {{- /*
@@ -95,7 +96,7 @@ and one with its own volumes appends it after them.
 {{- /* (internal) the items of semaphore-common.remoteVolumes, with a leading newline */ -}}
 {{- define "semaphore-common.remoteVolumes.items" -}}
 {{- $top := . -}}
-{{- range $r := (include "semaphore-common.global" .ctx | fromYaml).remotes }}
+{{- range $r := (include "semaphore-common.global" . | fromYaml).remotes }}
 - name: remote-{{ $r.name }}
   projected:
     defaultMode: 288  # 0440: readable by the pod's group (fsGroup) only
@@ -125,7 +126,7 @@ and one with its own volumes appends it after them.
 semaphore-common.remoteVolumeMounts: the container's volumeMount items (no "volumeMounts:" key),
 each remote read-only at /etc/semaphore/remotes/<name>. Renders nothing (not even a newline)
 without remotes; use it like semaphore-common.remoteVolumes.
-  $ (the including chart's root context)
+  dict "ctx" $ "component" "service-mirror"
 */ -}}
 {{- define "semaphore-common.remoteVolumeMounts" -}}
 {{- include "semaphore-common.remoteVolumeMounts.items" . | trim -}}
@@ -144,7 +145,7 @@ without remotes; use it like semaphore-common.remoteVolumes.
 semaphore-common.remotePodRanges: SEMAPHORE_REMOTE_POD_RANGES, every podRanges entry of
 global.remotes as remote:CIDR pairs, comma-separated, in the order of the remotes; empty when
 no remote has any.
-  the root context
+  dict "ctx" $ "component" "service-mirror"
 */ -}}
 {{- define "semaphore-common.remotePodRanges" -}}
 {{- $pairs := list -}}

@@ -1,37 +1,10 @@
-{{/* Chart name, for the app.kubernetes.io/name label. */}}
-{{- define "semaphore-remote.name" -}}
-{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
-{{- end }}
-
 {{/*
-Full name: the ClusterRole's name and the ClusterRoleBindings' prefix. The release name alone
-when it already contains the chart name (the usual `helm install semaphore-remote ...`).
+Name, fullname and labels come from the semaphore-common library (charts/common), called as
+  include "semaphore-common.fullname" (dict "ctx" $)
+without a component: the objects are named after this chart, "<release>-semaphore-remote" or the
+release name alone when it already contains the chart's name (the usual
+`helm install semaphore-remote ...`); the common labels are .Values.commonLabels.
 */}}
-{{- define "semaphore-remote.fullname" -}}
-{{- if .Values.fullnameOverride }}
-{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
-{{- else }}
-{{- $name := default .Chart.Name .Values.nameOverride }}
-{{- if contains $name .Release.Name }}
-{{- .Release.Name | trunc 63 | trimSuffix "-" }}
-{{- else }}
-{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
-{{- end }}
-{{- end }}
-{{- end }}
-
-{{/* Labels on every object. */}}
-{{- define "semaphore-remote.labels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
-app.kubernetes.io/name: {{ include "semaphore-remote.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-app.kubernetes.io/part-of: semaphore
-{{- with .Values.commonLabels }}
-{{ toYaml . }}
-{{- end }}
-{{- end }}
 
 {{/*
 The consuming cluster's ServiceAccount (and the stem of its token Secret). Fixed rather than

@@ -5,10 +5,10 @@ remotes share one: the binary would refuse to start, and a failed install is eas
 a crash-looping DaemonSet. Ports of clusters that are not remotes are left out (the binary would
 refuse those too), so that one listenPorts map can serve the releases of every cluster; a
 misspelt name still fails, as the remote it was meant for then has no port.
-  $ (the chart's root context)
+  dict "ctx" $ "component" "wireguard" (the shape of the semaphore-common helpers)
 */ -}}
 {{- define "semaphore-wireguard.listenPorts" -}}
-{{- $ports := .Values.listenPorts | default dict -}}
+{{- $ports := .ctx.Values.listenPorts | default dict -}}
 {{- $remotes := (include "semaphore-common.global" . | fromYaml).remotes -}}
 {{- $pairs := list -}}
 {{- $byPort := dict -}}
@@ -34,10 +34,10 @@ a map {<remote>: source} becomes "remote:source" pairs joined by ",", in the ord
 global.remotes. As with listenPorts, names that are not remotes are left out (the binary would
 refuse them), so that one map can serve the releases of every cluster; remotes not in the map
 read node, and a map that names none of them gives "node". The schema checks the sources.
-  $ (the chart's root context)
+  dict "ctx" $ "component" "wireguard" (the shape of the semaphore-common helpers)
 */ -}}
 {{- define "semaphore-wireguard.podCIDRsFrom" -}}
-{{- $from := .Values.podCIDRsFrom | default "node" -}}
+{{- $from := .ctx.Values.podCIDRsFrom | default "node" -}}
 {{- if kindIs "map" $from -}}
 {{- $remotes := (include "semaphore-common.global" . | fromYaml).remotes -}}
 {{- $pairs := list -}}
@@ -59,10 +59,10 @@ endpointRanges {<remote>: [CIDR, ...]} as "remote:CIDR" pairs joined by ",", in 
 global.remotes; empty when no remote has any. As with listenPorts, names that are not remotes
 are left out (the binary would refuse them), so that one map can serve the releases of every
 cluster. The schema checks the CIDRs' form, the binary the rest.
-  $ (the chart's root context)
+  dict "ctx" $ "component" "wireguard" (the shape of the semaphore-common helpers)
 */ -}}
 {{- define "semaphore-wireguard.endpointRanges" -}}
-{{- $ranges := .Values.endpointRanges | default dict -}}
+{{- $ranges := .ctx.Values.endpointRanges | default dict -}}
 {{- $pairs := list -}}
 {{- range $r := (include "semaphore-common.global" . | fromYaml).remotes -}}
 {{- $name := toString $r.name -}}
