@@ -63,54 +63,24 @@ type config struct {
 
 func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	start := time.Now()
-	root, err := moduleRoot(ctx)
+	p, err := c.plan(ctx)
 	if err != nil {
 		return err
 	}
-	opts, err := images.DefaultOptions(ctx, root)
-	if err != nil {
-		return err
-	}
-	if c.version != "" {
-		opts.Version = c.version
-	}
-	opts.Progress = stderr
-	if c.tag == "" {
-		if c.tag, err = images.AppVersion(filepath.Join(root, "charts", "semaphore")); err != nil {
-			return err
-		}
-	}
-	registry := images.DefaultRegistry
-	if c.push != "" {
-		registry = strings.TrimSuffix(c.push, "/")
-	}
-	out := c.out
-	if out == "" {
-		out = filepath.Join(root, ".build", "images")
-	}
-	var platforms []string
-	for p := range strings.SplitSeq(c.platforms, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			platforms = append(platforms, p)
-		}
-	}
-	if len(platforms) == 0 {
-		return errors.New("-platforms: no platform")
-	}
-
+	p.opts.Progress = stderr
 	built := map[string]v1.ImageIndex{}
 	var refs []string
 	for _, spec := range images.Components() {
-		spec.Platforms = platforms
-		idx, err := images.Build(ctx, spec, opts)
+		spec.Platforms = p.platforms
+		idx, err := images.Build(ctx, spec, p.opts)
 		if err != nil {
 			return err
 		}
-		ref := spec.Ref(registry, c.tag)
+		ref := spec.Ref(p.registry, p.tag)
 		built[ref] = idx
 		refs = append(refs, ref)
 	}
-	if err := images.WriteLayout(out, built); err != nil {
+	if err := images.WriteLayout(p.out, built); err != nil {
 		return err
 	}
 	for _, ref := range refs {
@@ -121,7 +91,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%s  %s\n", ref, d)
 	}
 	fmt.Fprintf(stdout, "OCI image layout: %s (%d images, %s, version %s, created %s)\n",
-		out, len(refs), strings.Join(platforms, " "), opts.Version, opts.Epoch.Format(time.RFC3339))
+		p.out, len(refs), strings.Join(p.platforms, " "), p.opts.Version, p.opts.Epoch.Format(time.RFC3339))
 	if c.push != "" {
 		for _, ref := range refs {
 			if err := images.Push(ctx, ref, built[ref], c.insecure); err != nil {
@@ -133,6 +103,50 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "images: done in %s\n", time.Since(start).Round(100*time.Millisecond))
 	return nil
+}
+
+// plan is what the flags ask for, with the defaults filled in.
+type plan struct {
+	opts          images.Options
+	tag, registry string
+	out           string
+	platforms     []string
+}
+
+// plan fills in the defaults of the flags: from the module's root, the build options, the
+// chart's appVersion and the layout's directory.
+func (c config) plan(ctx context.Context) (plan, error) {
+	p := plan{registry: images.DefaultRegistry, tag: c.tag, out: c.out}
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return p, err
+	}
+	if p.opts, err = images.DefaultOptions(ctx, root); err != nil {
+		return p, err
+	}
+	if c.version != "" {
+		p.opts.Version = c.version
+	}
+	if p.tag == "" {
+		if p.tag, err = images.AppVersion(filepath.Join(root, "charts", "semaphore")); err != nil {
+			return p, err
+		}
+	}
+	if c.push != "" {
+		p.registry = strings.TrimSuffix(c.push, "/")
+	}
+	if p.out == "" {
+		p.out = filepath.Join(root, ".build", "images")
+	}
+	for pl := range strings.SplitSeq(c.platforms, ",") {
+		if pl = strings.TrimSpace(pl); pl != "" {
+			p.platforms = append(p.platforms, pl)
+		}
+	}
+	if len(p.platforms) == 0 {
+		return p, errors.New("-platforms: no platform")
+	}
+	return p, nil
 }
 
 // moduleRoot is the directory of the main module's go.mod, wherever the command runs from.

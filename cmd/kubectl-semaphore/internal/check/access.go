@@ -9,40 +9,40 @@ import (
 	"strings"
 	"sync"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
+	"github.com/kube-semaphore/semaphore/internal/remote"
 )
 
 // probe is one cluster-wide access review: may the identity do verb on resource?
-type probe struct{ Group, Resource, Verb string }
+type probe struct{ group, resource, verb string }
 
 func (p probe) String() string {
-	if p.Group == "" {
-		return p.Verb + " " + p.Resource
+	if p.group == "" {
+		return p.verb + " " + p.resource
 	}
-	return p.Verb + " " + p.Resource + "." + p.Group
+	return p.verb + " " + p.resource + "." + p.group
 }
 
-func (p probe) resource() probe { return probe{Group: p.Group, Resource: p.Resource} }
+func (p probe) resourceOnly() probe { return probe{group: p.group, resource: p.resource} }
 
 var (
-	services       = probe{Resource: "services"}
-	endpointSlices = probe{Group: "discovery.k8s.io", Resource: "endpointslices"}
-	pods           = probe{Resource: "pods"}
-	nodes          = probe{Resource: "nodes"}
-	ipamBlocks     = probe{Group: "crd.projectcalico.org", Resource: "ipamblocks"}
-	secrets        = probe{Resource: "secrets"}
+	services       = probe{resource: "services"}
+	endpointSlices = probe{group: "discovery.k8s.io", resource: "endpointslices"}
+	pods           = probe{resource: "pods"}
+	nodes          = probe{resource: "nodes"}
+	ipamBlocks     = probe{group: "crd.projectcalico.org", resource: "ipamblocks"}
+	secrets        = probe{resource: "secrets"}
 )
 
 func (p probe) with(verbs ...string) []probe {
 	out := make([]probe, 0, len(verbs))
 	for _, v := range verbs {
-		out = append(out, probe{Group: p.Group, Resource: p.Resource, Verb: v})
+		out = append(out, probe{group: p.group, resource: p.resource, verb: v})
 	}
 	return out
 }
@@ -104,7 +104,7 @@ func forbidden(allowed []probe) []probe {
 	var out []probe
 	read := map[probe]bool{}
 	for _, p := range allowed {
-		read[p.resource()] = true
+		read[p.resourceOnly()] = true
 	}
 	for _, r := range []probe{services, endpointSlices, pods, nodes, ipamBlocks} {
 		out = append(out, r.with("create", "update", "patch", "delete", "deletecollection")...)
@@ -120,7 +120,7 @@ func forbidden(allowed []probe) []probe {
 func review(ctx context.Context, client kubernetes.Interface, p probe) (bool, string, error) {
 	r, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Group: p.Group, Resource: p.Resource, Verb: p.Verb,
+			Group: p.group, Resource: p.resource, Verb: p.verb,
 		}},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -153,7 +153,7 @@ func checkReachable(ctx context.Context, client kubernetes.Interface, r release.
 
 // checkIdentity says who the credentials are in the remote.
 func checkIdentity(ctx context.Context, client kubernetes.Interface, r release.Remote, res func(string) Result) (Result, bool) {
-	review, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	user, err := remote.WhoAmI(ctx, client, "")
 	if err != nil {
 		if apierrors.IsUnauthorized(err) {
 			return fail(res(Identity), "check-identity",
@@ -162,7 +162,7 @@ func checkIdentity(ctx context.Context, client kubernetes.Interface, r release.R
 		}
 		return fail(res(Identity), "check-identity", "remote %s: who the credentials of Secrets %v are: %v", r.Name, r.Secrets, err), false
 	}
-	return pass(res(Identity), "the credentials are %s", review.Status.UserInfo.Username), true
+	return pass(res(Identity), "the credentials are %s", user), true
 }
 
 // checkAccess checks that the credentials may do what the component needs and nothing beyond

@@ -23,22 +23,22 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 )
 
-// RunbookBase is where the runbooks of the checks' failures live; each check appends its anchor.
-const RunbookBase = "https://github.com/kube-semaphore/semaphore/blob/main/docs/runbooks.md#"
+// runbookBase is where the runbooks of the checks' failures live; each check appends its anchor.
+const runbookBase = "https://github.com/kube-semaphore/semaphore/blob/main/docs/runbooks.md#"
 
 // Check names, the first column of the output and the "check" field of JSON.
 const (
-	Components  = "components"
-	Pods        = "pods"
-	Reachable   = "reachable"
-	Identity    = "identity"
-	Access      = "access"
-	Mirrors     = "mirrors"
-	Global      = "global-services"
-	NetworkSets = "network-sets"
-	Peers       = "peers"
-	Handshakes  = "handshakes"
-	PodRanges   = "pod-ranges"
+	componentsFound = "components"
+	Pods            = "pods"
+	Reachable       = "reachable"
+	Identity        = "identity"
+	Access          = "access"
+	Mirrors         = "mirrors"
+	Global          = "global-services"
+	NetworkSets     = "network-sets"
+	Peers           = "peers"
+	Handshakes      = "handshakes"
+	PodRanges       = "pod-ranges"
 )
 
 // Result is the outcome of one check.
@@ -104,12 +104,8 @@ func Run(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface
 		return nil, err
 	}
 	if len(components) == 0 {
-		where := "any namespace"
-		if opts.Namespace != "" {
-			where = "namespace " + opts.Namespace
-		}
-		return []Result{{Check: Components, OK: false, Runbook: RunbookBase + "check-components",
-			Message: fmt.Sprintf("no Semaphore components (workloads labelled %s) in %s: install the semaphore chart, or pass its namespace with -n", release.PartOf, where)}}, nil
+		return []Result{{Check: componentsFound, OK: false, Runbook: runbookBase + "check-components",
+			Message: fmt.Sprintf("no Semaphore components (workloads labelled %s) in %s: install the semaphore chart, or pass its namespace with -n", release.PartOf, release.Where(opts.Namespace))}}, nil
 	}
 	// What a remote may grant is the union of what every component of this cluster that
 	// reads it needs, so it is computed from all of them even when -n narrows the check.
@@ -133,7 +129,7 @@ func Run(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface
 				if !errors.As(err, new(*release.RunsHereError)) {
 					msg += ": fix the remotes values of the semaphore release"
 				}
-				out = append(out, Result{Check: Reachable, Cluster: c.LocalCluster(), Remote: name, Component: c.Name, Message: msg, Runbook: RunbookBase + "check-reachable"})
+				out = append(out, Result{Check: Reachable, Cluster: c.LocalCluster(), Remote: name, Component: c.Name, Message: msg, Runbook: runbookBase + "check-reachable"})
 				continue
 			}
 			out = append(out, checkRemote(ctx, client, dyn, c, r, allowed[r.Name], opts)...)
@@ -187,7 +183,7 @@ func checkRemote(ctx context.Context, client kubernetes.Interface, dyn dynamic.I
 }
 
 func fail(r Result, anchor, format string, args ...any) Result {
-	r.OK, r.Message, r.Runbook = false, fmt.Sprintf(format, args...), RunbookBase+anchor
+	r.OK, r.Message, r.Runbook = false, fmt.Sprintf(format, args...), runbookBase+anchor
 	return r
 }
 

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -28,32 +26,15 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
-var (
-	aws *testenv.Cluster
-	gcp *testenv.Cluster
-)
+var aws, gcp *testenv.Cluster
 
 func TestMain(m *testing.M) {
-	if testenv.Short() {
-		os.Exit(m.Run())
-	}
-	var err error
-	crds := filepath.Join(testbed.RepoRoot(), "components", "policy", "testdata", "crds")
-	if aws, err = testenv.StartCluster("aws", testenv.Options{}); err == nil {
-		gcp, err = testenv.StartCluster("gcp", testenv.Options{CRDDirs: []string{crds}})
-	}
-	if err != nil {
-		panic(err)
-	}
-	code := m.Run()
-	aws.Stop()
-	gcp.Stop()
-	os.Exit(code)
+	clustertest.Main(m,
+		clustertest.Server{Into: &aws, Name: "aws"},
+		clustertest.Server{Into: &gcp, Name: "gcp", Options: testenv.Options{CRDDirs: []string{clustertest.CalicoCRDs()}}})
 }
 
 // simulateRollout does what the controllers and kubelets of a real cluster would: the
@@ -72,11 +53,7 @@ func simulateRollout(t *testing.T, c *testenv.Cluster) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			n := ptr.Deref(d.Spec.Replicas, 1)
-			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
-			if _, err := c.Client.AppsV1().Deployments(comp.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			rolledOut(t, c, d)
 		case "DaemonSet":
 			d, err := c.Client.AppsV1().DaemonSets(comp.Namespace).Get(ctx, comp.Workload, metav1.GetOptions{})
 			if err != nil {
@@ -87,16 +64,17 @@ func simulateRollout(t *testing.T, c *testenv.Cluster) {
 				t.Fatal(err)
 			}
 		}
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: comp.Workload + "-0", Namespace: comp.Namespace, Labels: comp.Template.Labels},
-			Spec:       *comp.Template.Spec.DeepCopy(),
-		}
-		pod.Spec.NodeName = "gcp-node-1"
-		pod, err := c.Client.CoreV1().Pods(comp.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		setPodStatus(t, c, pod, "10.2.0.10")
+		ready(t, c, clustertest.ComponentPod(t, c, comp, comp.Workload+"-0", "gcp-node-1"), "10.2.0.10")
+	}
+}
+
+// rolledOut marks the Deployment rolled out, as its controller would.
+func rolledOut(t *testing.T, c *testenv.Cluster, d *appsv1.Deployment) {
+	t.Helper()
+	n := ptr.Deref(d.Spec.Replicas, 1)
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+	if _, err := c.Client.AppsV1().Deployments(d.Namespace).UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -118,25 +96,19 @@ func setEnv(t *testing.T, c *testenv.Cluster, deployment, name, value string) {
 	if d, err = deployments.Update(ctx, d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	n := ptr.Deref(d.Spec.Replicas, 1)
-	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
-	if _, err := deployments.UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	rolledOut(t, c, d)
 }
 
-func setPodStatus(t *testing.T, c *testenv.Cluster, pod *corev1.Pod, ip string) {
+// ready makes the pod running and ready with address ip, as its kubelet would.
+func ready(t *testing.T, c *testenv.Cluster, pod *corev1.Pod, ip string) {
 	t.Helper()
-	ctx := context.Background()
 	pod.Status = corev1.PodStatus{
 		Phase:      corev1.PodRunning,
 		PodIP:      ip,
 		PodIPs:     []corev1.PodIP{{IP: ip}},
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}},
 	}
-	if _, err := c.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	clustertest.UpdatePodStatus(t, c, pod)
 }
 
 // failures are the failed results, one line each, for messages.
@@ -150,93 +122,137 @@ func failures(results []check.Result) string {
 	return b.String()
 }
 
+// failsNaming reports whether a result of check name (of component, unless "") fails with a
+// message that holds text.
+func failsNaming(results []check.Result, name, component, text string) bool {
+	return slices.ContainsFunc(results, func(r check.Result) bool {
+		return r.Check == name && (component == "" || r.Component == component) && !r.OK && strings.Contains(r.Message, text)
+	})
+}
+
+// inSync is gcp linked to aws, with what gcp's controllers would have made of aws's objects, and
+// how TestCheck checks it.
+type inSync struct {
+	dyn  dynamic.Interface
+	opts check.Options
+	// mirror, set and globalSlice are what the controllers made in gcp: a mirror Service, a
+	// GlobalNetworkSet and the copy of a global service's EndpointSlice.
+	mirror      *corev1.Service
+	set         *calico.GlobalNetworkSet
+	globalSlice *discoveryv1.EndpointSlice
+}
+
+// linkInSync links gcp to aws, and makes in aws a mirrored Service, a global service with one
+// slice, a labelled pod and a node, and in gcp what the controllers make of them.
+func linkInSync(t *testing.T) inSync {
+	t.Helper()
+	ctx := context.Background()
+	clustertest.Link(t, aws, gcp, "aws", "gcp", aws.Config.Host)
+	simulateRollout(t, gcp)
+	if err := aws.EnsureNamespace(ctx, "sys-log"); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "fluentd", Namespace: "sys-log", Labels: map[string]string{"mirror.semaphore.uw.io/mirror-service": "true"}},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "fwd", Port: 24224, Protocol: corev1.ProtocolTCP}}},
+	}
+	clustertest.Create(t, aws, svc)
+	m := clustertest.Mirror(t, gcp, "aws", svc)
+	echo := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "sys-log", Labels: map[string]string{global.LabelGlobalService: "true"}},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}},
+	}
+	echoSlice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "echo-abcde", Namespace: "sys-log", Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.6"}}},
+	}
+	clustertest.Create(t, aws, echo, echoSlice)
+	key := global.Key{Namespace: "sys-log", Name: "echo"}
+	copies := clustertest.GlobalService(t, gcp, key, "aws", echo, map[string][]*discoveryv1.EndpointSlice{"aws": {echoSlice}})
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "fluentd-0", Namespace: "sys-log", Labels: map[string]string{"policy.semaphore.uw.io/name": "fluentd"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "fluentd", Image: "fluentd"}}},
+	}
+	clustertest.Create(t, aws, pod)
+	ready(t, aws, pod, "10.1.0.5")
+	set := clustertest.NetworkSet(netset.Source{Cluster: "aws", Namespace: "sys-log", Name: "fluentd"}, "10.1.0.5/32")
+	clustertest.Create(t, gcp, set)
+	clustertest.Create(t, aws, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "aws-node-1"}})
+
+	now := time.Now()
+	return inSync{
+		dyn: dynamic.NewForConfigOrDie(gcp.Config),
+		opts: check.Options{
+			Timeout: 5 * time.Second,
+			Now:     func() time.Time { return now },
+			Metrics: func(_ context.Context, pod *corev1.Pod) ([]byte, error) {
+				return []byte(fmt.Sprintf("%s{peer=%q,remote=%q} %d\n", agents.HandshakeMetric, "aws-node-1", "aws", now.Add(-30*time.Second).Unix())), nil
+			},
+		},
+		mirror:      m,
+		set:         set,
+		globalSlice: copies[0],
+	}
+}
+
+// run checks gcp with opts.
+func (s inSync) run(t *testing.T, opts check.Options) []check.Result {
+	t.Helper()
+	results, err := check.Run(context.Background(), gcp.Client, s.dyn, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return results
+}
+
+// eventuallyFails waits up to timeout (saying it waits for what) until checking gcp fails three
+// times, once for each component, as match says (the failures described as counted).
+func (s inSync) eventuallyFails(t *testing.T, timeout time.Duration, what, counted string, match func(check.Result) bool) {
+	t.Helper()
+	testenv.Eventually(t, timeout, what, func() error {
+		results, err := check.Run(context.Background(), gcp.Client, s.dyn, s.opts)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, r := range results {
+			if !r.OK && match(r) {
+				n++
+			}
+		}
+		if n != 3 || !check.Failed(results) {
+			return fmt.Errorf("%d %s, want 3:%s", n, counted, failures(results))
+		}
+		return nil
+	})
+}
+
+// result checks gcp and returns the result of check name.
+func (s inSync) result(t *testing.T, name string) check.Result {
+	t.Helper()
+	results := s.run(t, s.opts)
+	for _, r := range results {
+		if r.Check == name {
+			return r
+		}
+	}
+	t.Fatalf("no %s result:%s", name, failures(results))
+	return check.Result{}
+}
+
 // The check of a linked pair of clusters: in sync, it passes; an extra ClusterRole bound to the
 // consumer fails the access check naming it; a missing network set fails; a revoked token fails
 // naming the remote.
 func TestCheck(t *testing.T) {
 	testenv.SkipIfShort(t, "API servers")
 	ctx := context.Background()
-	clustertest.Link(t, aws, gcp, "aws", "gcp", aws.Config.Host)
+	s := linkInSync(t)
 	sa := "semaphore-remote-gcp" // the consumer's ServiceAccount in aws
-	simulateRollout(t, gcp)
+	dyn, opts := s.dyn, s.opts
 
-	// In aws: a mirrored Service, a labelled pod, a node. In gcp: what the controllers make of them.
-	if err := aws.EnsureNamespace(ctx, "sys-log"); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := aws.Client.CoreV1().Services("sys-log").Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "fluentd", Labels: map[string]string{"mirror.semaphore.uw.io/mirror-service": "true"}},
-		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "fwd", Port: 24224, Protocol: corev1.ProtocolTCP}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := mirror.Source{Cluster: "aws", Namespace: "sys-log", Name: "fluentd"}
-	if _, err := gcp.Client.CoreV1().Services("semaphore").Create(ctx, mirror.Service(src, "semaphore", svc), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// A global service that aws has, with one slice, and its Service and copied slice in gcp.
-	echo, err := aws.Client.CoreV1().Services("sys-log").Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "echo", Labels: map[string]string{global.LabelGlobalService: "true"}},
-		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	echoSlice, err := aws.Client.DiscoveryV1().EndpointSlices("sys-log").Create(ctx, &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "echo-abcde", Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.6"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := global.Key{Namespace: "sys-log", Name: "echo"}
-	if _, err := gcp.Client.CoreV1().Services("semaphore").Create(ctx, global.Service(key, "semaphore", global.Definition{Cluster: "aws", Spec: mirror.Spec(echo)}), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	globalSlice := global.EndpointSlices(key, "semaphore", "aws", []*discoveryv1.EndpointSlice{echoSlice}, nil)[0]
-	if _, err := gcp.Client.DiscoveryV1().EndpointSlices("semaphore").Create(ctx, globalSlice, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-
-	pod, err := aws.Client.CoreV1().Pods("sys-log").Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "fluentd-0", Labels: map[string]string{"policy.semaphore.uw.io/name": "fluentd"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "fluentd", Image: "fluentd"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	setPodStatus(t, aws, pod, "10.1.0.5")
-	dyn := dynamic.NewForConfigOrDie(gcp.Config)
-	gvr, _ := calico.Resource(calico.APICRD)
-	setSrc := netset.Source{Cluster: "aws", Namespace: "sys-log", Name: "fluentd"}
-	set, err := calico.ToUnstructured(&calico.GlobalNetworkSet{
-		ObjectMeta: metav1.ObjectMeta{Name: netset.SetName(setSrc), Labels: netset.Labels(setSrc)},
-		Spec:       calico.GlobalNetworkSetSpec{Nets: []string{"10.1.0.5/32"}},
-	}, calico.APICRD)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dyn.Resource(gvr).Create(ctx, set, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := aws.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "aws-node-1"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-
-	now := time.Now()
-	opts := check.Options{
-		Timeout: 5 * time.Second,
-		Now:     func() time.Time { return now },
-		Metrics: func(_ context.Context, pod *corev1.Pod) ([]byte, error) {
-			return []byte(fmt.Sprintf("%s{peer=%q,remote=%q} %d\n", agents.HandshakeMetric, "aws-node-1", "aws", now.Add(-30*time.Second).Unix())), nil
-		},
-	}
-	results, err := check.Run(ctx, gcp.Client, dyn, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	results := s.run(t, opts)
 	if check.Failed(results) {
 		t.Fatalf("in sync, the check fails:%s", failures(results))
 	}
@@ -314,53 +330,31 @@ func TestCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = aws.Client.RbacV1().ClusterRoleBindings().Delete(ctx, "too-much", metav1.DeleteOptions{}) }()
-		testenv.Eventually(t, 10*time.Second, "the access check names the extra ClusterRole", func() error {
-			results, err := check.Run(ctx, gcp.Client, dyn, opts)
-			if err != nil {
-				return err
-			}
-			n := 0
-			for _, r := range results {
-				if r.Check == check.Access && !r.OK && strings.Contains(r.Message, "list secrets") && strings.Contains(r.Message, `ClusterRole "too-much"`) && r.Runbook != "" {
-					n++
-				}
-			}
-			if n != 3 || !check.Failed(results) {
-				return fmt.Errorf("%d access failures naming it, want 3:%s", n, failures(results))
-			}
-			return nil
+		s.eventuallyFails(t, 10*time.Second, "the access check names the extra ClusterRole", "access failures naming it", func(r check.Result) bool {
+			return r.Check == check.Access && strings.Contains(r.Message, "list secrets") && strings.Contains(r.Message, `ClusterRole "too-much"`) && r.Runbook != ""
 		})
 	})
 
 	t.Run("narrowed to the namespace", func(t *testing.T) {
-		results, err := check.Run(ctx, gcp.Client, dyn, check.Options{Namespace: "semaphore", Timeout: 5 * time.Second, Now: opts.Now, Metrics: opts.Metrics})
-		if err != nil {
-			t.Fatal(err)
-		}
+		results := s.run(t, check.Options{Namespace: "semaphore", Timeout: 5 * time.Second, Now: opts.Now, Metrics: opts.Metrics})
 		if check.Failed(results) {
 			t.Fatalf("with -n, every component is still counted; fails:%s", failures(results))
 		}
 	})
 
 	t.Run("network set missing", func(t *testing.T) {
-		if err := dyn.Resource(gvr).Delete(ctx, netset.SetName(setSrc), metav1.DeleteOptions{}); err != nil {
+		gvr, _ := calico.Resource(calico.APICRD)
+		if err := dyn.Resource(gvr).Delete(ctx, s.set.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		defer func() { _, _ = dyn.Resource(gvr).Create(ctx, set, metav1.CreateOptions{}) }()
-		results, err := check.Run(ctx, gcp.Client, dyn, opts)
-		if err != nil {
-			t.Fatal(err)
+		defer clustertest.Create(t, gcp, s.set)
+		if results := s.run(t, opts); !failsNaming(results, check.NetworkSets, "", s.set.Name) {
+			t.Fatalf("no network-sets failure naming %s:%s", s.set.Name, failures(results))
 		}
-		for _, r := range results {
-			if r.Check == check.NetworkSets && !r.OK && strings.Contains(r.Message, netset.SetName(setSrc)) {
-				return
-			}
-		}
-		t.Fatalf("no network-sets failure naming %s:%s", netset.SetName(setSrc), failures(results))
 	})
 
 	t.Run("mirror drifted", func(t *testing.T) {
-		name := mirror.ServiceName(src)
+		name := s.mirror.Name
 		m, err := gcp.Client.CoreV1().Services("semaphore").Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -374,35 +368,19 @@ func TestCheck(t *testing.T) {
 			m.Spec.Ports = before
 			_, _ = gcp.Client.CoreV1().Services("semaphore").Update(ctx, m, metav1.UpdateOptions{})
 		}()
-		results, err := check.Run(ctx, gcp.Client, dyn, opts)
-		if err != nil {
-			t.Fatal(err)
+		if results := s.run(t, opts); !failsNaming(results, check.Mirrors, "", name) {
+			t.Fatalf("no mirrors failure naming %s:%s", name, failures(results))
 		}
-		for _, r := range results {
-			if r.Check == check.Mirrors && !r.OK && strings.Contains(r.Message, name) {
-				return
-			}
-		}
-		t.Fatalf("no mirrors failure naming %s:%s", name, failures(results))
 	})
 
 	t.Run("global slice missing", func(t *testing.T) {
-		if err := gcp.Client.DiscoveryV1().EndpointSlices("semaphore").Delete(ctx, globalSlice.Name, metav1.DeleteOptions{}); err != nil {
+		if err := gcp.Client.DiscoveryV1().EndpointSlices("semaphore").Delete(ctx, s.globalSlice.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		defer func() {
-			_, _ = gcp.Client.DiscoveryV1().EndpointSlices("semaphore").Create(ctx, globalSlice, metav1.CreateOptions{})
-		}()
-		results, err := check.Run(ctx, gcp.Client, dyn, opts)
-		if err != nil {
-			t.Fatal(err)
+		defer clustertest.Create(t, gcp, s.globalSlice)
+		if results := s.run(t, opts); !failsNaming(results, check.Global, "", s.globalSlice.Name) {
+			t.Fatalf("no global-services failure naming %s:%s", s.globalSlice.Name, failures(results))
 		}
-		for _, r := range results {
-			if r.Check == check.Global && !r.OK && strings.Contains(r.Message, globalSlice.Name) {
-				return
-			}
-		}
-		t.Fatalf("no global-services failure naming %s:%s", globalSlice.Name, failures(results))
 	})
 
 	t.Run("pod not ready", func(t *testing.T) {
@@ -412,60 +390,31 @@ func TestCheck(t *testing.T) {
 		}
 		pod.Status.Conditions[0].Status = corev1.ConditionFalse
 		pod.Status.Conditions[0].Message = "readiness probe failed"
-		pod, err = gcp.Client.CoreV1().Pods("semaphore").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-		if err != nil {
-			t.Fatal(err)
+		clustertest.UpdatePodStatus(t, gcp, pod)
+		defer ready(t, gcp, pod, "10.2.0.10")
+		if results := s.run(t, opts); !failsNaming(results, check.Pods, "policy", "semaphore-policy-0 (readiness probe failed)") {
+			t.Fatalf("no pods failure naming semaphore-policy-0:%s", failures(results))
 		}
-		defer setPodStatus(t, gcp, pod, "10.2.0.10")
-		results, err := check.Run(ctx, gcp.Client, dyn, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range results {
-			if r.Check == check.Pods && r.Component == "policy" && !r.OK && strings.Contains(r.Message, "semaphore-policy-0 (readiness probe failed)") {
-				return
-			}
-		}
-		t.Fatalf("no pods failure naming semaphore-policy-0:%s", failures(results))
 	})
 
 	// A labelled pod of aws with an address outside aws's pod ranges: the policy controller
 	// refuses it (outside_remote_ranges), so once the policy has ranges the set without it is in
 	// sync; without ranges the address is accepted, and the set lacks it.
 	t.Run("an address outside the pod ranges", func(t *testing.T) {
-		outside, err := aws.Client.CoreV1().Pods("sys-log").Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "fluentd-1", Labels: map[string]string{"policy.semaphore.uw.io/name": "fluentd"}},
+		outside := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "fluentd-1", Namespace: "sys-log", Labels: map[string]string{"policy.semaphore.uw.io/name": "fluentd"}},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "fluentd", Image: "fluentd"}}},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
 		}
+		clustertest.Create(t, aws, outside)
 		defer func() { _ = aws.Client.CoreV1().Pods("sys-log").Delete(ctx, outside.Name, metav1.DeleteOptions{}) }()
-		setPodStatus(t, aws, outside, "198.51.100.7")
-		networkSets := func() check.Result {
-			t.Helper()
-			results, err := check.Run(ctx, gcp.Client, dyn, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range results {
-				if r.Check == check.NetworkSets {
-					return r
-				}
-			}
-			t.Fatalf("no network-sets result:%s", failures(results))
-			return check.Result{}
-		}
-		if r := networkSets(); r.OK || !strings.Contains(r.Message, "sets with other addresses") {
+		ready(t, aws, outside, "198.51.100.7")
+		if r := s.result(t, check.NetworkSets); r.OK || !strings.Contains(r.Message, "sets with other addresses") {
 			t.Errorf("without pod ranges, 198.51.100.7 is aws's to publish: %+v, want the set to differ", r)
 		}
 
 		setEnv(t, gcp, "semaphore-policy", "SEMAPHORE_REMOTE_POD_RANGES", "aws:10.1.0.0/16")
 		defer setEnv(t, gcp, "semaphore-policy", "SEMAPHORE_REMOTE_POD_RANGES", "")
-		results, err := check.Run(ctx, gcp.Client, dyn, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		results := s.run(t, opts)
 		if check.Failed(results) {
 			t.Errorf("with aws's pod range 10.1.0.0/16, the set without 198.51.100.7 is in sync; fails:%s", failures(results))
 		}
@@ -485,34 +434,18 @@ func TestCheck(t *testing.T) {
 	// A selected remote Service beyond the service mirror's limit has no mirror, as asked: a
 	// warning that names it, not a failure.
 	t.Run("a Service beyond the limit", func(t *testing.T) {
-		extra, err := aws.Client.CoreV1().Services("sys-log").Create(ctx, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: "zz-extra", Labels: map[string]string{"mirror.semaphore.uw.io/mirror-service": "true"}},
+		extra := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "zz-extra", Namespace: "sys-log", Labels: map[string]string{"mirror.semaphore.uw.io/mirror-service": "true"}},
 			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "fwd", Port: 24224, Protocol: corev1.ProtocolTCP}}},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
 		}
+		clustertest.Create(t, aws, extra)
 		defer func() { _ = aws.Client.CoreV1().Services("sys-log").Delete(ctx, extra.Name, metav1.DeleteOptions{}) }()
-		mirrors := func() check.Result {
-			t.Helper()
-			results, err := check.Run(ctx, gcp.Client, dyn, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range results {
-				if r.Check == check.Mirrors {
-					return r
-				}
-			}
-			t.Fatalf("no mirrors result:%s", failures(results))
-			return check.Result{}
-		}
-		if r := mirrors(); r.OK || !strings.Contains(r.Message, "sys-log/zz-extra") {
+		if r := s.result(t, check.Mirrors); r.OK || !strings.Contains(r.Message, "sys-log/zz-extra") {
 			t.Errorf("within the limit, zz-extra without a mirror: %+v, want a failure naming it", r)
 		}
 		setEnv(t, gcp, "semaphore-service-mirror", "SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", "1")
 		defer setEnv(t, gcp, "semaphore-service-mirror", "SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", "1000")
-		if r := mirrors(); !r.OK || !r.Warning || !strings.Contains(r.Message, "sys-log/zz-extra") {
+		if r := s.result(t, check.Mirrors); !r.OK || !r.Warning || !strings.Contains(r.Message, "sys-log/zz-extra") {
 			t.Errorf("beyond a limit of 1, zz-extra without a mirror: %+v, want a warning naming it", r)
 		}
 	})
@@ -521,21 +454,8 @@ func TestCheck(t *testing.T) {
 		if err := aws.Client.CoreV1().ServiceAccounts("semaphore-remote").Delete(ctx, sa, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		testenv.Eventually(t, 20*time.Second, "the check fails naming aws", func() error {
-			results, err := check.Run(ctx, gcp.Client, dyn, opts)
-			if err != nil {
-				return err
-			}
-			n := 0
-			for _, r := range results {
-				if r.Check == check.Identity && !r.OK && r.Remote == "aws" && strings.Contains(r.Message, "remote aws") {
-					n++
-				}
-			}
-			if n != 3 {
-				return fmt.Errorf("%d identity failures naming aws, want 3:%s", n, failures(results))
-			}
-			return nil
+		s.eventuallyFails(t, 20*time.Second, "the check fails naming aws", "identity failures naming aws", func(r check.Result) bool {
+			return r.Check == check.Identity && r.Remote == "aws" && strings.Contains(r.Message, "remote aws")
 		})
 	})
 }

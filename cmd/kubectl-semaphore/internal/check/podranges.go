@@ -18,8 +18,8 @@ func checkPodRanges(c release.Component) []Result {
 	}
 	ranges, err := c.PodRanges()
 	if err != nil {
-		return []Result{fail(res(""), "check-pods", "%s %s/%s: %v: the component does not start with it; fix the podRanges of the semaphore release's global.remotes",
-			c.Kind, c.Namespace, c.Workload, err)}
+		return []Result{fail(res(""), "check-pods", "%s: %v: the component does not start with it; fix the podRanges of the semaphore release's global.remotes",
+			c.WorkloadRef(), err)}
 	}
 	var out []Result
 	for _, name := range c.RemoteNames() {

@@ -2,14 +2,10 @@ package check
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
 )
@@ -18,8 +14,8 @@ import (
 // ready.
 func checkWorkload(ctx context.Context, client kubernetes.Interface, c release.Component) []Result {
 	r := Result{Check: Pods, Cluster: c.LocalCluster(), Component: c.Name}
-	what := fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Workload)
-	if msg, err := rollout(ctx, client, c); err != nil {
+	what := c.WorkloadRef()
+	if msg, err := c.Rollout(ctx, client); err != nil {
 		return []Result{fail(r, "check-pods", "%s: %v", what, err)}
 	} else if msg != "" {
 		return []Result{fail(r, "check-pods", "%s has not rolled out: %s; see kubectl -n %s rollout status %s/%s",
@@ -34,7 +30,7 @@ func checkWorkload(ctx context.Context, client kubernetes.Interface, c release.C
 	}
 	var notReady []string
 	for i := range pods {
-		if why := podNotReady(&pods[i]); why != "" {
+		if why := release.PodNotReady(&pods[i]); why != "" {
 			notReady = append(notReady, pods[i].Name+" ("+why+")")
 		}
 	}
@@ -44,70 +40,4 @@ func checkWorkload(ctx context.Context, client kubernetes.Interface, c release.C
 			what, len(notReady), len(pods), strings.Join(notReady, ", "), c.Namespace)}
 	}
 	return []Result{pass(r, "%s: %d pods ready", what, len(pods))}
-}
-
-// rollout says what is missing for the workload to have rolled out ("" when it has).
-func rollout(ctx context.Context, client kubernetes.Interface, c release.Component) (string, error) {
-	switch c.Kind {
-	case "Deployment":
-		d, err := client.AppsV1().Deployments(c.Namespace).Get(ctx, c.Workload, metav1.GetOptions{})
-		if err != nil {
-			return "", err
-		}
-		want, s := ptr.Deref(d.Spec.Replicas, 1), d.Status
-		switch {
-		case s.ObservedGeneration < d.Generation:
-			return "its controller has not seen the latest spec yet", nil
-		case s.UpdatedReplicas < want:
-			return fmt.Sprintf("%d of %d replicas updated", s.UpdatedReplicas, want), nil
-		case s.Replicas > s.UpdatedReplicas:
-			return fmt.Sprintf("%d old replicas remain", s.Replicas-s.UpdatedReplicas), nil
-		case s.AvailableReplicas < want:
-			return fmt.Sprintf("%d of %d replicas available", s.AvailableReplicas, want), nil
-		}
-	case "DaemonSet":
-		d, err := client.AppsV1().DaemonSets(c.Namespace).Get(ctx, c.Workload, metav1.GetOptions{})
-		if err != nil {
-			return "", err
-		}
-		s := d.Status
-		switch {
-		case s.ObservedGeneration < d.Generation:
-			return "its controller has not seen the latest spec yet", nil
-		case s.DesiredNumberScheduled == 0:
-			return "no node runs it (node selector, tolerations)", nil
-		case s.UpdatedNumberScheduled < s.DesiredNumberScheduled:
-			return fmt.Sprintf("%d of %d pods updated", s.UpdatedNumberScheduled, s.DesiredNumberScheduled), nil
-		case s.NumberAvailable < s.DesiredNumberScheduled:
-			return fmt.Sprintf("%d of %d pods available", s.NumberAvailable, s.DesiredNumberScheduled), nil
-		}
-	}
-	return "", nil
-}
-
-// podNotReady says why a pod is not ready ("" when it is).
-func podNotReady(p *corev1.Pod) string {
-	if p.DeletionTimestamp != nil {
-		return "terminating"
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if w := cs.State.Waiting; w != nil && w.Reason != "" {
-			return w.Reason
-		}
-	}
-	for _, cond := range p.Status.Conditions {
-		if cond.Type == corev1.PodReady {
-			if cond.Status == corev1.ConditionTrue {
-				return ""
-			}
-			if cond.Message != "" {
-				return cond.Message
-			}
-			break
-		}
-	}
-	if p.Status.Phase != corev1.PodRunning {
-		return "not running: phase " + string(p.Status.Phase)
-	}
-	return "readiness probe failing (/readyz names the failing check)"
 }

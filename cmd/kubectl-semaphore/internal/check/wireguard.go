@@ -23,7 +23,7 @@ func checkWireGuard(ctx context.Context, local, remote kubernetes.Interface, c r
 	}
 	pods, err := c.Pods(ctx, local)
 	if err != nil {
-		return []Result{fail(res(Peers), "check-peers", "listing the pods of %s %s/%s: %v", c.Kind, c.Namespace, c.Workload, err)}
+		return []Result{fail(res(Peers), "check-peers", "listing the pods of %s: %v", c.WorkloadRef(), err)}
 	}
 	var missing, stale, unread []string
 	read, peers := 0, 0

@@ -30,7 +30,7 @@ func TestForbidden(t *testing.T) {
 			}
 		}
 	}
-	for _, p := range []probe{{Resource: "pods", Verb: "list"}, {Resource: "nodes", Verb: "list"}, {Resource: "secrets", Verb: "get"}, {Resource: "services", Verb: "create"}} {
+	for _, p := range []probe{{resource: "pods", verb: "list"}, {resource: "nodes", verb: "list"}, {resource: "secrets", verb: "get"}, {resource: "services", verb: "create"}} {
 		found := false
 		for _, d := range deny {
 			found = found || d == p

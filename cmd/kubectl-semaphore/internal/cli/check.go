@@ -11,7 +11,7 @@ import (
 )
 
 // newCheck is `kubectl semaphore check`.
-func newCheck(o *Options) *cobra.Command {
+func newCheck(o *options) *cobra.Command {
 	var output string
 	var opts check.Options
 	cmd := &cobra.Command{
@@ -27,7 +27,7 @@ Prints one line per check; exits non-zero when any fails. -n narrows to one rele
 			if output != "" && output != "json" {
 				return fmt.Errorf("--output: %q is not json", output)
 			}
-			client, cfg, err := o.Client("")
+			client, cfg, err := o.client("")
 			if err != nil {
 				return err
 			}
@@ -35,23 +35,23 @@ Prints one line per check; exits non-zero when any fails. -n narrows to one rele
 			if err != nil {
 				return err
 			}
-			if o.Flags.Namespace != nil {
-				opts.Namespace = *o.Flags.Namespace
+			if o.flags.Namespace != nil {
+				opts.Namespace = *o.flags.Namespace
 			}
 			results, err := check.Run(cmd.Context(), client, dyn, opts)
 			if err != nil {
 				return err
 			}
 			if output == "json" {
-				err = check.PrintJSON(o.Out, results)
+				err = check.PrintJSON(o.out, results)
 			} else {
-				err = check.Print(o.Out, results)
+				err = check.Print(o.out, results)
 			}
 			if err != nil {
 				return err
 			}
 			if check.Failed(results) {
-				return ExitError{Code: 1}
+				return exitError{code: 1}
 			}
 			return nil
 		},

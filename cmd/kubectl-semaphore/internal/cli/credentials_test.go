@@ -10,12 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/check"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/cli"
@@ -35,15 +33,10 @@ func TestKubeconfigsThatRunProgramsHereAreRefused(t *testing.T) {
 	// In aws, the consumer gcp and its token; the exec plugin hands out that token, and leaves
 	// a mark when it runs.
 	clustertest.Install(t, aws, "charts/semaphore-remote", "semaphore-remote", "semaphore-remote", "clusterName: aws\nconsumers: [{name: gcp}]\n")
-	tr, err := aws.Client.CoreV1().ServiceAccounts("semaphore-remote").CreateToken(ctx, "semaphore-remote-gcp", &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := clustertest.ConsumerToken(t, aws, "gcp")
 	dir := t.TempDir()
 	marker, plugin := filepath.Join(dir, "the-plugin-ran"), filepath.Join(dir, "credential-plugin")
-	credential := fmt.Sprintf(`{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":%q}}`, tr.Status.Token)
+	credential := fmt.Sprintf(`{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":%q}}`, token)
 	if err := os.WriteFile(plugin, fmt.Appendf(nil, "#!/bin/sh\ntouch %s\necho '%s'\n", marker, credential), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/mesh"
 )
 
-func newGraph(o *Options) *cobra.Command {
+func newGraph(o *options) *cobra.Command {
 	var flags meshFlags
 	cmd := &cobra.Command{
 		Use:   "graph [--contexts CTX,...]",
@@ -22,7 +22,7 @@ number of mirrors and network sets (red when unreachable). Render it with
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			states, err := flags.collect(cmd.Context(), o)
 			if len(states) > 0 {
-				if werr := mesh.WriteDOT(o.Out, states, time.Now()); werr != nil {
+				if werr := mesh.WriteDOT(o.out, states, time.Now()); werr != nil {
 					return werr
 				}
 			}

@@ -12,13 +12,16 @@ import (
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/link"
 )
 
+// linkFlags are the flags of link: link's options (--values-out is ValuesFile), and how long
+// it may take besides waiting for a token.
+type linkFlags struct {
+	link.Options
+	timeout time.Duration
+}
+
 // newLink is `kubectl semaphore link`.
-func newLink(o *Options) *cobra.Command {
-	var (
-		lo        link.Options
-		valuesOut string
-		timeout   time.Duration
-	)
+func newLink(o *options) *cobra.Command {
+	var lf linkFlags
 	cmd := &cobra.Command{
 		Use:   "link --from CONTEXT --to CONTEXT",
 		Short: "Hand a consuming cluster the credentials semaphore-remote made for it",
@@ -42,75 +45,79 @@ Run it again after a token rotation: it updates the Secret.`,
   helm upgrade --install semaphore oci://registry.example.net/charts/semaphore -n semaphore \
     --kube-context gcp --set global.clusterName=gcp -f gcp-remotes.yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if lo.FromContext == "" || lo.ToContext == "" {
-				return errors.New("link needs --from and --to, the kubeconfig contexts of the remote cluster and of the consuming one")
-			}
-			if lo.FromContext == lo.ToContext {
-				return fmt.Errorf("--from and --to are both %s: a cluster does not read from itself", lo.FromContext)
-			}
-			var err error
-			if lo.From, err = linkClient(o, lo.FromContext); err != nil {
-				return fmt.Errorf("--from %s: %w", lo.FromContext, err)
-			}
-			if lo.To, err = linkClient(o, lo.ToContext); err != nil {
-				return fmt.Errorf("--to %s: %w", lo.ToContext, err)
-			}
-			if o.Flags.Namespace != nil {
-				lo.Namespace = *o.Flags.Namespace
-			}
-			if lo.RemoteName == "" {
-				lo.RemoteName = lo.FromContext
-			}
-			lo.ValuesFile = valuesOut
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout+lo.Wait)
-			defer cancel()
-			res, err := link.Link(ctx, lo)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(o.Err, "Secret %s in context %s: %s (the token of consumer %s from semaphore-remote %s/%s in context %s)\n",
-				res.Secret, lo.ToContext, res.Action, res.Consumer, res.Remote.Namespace, res.Remote.Release, lo.FromContext)
-			for _, note := range res.Notes {
-				fmt.Fprintln(o.Err, note)
-			}
-			if valuesOut != "" {
-				changed, err := link.WriteValues(valuesOut, res.Entry)
-				if err != nil {
-					return err
-				}
-				what := "unchanged"
-				if changed {
-					what = "written"
-				}
-				fmt.Fprintf(o.Err, "global.remotes entry %s in %s: %s\n", res.Entry.Name, valuesOut, what)
-				return nil
-			}
-			data, err := link.Values(res.Entry)
-			if err != nil {
-				return err
-			}
-			_, err = o.Out.Write(data)
-			return err
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return lf.run(cmd.Context(), o) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&lo.FromContext, "from", "", "kubeconfig context of the cluster semaphore-remote runs in")
-	f.StringVar(&lo.ToContext, "to", "", "kubeconfig context of the consuming cluster (where the semaphore release runs)")
-	f.StringVar(&lo.ToCluster, "to-cluster", "", "the consuming cluster's name, as in semaphore-remote's consumers (default: global.clusterName of the semaphore release in --to)")
-	f.StringVar(&lo.RemoteNamespace, "remote-namespace", "", "namespace of the semaphore-remote release in --from (default: found in any namespace)")
-	f.StringVar(&valuesOut, "values-out", "", "put the global.remotes entry into this values file instead of printing it (other entries and values are kept)")
-	f.DurationVar(&lo.Wait, "wait", 0, "how long to wait for the token controller to fill a new token (default: not at all)")
-	f.BoolVar(&lo.SkipReachabilityCheck, "skip-reachability-check", false, "do not check from here that the remote's API server takes the token (when only the consumer's pods reach it)")
-	f.StringVar(&lo.RemoteName, "remote-name", "", "the remote cluster's name, as the consumer knows it (the name of its global.remotes entry and token Secret); link refuses a remote whose semaphore-remote says another (default: the --from context's name)")
-	f.BoolVar(&lo.Force, "force", false, "hand out a server or CA other than those the values file or the semaphore release in --to has for the remote's name (the remote moved)")
-	f.DurationVar(&timeout, "timeout", 30*time.Second, "how long link may take, besides --wait")
+	f.StringVar(&lf.FromContext, "from", "", "kubeconfig context of the cluster semaphore-remote runs in")
+	f.StringVar(&lf.ToContext, "to", "", "kubeconfig context of the consuming cluster (where the semaphore release runs)")
+	f.StringVar(&lf.ToCluster, "to-cluster", "", "the consuming cluster's name, as in semaphore-remote's consumers (default: global.clusterName of the semaphore release in --to)")
+	f.StringVar(&lf.RemoteNamespace, "remote-namespace", "", "namespace of the semaphore-remote release in --from (default: found in any namespace)")
+	f.StringVar(&lf.ValuesFile, "values-out", "", "put the global.remotes entry into this values file instead of printing it (other entries and values are kept)")
+	f.DurationVar(&lf.Wait, "wait", 0, "how long to wait for the token controller to fill a new token (default: not at all)")
+	f.BoolVar(&lf.SkipReachabilityCheck, "skip-reachability-check", false, "do not check from here that the remote's API server takes the token (when only the consumer's pods reach it)")
+	f.StringVar(&lf.RemoteName, "remote-name", "", "the remote cluster's name, as the consumer knows it (the name of its global.remotes entry and token Secret); link refuses a remote whose semaphore-remote says another (default: the --from context's name)")
+	f.BoolVar(&lf.Force, "force", false, "hand out a server or CA other than those the values file or the semaphore release in --to has for the remote's name (the remote moved)")
+	f.DurationVar(&lf.timeout, "timeout", 30*time.Second, "how long link may take, besides --wait")
 	return cmd
 }
 
+// run links the clusters of the flags, says on o.errOut what it did, and writes the entry to
+// the values file or prints it.
+func (lf linkFlags) run(ctx context.Context, o *options) error {
+	lo := lf.Options
+	if lo.FromContext == "" || lo.ToContext == "" {
+		return errors.New("link needs --from and --to, the kubeconfig contexts of the remote cluster and of the consuming one")
+	}
+	if lo.FromContext == lo.ToContext {
+		return fmt.Errorf("--from and --to are both %s: a cluster does not read from itself", lo.FromContext)
+	}
+	var err error
+	if lo.From, err = linkClient(o, lo.FromContext); err != nil {
+		return fmt.Errorf("--from %s: %w", lo.FromContext, err)
+	}
+	if lo.To, err = linkClient(o, lo.ToContext); err != nil {
+		return fmt.Errorf("--to %s: %w", lo.ToContext, err)
+	}
+	if o.flags.Namespace != nil {
+		lo.Namespace = *o.flags.Namespace
+	}
+	if lo.RemoteName == "" {
+		lo.RemoteName = lo.FromContext
+	}
+	ctx, cancel := context.WithTimeout(ctx, lf.timeout+lo.Wait)
+	defer cancel()
+	res, err := link.Run(ctx, lo)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.errOut, "Secret %s in context %s: %s (the token of consumer %s from semaphore-remote %s/%s in context %s)\n",
+		res.Secret, lo.ToContext, res.Action, res.Consumer, res.Remote.Namespace, res.Remote.Release, lo.FromContext)
+	for _, note := range res.Notes {
+		fmt.Fprintln(o.errOut, note)
+	}
+	if lo.ValuesFile != "" {
+		changed, err := link.WriteValues(lo.ValuesFile, res.Entry)
+		if err != nil {
+			return err
+		}
+		what := "unchanged"
+		if changed {
+			what = "written"
+		}
+		fmt.Fprintf(o.errOut, "global.remotes entry %s in %s: %s\n", res.Entry.Name, lo.ValuesFile, what)
+		return nil
+	}
+	data, err := link.Values(res.Entry)
+	if err != nil {
+		return err
+	}
+	_, err = o.out.Write(data)
+	return err
+}
+
 // linkClient is a client of context whose requests say they come from link (in audit logs).
-func linkClient(o *Options, context string) (kubernetes.Interface, error) {
-	cfg, err := o.RESTConfig(context)
+func linkClient(o *options, context string) (kubernetes.Interface, error) {
+	cfg, err := o.restConfig(context)
 	if err != nil {
 		return nil, err
 	}

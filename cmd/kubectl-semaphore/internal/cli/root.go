@@ -14,38 +14,38 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// Options are what every subcommand shares: kubectl's client flags (--kubeconfig, --context,
+// options are what every subcommand shares: kubectl's client flags (--kubeconfig, --context,
 // --namespace, ...) and where to write.
-type Options struct {
-	Flags    *genericclioptions.ConfigFlags
-	Out, Err io.Writer
+type options struct {
+	flags       *genericclioptions.ConfigFlags
+	out, errOut io.Writer
 }
 
-// ExitError is an error that only sets the exit status: the command has printed what went wrong.
-type ExitError struct{ Code int }
+// exitError is an error that only sets the exit status: the command has printed what went wrong.
+type exitError struct{ code int }
 
-func (e ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 // Main runs the command line with args and returns the exit status.
 func Main(args []string, out, errOut io.Writer) int {
-	root := NewRoot(out, errOut)
+	root := newRoot(out, errOut)
 	root.SetArgs(args)
 	err := root.Execute()
-	var exit ExitError
+	var exit exitError
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &exit):
-		return exit.Code
+		return exit.code
 	default:
 		fmt.Fprintf(errOut, "error: %v\n", err)
 		return 1
 	}
 }
 
-// NewRoot returns the root command, writing to out and errOut.
-func NewRoot(out, errOut io.Writer) *cobra.Command {
-	o := &Options{Flags: genericclioptions.NewConfigFlags(true), Out: out, Err: errOut}
+// newRoot returns the root command, writing to out and errOut.
+func newRoot(out, errOut io.Writer) *cobra.Command {
+	o := &options{flags: genericclioptions.NewConfigFlags(true), out: out, errOut: errOut}
 	root := &cobra.Command{
 		Use:           "kubectl-semaphore",
 		Short:         "Link Semaphore clusters, check them, and see the mesh",
@@ -54,8 +54,8 @@ func NewRoot(out, errOut io.Writer) *cobra.Command {
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
-	o.Flags.AddFlags(root.PersistentFlags())
-	for _, sub := range []func(*Options) *cobra.Command{
+	o.flags.AddFlags(root.PersistentFlags())
+	for _, sub := range []func(*options) *cobra.Command{
 		newLink,
 		newCheck,
 		newStatus,
@@ -66,10 +66,10 @@ func NewRoot(out, errOut io.Writer) *cobra.Command {
 	return root
 }
 
-// RESTConfig is the client configuration of kubeconfig context context ("" for the current
+// restConfig is the client configuration of kubeconfig context context ("" for the current
 // one, or --context), with the other client flags applied.
-func (o *Options) RESTConfig(context string) (*rest.Config, error) {
-	loader := o.Flags.ToRawKubeConfigLoader()
+func (o *options) restConfig(context string) (*rest.Config, error) {
+	loader := o.flags.ToRawKubeConfigLoader()
 	if context == "" {
 		return loader.ClientConfig()
 	}
@@ -83,9 +83,9 @@ func (o *Options) RESTConfig(context string) (*rest.Config, error) {
 	return clientcmd.NewNonInteractiveClientConfig(raw, context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
 }
 
-// Client is a client of kubeconfig context context, as RESTConfig.
-func (o *Options) Client(context string) (kubernetes.Interface, *rest.Config, error) {
-	cfg, err := o.RESTConfig(context)
+// client is a client of kubeconfig context context, as restConfig.
+func (o *options) client(context string) (kubernetes.Interface, *rest.Config, error) {
+	cfg, err := o.restConfig(context)
 	if err != nil {
 		return nil, nil, err
 	}

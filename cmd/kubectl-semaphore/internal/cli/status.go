@@ -37,7 +37,7 @@ func addAllowExec(cmd *cobra.Command, allow *bool) {
 // collect reads the state of the cluster of every context, in parallel. A context that cannot
 // be read is reported on o.Err and leaves a state with only its problem; the error then says
 // how many failed.
-func (f *meshFlags) collect(ctx context.Context, o *Options) ([]mesh.ClusterState, error) {
+func (f *meshFlags) collect(ctx context.Context, o *options) ([]mesh.ClusterState, error) {
 	contexts := f.contexts
 	if len(contexts) == 0 {
 		contexts = []string{""}
@@ -57,19 +57,19 @@ func (f *meshFlags) collect(ctx context.Context, o *Options) ([]mesh.ClusterStat
 	for i, err := range errs {
 		if err != nil {
 			failed++
-			fmt.Fprintf(o.Err, "error: %s: %v\n", contextName(contexts[i]), err)
+			fmt.Fprintf(o.errOut, "error: %s: %v\n", contextName(contexts[i]), err)
 			continue
 		}
 		out = append(out, states[i])
 	}
 	if failed > 0 {
-		return out, ExitError{Code: 1}
+		return out, exitError{code: 1}
 	}
 	return out, nil
 }
 
-func (f *meshFlags) collectOne(ctx context.Context, o *Options, name string) (mesh.ClusterState, error) {
-	client, cfg, err := o.Client(name)
+func (f *meshFlags) collectOne(ctx context.Context, o *options, name string) (mesh.ClusterState, error) {
+	client, cfg, err := o.client(name)
 	if err != nil {
 		return mesh.ClusterState{}, err
 	}
@@ -78,8 +78,8 @@ func (f *meshFlags) collectOne(ctx context.Context, o *Options, name string) (me
 		return mesh.ClusterState{}, err
 	}
 	ns := ""
-	if o.Flags.Namespace != nil {
-		ns = *o.Flags.Namespace
+	if o.flags.Namespace != nil {
+		ns = *o.flags.Namespace
 	}
 	return mesh.Collect(ctx, mesh.Sources{Client: client, Dynamic: dyn, Namespace: ns, ProbeTimeout: f.timeout,
 		Credentials: release.CredentialOptions{AllowExecPlugins: f.allowExec}})
@@ -92,7 +92,7 @@ func contextName(name string) string {
 	return "context " + name
 }
 
-func newStatus(o *Options) *cobra.Command {
+func newStatus(o *options) *cobra.Command {
 	var flags meshFlags
 	var output string
 	cmd := &cobra.Command{
@@ -113,7 +113,7 @@ to one namespace (default: every namespace).`,
 				if states == nil {
 					states = []mesh.ClusterState{}
 				}
-				enc := json.NewEncoder(o.Out)
+				enc := json.NewEncoder(o.out)
 				enc.SetIndent("", "  ")
 				if encErr := enc.Encode(states); encErr != nil {
 					return encErr
@@ -121,7 +121,7 @@ to one namespace (default: every namespace).`,
 				return err
 			}
 			if len(states) > 0 {
-				if werr := mesh.WriteTables(o.Out, states, time.Now()); werr != nil {
+				if werr := mesh.WriteTables(o.out, states, time.Now()); werr != nil {
 					return werr
 				}
 			}

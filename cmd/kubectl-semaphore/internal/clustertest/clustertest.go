@@ -89,20 +89,26 @@ func TokenSecret(t testing.TB, c *testenv.Cluster, remote, token string) {
 
 // Link links consumer to remote as semaphore-remote's NOTES do: semaphore-remote in remote
 // (cluster name remoteName) with consumer consumerName, the token of the consumer's
-// ServiceAccount in consumer, and the umbrella chart in consumer reading remote at server. No
-// token controller runs with the test API servers, so the token comes from the TokenRequest
-// API, for the same ServiceAccount.
+// ServiceAccount in consumer, and the umbrella chart in consumer reading remote at server.
 func Link(t testing.TB, remote, consumer *testenv.Cluster, remoteName, consumerName, server string) {
 	t.Helper()
 	Install(t, remote, "charts/semaphore-remote", "semaphore-remote", "semaphore-remote",
 		fmt.Sprintf("clusterName: %s\nconsumers: [{name: %s}]\n", remoteName, consumerName))
-	sa := "semaphore-remote-" + consumerName
-	tr, err := remote.Client.CoreV1().ServiceAccounts("semaphore-remote").CreateToken(context.Background(), sa, &authenticationv1.TokenRequest{
+	TokenSecret(t, consumer, remoteName, ConsumerToken(t, remote, consumerName))
+	Umbrella(t, consumer, consumerName, remoteName, server, remote.Config.CAData)
+}
+
+// ConsumerToken is a new token of the ServiceAccount semaphore-remote made in c for consumer.
+// No token controller runs with the test API servers to fill the consumer's token Secret, so
+// the token comes from the TokenRequest API, for the same ServiceAccount.
+func ConsumerToken(t testing.TB, c *testenv.Cluster, consumer string) string {
+	t.Helper()
+	sa := "semaphore-remote-" + consumer
+	tr, err := c.Client.CoreV1().ServiceAccounts("semaphore-remote").CreateToken(context.Background(), sa, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("token of %s: %v", sa, err)
 	}
-	TokenSecret(t, consumer, remoteName, tr.Status.Token)
-	Umbrella(t, consumer, consumerName, remoteName, server, remote.Config.CAData)
+	return tr.Status.Token
 }

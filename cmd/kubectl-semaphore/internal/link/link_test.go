@@ -12,13 +12,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/cli"
@@ -82,15 +80,9 @@ func kubeconfig(t *testing.T, clusters ...*testenv.Cluster) string {
 // cluster's CA into the consumer's token Secret. It returns the token.
 func fillToken(t *testing.T, c *testenv.Cluster, consumer string) string {
 	t.Helper()
-	ctx := context.Background()
-	tr, err := c.Client.CoreV1().ServiceAccounts(remoteNamespace).CreateToken(ctx, "semaphore-remote-"+consumer, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	setToken(t, c, consumer, tr.Status.Token)
-	return tr.Status.Token
+	token := clustertest.ConsumerToken(t, c, consumer)
+	setToken(t, c, consumer, token)
+	return token
 }
 
 func setToken(t *testing.T, c *testenv.Cluster, consumer, token string) {
@@ -442,18 +434,13 @@ func TestLink(t *testing.T) {
 		if _, err := helmchart.Upgrade(cfg, filepath.Join(testbed.RepoRoot(), helmchart.RemoteDir), "semaphore-remote", remoteNamespace, consumers(true)); err != nil {
 			t.Fatal(err)
 		}
-		tr, err := aws.Client.CoreV1().ServiceAccounts(remoteNamespace).CreateToken(ctx, "semaphore-remote-gcp", &authenticationv1.TokenRequest{
-			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		setTokenOf(t, aws, "semaphore-remote-gcp-token-2", tr.Status.Token)
+		token2 := clustertest.ConsumerToken(t, aws, "gcp")
+		setTokenOf(t, aws, "semaphore-remote-gcp-token-2", token2)
 		code, _, errOut := run(t, kc, args...)
 		if code != 0 {
 			t.Fatalf("link with two token generations: exit %d: %s", code, errOut)
 		}
-		if got, _ := copied(t, gcp); got != tr.Status.Token || got == previous {
+		if got, _ := copied(t, gcp); got != token2 || got == previous {
 			t.Errorf("gcp's copy holds %q, want generation 2's token, not the previous one", got)
 		}
 		if _, err := aws.Client.CoreV1().Secrets(remoteNamespace).Get(ctx, "semaphore-remote-gcp-token", metav1.GetOptions{}); err != nil {
@@ -468,7 +455,7 @@ func TestLink(t *testing.T) {
 	})
 
 	// Without a values file, what gcp has for aws is what its semaphore release reads: the
-	// kubeconfig Secrets of its controllers. Link keeps to that server and CA too.
+	// kubeconfig Secrets of its controllers. link keeps to that server and CA too.
 	t.Run("the semaphore release reads another server", func(t *testing.T) {
 		// The hand-made controller of "consumer name from the semaphore release" makes way for
 		// the chart's.

@@ -29,9 +29,9 @@ func checkName(o Options, remote *Remote, where string) error {
 	if o.RemoteName == "" {
 		return fmt.Errorf("the name of the remote cluster is not given (--remote-name): link does not take %s's word for it", where)
 	}
-	if remote.ClusterName != o.RemoteName {
+	if remote.clusterName != o.RemoteName {
 		return fmt.Errorf("%s says it is cluster %q, not %q (--remote-name): is --from the cluster you mean? Nothing was written; if the remote is named %q, pass --remote-name %s",
-			where, remote.ClusterName, o.RemoteName, remote.ClusterName, remote.ClusterName)
+			where, remote.clusterName, o.RemoteName, remote.clusterName, remote.clusterName)
 	}
 	return nil
 }
@@ -98,22 +98,22 @@ func (k known) changes(server string, ca []byte) []string {
 // checkSameRemote refuses, unless o.Force, to hand the consumer a server or CA for remote
 // other than those it already has under that name. With o.Force, it says what changes.
 func checkSameRemote(ctx context.Context, o Options, remote *Remote, ca []byte, where string) (notes []string, err error) {
-	entries, err := knownEntries(ctx, o, remote.ClusterName)
+	entries, err := knownEntries(ctx, o, remote.clusterName)
 	if err != nil {
 		if o.Force {
-			return []string{fmt.Sprintf("--force: not compared with what the consumer has for %s: %v", remote.ClusterName, err)}, nil
+			return []string{fmt.Sprintf("--force: not compared with what the consumer has for %s: %v", remote.clusterName, err)}, nil
 		}
-		return nil, fmt.Errorf("%w: link cannot tell whether %s is the remote the consumer already knows as %s; nothing was written (--force links anyway)", err, where, remote.ClusterName)
+		return nil, fmt.Errorf("%w: link cannot tell whether %s is the remote the consumer already knows as %s; nothing was written (--force links anyway)", err, where, remote.clusterName)
 	}
 	for _, k := range entries {
-		diff := strings.Join(k.changes(remote.APIServer, ca), ", and ")
+		diff := strings.Join(k.changes(remote.apiServer, ca), ", and ")
 		switch {
 		case diff == "":
 		case o.Force:
-			notes = append(notes, fmt.Sprintf("--force: remote %s changes: %s", remote.ClusterName, diff))
+			notes = append(notes, fmt.Sprintf("--force: remote %s changes: %s", remote.clusterName, diff))
 		default:
 			return nil, fmt.Errorf("%s hands out for remote %s %s: another cluster answering under that name? Nothing was written; if %s did move (a new address or CA), run link again with --force",
-				where, remote.ClusterName, diff, remote.ClusterName)
+				where, remote.clusterName, diff, remote.clusterName)
 		}
 	}
 	return notes, nil

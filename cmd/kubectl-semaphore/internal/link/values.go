@@ -20,11 +20,7 @@ func Values(e Entry) ([]byte, error) {
 // created. The file is rewritten whole (sorted keys, no comments), and not at all when it
 // already holds e.
 func WriteValues(path string, e Entry) (changed bool, err error) {
-	vals, old, err := readValues(path)
-	if err != nil {
-		return false, err
-	}
-	global, remotes, err := remotesOf(path, vals)
+	f, err := readValuesFile(path)
 	if err != nil {
 		return false, err
 	}
@@ -37,101 +33,116 @@ func WriteValues(path string, e Entry) (changed bool, err error) {
 		return false, err
 	}
 	replaced := false
-	for i, r := range remotes {
-		if m, ok := r.(map[string]any); ok && m["name"] == e.Name {
-			remotes[i], replaced = entry, true
+	for i, r := range f.remotes {
+		if _, ok := named(r, e.Name); ok {
+			f.remotes[i], replaced = entry, true
 		}
 	}
 	if !replaced {
-		remotes = append(remotes, entry)
+		f.remotes = append(f.remotes, entry)
 	}
-	global["remotes"] = remotes
-	out, err := yaml.Marshal(vals)
+	f.global["remotes"] = f.remotes
+	out, err := yaml.Marshal(f.vals)
 	if err != nil {
 		return false, err
 	}
-	if string(out) == string(old) {
+	if string(out) == string(f.text) {
 		return false, nil
 	}
+	return true, replaceFile(path, out)
+}
+
+// replaceFile replaces the file path with data, at once: a reader sees the old file or the new
+// one, never part of it.
+func replaceFile(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return false, err
+		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(out); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
-		return false, err
+		return err
 	}
 	if err := tmp.Chmod(0o644); err != nil {
 		tmp.Close()
-		return false, err
+		return err
 	}
 	if err := tmp.Close(); err != nil {
-		return false, err
+		return err
 	}
-	return true, os.Rename(tmp.Name(), path)
+	return os.Rename(tmp.Name(), path)
 }
 
-// readValues reads the values file path (empty values when it is missing) and returns its
-// text too.
-func readValues(path string) (map[string]any, []byte, error) {
-	vals := map[string]any{}
-	old, err := os.ReadFile(path)
+// valuesFile is a values file as read: its values and text, and its global (added when
+// missing) with the remotes in it.
+type valuesFile struct {
+	vals    map[string]any
+	text    []byte
+	global  map[string]any
+	remotes []any
+}
+
+// readValuesFile reads the values file path; a missing file has no values.
+func readValuesFile(path string) (*valuesFile, error) {
+	f := &valuesFile{vals: map[string]any{}}
+	var err error
+	f.text, err = os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return nil, nil, err
+		return nil, err
 	default:
-		if err := yaml.Unmarshal(old, &vals); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		if err := yaml.Unmarshal(f.text, &f.vals); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if vals == nil {
-			vals = map[string]any{}
+		if f.vals == nil {
+			f.vals = map[string]any{}
 		}
 	}
-	return vals, old, nil
-}
-
-// remotesOf returns global of vals (added when missing) and its remotes.
-func remotesOf(path string, vals map[string]any) (global map[string]any, remotes []any, err error) {
-	global, ok := vals["global"].(map[string]any)
-	if vals["global"] != nil && !ok {
-		return nil, nil, fmt.Errorf("%s: global is not a map", path)
+	global, ok := f.vals["global"].(map[string]any)
+	if f.vals["global"] != nil && !ok {
+		return nil, fmt.Errorf("%s: global is not a map", path)
 	}
 	if global == nil {
 		global = map[string]any{}
-		vals["global"] = global
+		f.vals["global"] = global
 	}
-	remotes, ok = global["remotes"].([]any)
+	f.global = global
+	f.remotes, ok = global["remotes"].([]any)
 	if global["remotes"] != nil && !ok {
-		return nil, nil, fmt.Errorf("%s: global.remotes is not a list", path)
+		return nil, fmt.Errorf("%s: global.remotes is not a list", path)
 	}
-	return global, remotes, nil
+	return f, nil
+}
+
+// named is remote r of global.remotes when it is an entry named name.
+func named(r any, name string) (map[string]any, bool) {
+	m, ok := r.(map[string]any)
+	return m, ok && m["name"] == name
 }
 
 // EntryIn is the global.remotes entry named name in the values file path, nil when the file or
 // the entry does not exist.
 func EntryIn(path, name string) (*Entry, error) {
-	vals, _, err := readValues(path)
+	f, err := readValuesFile(path)
 	if err != nil {
 		return nil, err
 	}
-	_, remotes, err := remotesOf(path, vals)
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range remotes {
-		if m, ok := r.(map[string]any); ok && m["name"] == name {
-			data, err := yaml.Marshal(m)
-			if err != nil {
-				return nil, err
-			}
-			var e Entry
-			if err := yaml.Unmarshal(data, &e); err != nil {
-				return nil, fmt.Errorf("%s: the global.remotes entry %s: %w", path, name, err)
-			}
-			return &e, nil
+	for _, r := range f.remotes {
+		m, ok := named(r, name)
+		if !ok {
+			continue
 		}
+		data, err := yaml.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		var e Entry
+		if err := yaml.Unmarshal(data, &e); err != nil {
+			return nil, fmt.Errorf("%s: the global.remotes entry %s: %w", path, name, err)
+		}
+		return &e, nil
 	}
 	return nil, nil
 }

@@ -2,7 +2,6 @@ package mesh_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,8 +21,6 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -33,8 +30,7 @@ import (
 // metrics, a pending one as a problem; and aws reachable with each component's credentials
 // until it is cut off.
 func TestCollect(t *testing.T) {
-	crds := filepath.Join(testbed.RepoRoot(), "components", "policy", "testdata", "crds")
-	cs := testenv.Start(t, testenv.Options{CRDDirs: []string{crds}}, "aws", "gcp")
+	cs := testenv.Start(t, testenv.Options{CRDDirs: []string{clustertest.CalicoCRDs()}}, "aws", "gcp")
 	aws, gcp := cs[0], cs[1]
 	ctx := context.Background()
 
@@ -46,9 +42,10 @@ func TestCollect(t *testing.T) {
 	clustertest.Link(t, aws, gcp, "aws", "gcp", proxied.Host)
 
 	// A mirror of aws's sys-log/fluentd with two endpoints, one not ready.
-	src := mirror.Source{Cluster: "aws", Namespace: "sys-log", Name: "fluentd"}
-	remoteSvc := &corev1.Service{Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "fwd", Port: 24224}}}}
-	create(t, gcp, mirror.Service(src, "semaphore", remoteSvc))
+	remoteSvc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "fluentd", Namespace: "sys-log"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "fwd", Port: 24224}}},
+	}
 	remoteSlice := &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Name: "fluentd-abcde"},
 		AddressType: discoveryv1.AddressTypeIPv4,
@@ -57,35 +54,16 @@ func TestCollect(t *testing.T) {
 			{Addresses: []string{"10.1.0.2"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)}},
 		},
 	}
-	for _, s := range mirror.EndpointSlices(src, "semaphore", []*discoveryv1.EndpointSlice{remoteSlice}) {
-		create(t, gcp, s)
-	}
+	clustertest.Mirror(t, gcp, "aws", remoteSvc, remoteSlice)
 	// A global service app/api with two endpoints from aws and one of gcp's own.
-	key := global.Key{Namespace: "app", Name: "api"}
-	create(t, gcp, global.Service(key, "semaphore", global.DefinitionOf("aws", remoteSvc)))
 	localSlice := remoteSlice.DeepCopy()
 	localSlice.Endpoints = localSlice.Endpoints[:1]
-	for _, s := range append(
-		global.EndpointSlices(key, "semaphore", "aws", []*discoveryv1.EndpointSlice{remoteSlice}, nil),
-		global.EndpointSlices(key, "semaphore", "gcp", []*discoveryv1.EndpointSlice{localSlice}, nil)...) {
-		create(t, gcp, s)
-	}
+	clustertest.GlobalService(t, gcp, global.Key{Namespace: "app", Name: "api"}, "aws", remoteSvc,
+		map[string][]*discoveryv1.EndpointSlice{"aws": {remoteSlice}, "gcp": {localSlice}})
 	// A network set of aws's pods labelled sys-log/fluentd, and a set that is not ours.
-	dyn := dynamic.NewForConfigOrDie(gcp.Config)
-	gvr, _ := calico.Resource(calico.APICRD)
-	setSrc := netset.Source{Cluster: "aws", Namespace: "sys-log", Name: "fluentd"}
-	for _, set := range []*calico.GlobalNetworkSet{
-		{ObjectMeta: metav1.ObjectMeta{Name: netset.SetName(setSrc), Labels: netset.Labels(setSrc)}, Spec: calico.GlobalNetworkSetSpec{Nets: []string{"10.1.0.1/32", "10.1.0.2/32"}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"}, Spec: calico.GlobalNetworkSetSpec{Nets: []string{"192.0.2.0/24"}}},
-	} {
-		u, err := calico.ToUnstructured(set, calico.APICRD)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := dyn.Resource(gvr).Create(ctx, u, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	clustertest.Create(t, gcp,
+		clustertest.NetworkSet(netset.Source{Cluster: "aws", Namespace: "sys-log", Name: "fluentd"}, "10.1.0.1/32", "10.1.0.2/32"),
+		&calico.GlobalNetworkSet{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"}, Spec: calico.GlobalNetworkSetSpec{Nets: []string{"192.0.2.0/24"}}})
 	// Two wireguard pods as the DaemonSet would make them (no kubelet runs them): one running,
 	// with metrics, one pending.
 	components, err := release.Find(ctx, gcp.Client, "")
@@ -99,26 +77,16 @@ func TestCollect(t *testing.T) {
 		}
 	}
 	for node, phase := range map[string]corev1.PodPhase{"gcp-1": corev1.PodRunning, "gcp-2": corev1.PodPending} {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "wireguard-" + node, Namespace: wg.Namespace, Labels: wg.Template.Labels},
-			Spec:       *wg.Template.Spec.DeepCopy(),
-		}
-		pod.Spec.NodeName = node
-		created, err := gcp.Client.CoreV1().Pods(wg.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		created.Status.Phase = phase
-		if _, err := gcp.Client.CoreV1().Pods(wg.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		pod := clustertest.ComponentPod(t, gcp, wg, "wireguard-"+node, node)
+		pod.Status.Phase = phase
+		clustertest.UpdatePodStatus(t, gcp, pod)
 	}
 	metrics := staticMetrics{"wireguard-gcp-1": `# TYPE semaphore_wg_peer_last_handshake_timestamp_seconds gauge
 semaphore_wg_peer_last_handshake_timestamp_seconds{peer="aws-1",remote="aws"} 1.7959824e+09
 semaphore_wg_peer_last_handshake_timestamp_seconds{peer="aws-2",remote="aws"} 0
 `}
 
-	sources := mesh.Sources{Client: gcp.Client, Dynamic: dyn, Metrics: metrics, ProbeTimeout: 2 * time.Second}
+	sources := mesh.Sources{Client: gcp.Client, Dynamic: dynamic.NewForConfigOrDie(gcp.Config), Metrics: metrics, ProbeTimeout: 2 * time.Second}
 	st, err := mesh.Collect(ctx, sources)
 	if err != nil {
 		t.Fatal(err)
@@ -173,23 +141,5 @@ semaphore_wg_peer_last_handshake_timestamp_seconds{peer="aws-2",remote="aws"} 0
 	// Without the controllers, Collect says where it looked.
 	if _, err := mesh.Collect(ctx, mesh.Sources{Client: aws.Client, Namespace: "semaphore-remote"}); err == nil || !strings.Contains(err.Error(), "namespace semaphore-remote") {
 		t.Errorf("no controllers: error %v", err)
-	}
-}
-
-// create creates obj in c, as the controllers would have.
-func create(t *testing.T, c *testenv.Cluster, obj any) {
-	t.Helper()
-	ctx := context.Background()
-	var err error
-	switch o := obj.(type) {
-	case *corev1.Service:
-		_, err = c.Client.CoreV1().Services(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-	case *discoveryv1.EndpointSlice:
-		_, err = c.Client.DiscoveryV1().EndpointSlices(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-	default:
-		t.Fatalf("create %T", obj)
-	}
-	if err != nil {
-		t.Fatal(err)
 	}
 }

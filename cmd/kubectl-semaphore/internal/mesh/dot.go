@@ -17,64 +17,104 @@ import (
 // cannot reach it. A remote that is none of the states' clusters is drawn dashed, with the
 // nodes its peers name.
 func WriteDOT(w io.Writer, states []ClusterState, now time.Time) error {
-	g := &dotGraph{nodes: map[string][]string{}}
+	g := graphOf(states)
+	var b strings.Builder
+	b.WriteString("digraph semaphore {\n")
+	b.WriteString("  compound=true;\n  rankdir=LR;\n  node [shape=box, style=rounded];\n")
+	g.writeClusters(&b)
+	g.writeTunnels(&b, now)
+	writeReads(&b, states)
+	b.WriteString("}\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// dotGraph holds the clusters in the order first met, each one's nodes, and the tunnels
+// between nodes in the order first met, each with its last handshake.
+type dotGraph struct {
+	order    []string
+	external map[string]bool
+	nodes    map[string][]string
+	tunnels  []tunnel
+	newest   map[tunnel]time.Time
+}
+
+// tunnel joins two nodes, by ID, a before b.
+type tunnel struct{ a, b string }
+
+// graphOf is the graph of the states: their clusters with their nodes, and the remotes with
+// the nodes their peers name, joined by the tunnels of the peers.
+func graphOf(states []ClusterState) *dotGraph {
+	g := &dotGraph{nodes: map[string][]string{}, newest: map[tunnel]time.Time{}}
 	for _, st := range states {
 		g.cluster(st.Cluster, false)
 		for _, n := range st.Nodes {
 			g.node(st.Cluster, n)
 		}
 	}
-	// A tunnel is seen from both ends: draw it once, with the newer handshake.
-	type tunnel struct{ a, b string }
-	tunnels := map[tunnel]time.Time{}
-	var order []tunnel
 	for _, st := range states {
 		for _, r := range st.Remotes {
 			g.cluster(r.Name, true)
 			for _, p := range r.Peers {
 				g.node(st.Cluster, p.Node)
 				g.node(r.Name, p.Peer)
-				a, b := nodeID(st.Cluster, p.Node), nodeID(r.Name, p.Peer)
-				if b < a {
-					a, b = b, a
-				}
-				t := tunnel{a, b}
-				prev, seen := tunnels[t]
-				if !seen {
-					order = append(order, t)
-				}
-				if !seen || p.LastHandshake.After(prev) {
-					tunnels[t] = p.LastHandshake
-				}
+				g.tunnel(nodeID(st.Cluster, p.Node), nodeID(r.Name, p.Peer), p.LastHandshake)
 			}
 		}
 	}
+	return g
+}
 
-	var b strings.Builder
-	b.WriteString("digraph semaphore {\n")
-	b.WriteString("  compound=true;\n  rankdir=LR;\n  node [shape=box, style=rounded];\n")
+// tunnel adds the tunnel between nodes a and b, last handshaken at: a tunnel is seen from both
+// ends, and drawn once, with the newer handshake.
+func (g *dotGraph) tunnel(a, b string, at time.Time) {
+	if b < a {
+		a, b = b, a
+	}
+	t := tunnel{a, b}
+	prev, seen := g.newest[t]
+	if !seen {
+		g.tunnels = append(g.tunnels, t)
+	}
+	if !seen || at.After(prev) {
+		g.newest[t] = at
+	}
+}
+
+// writeClusters writes a box per cluster holding its nodes and a node for the cluster itself.
+func (g *dotGraph) writeClusters(b *strings.Builder) {
 	for _, c := range g.order {
-		fmt.Fprintf(&b, "  subgraph %s {\n", quote("cluster_"+c))
+		fmt.Fprintf(b, "  subgraph %s {\n", quote("cluster_"+c))
 		label := c
 		if g.external[c] {
 			label += " (not shown)"
 			b.WriteString("    style=dashed;\n")
 		}
-		fmt.Fprintf(&b, "    label=%s;\n", quote(label))
-		fmt.Fprintf(&b, "    %s [label=%s, shape=component];\n", quote(c), quote(c))
+		fmt.Fprintf(b, "    label=%s;\n", quote(label))
+		fmt.Fprintf(b, "    %s [label=%s, shape=component];\n", quote(c), quote(c))
 		for _, n := range g.nodes[c] {
-			fmt.Fprintf(&b, "    %s [label=%s];\n", quote(nodeID(c, n)), quote(n))
+			fmt.Fprintf(b, "    %s [label=%s];\n", quote(nodeID(c, n)), quote(n))
 		}
 		b.WriteString("  }\n")
 	}
-	for _, t := range order {
-		hs := tunnels[t]
-		attrs := fmt.Sprintf("dir=none, label=%s", quote(Age(hs, now)))
+}
+
+// writeTunnels writes the tunnels labelled with the age of their last handshake, red when
+// never or stale.
+func (g *dotGraph) writeTunnels(b *strings.Builder, now time.Time) {
+	for _, t := range g.tunnels {
+		hs := g.newest[t]
+		attrs := fmt.Sprintf("dir=none, label=%s", quote(age(hs, now)))
 		if hs.IsZero() || now.Sub(hs) > agents.MaxHandshakeAge {
 			attrs += ", color=red, fontcolor=red"
 		}
-		fmt.Fprintf(&b, "  %s -> %s [%s];\n", quote(t.a), quote(t.b), attrs)
+		fmt.Fprintf(b, "  %s -> %s [%s];\n", quote(t.a), quote(t.b), attrs)
 	}
+}
+
+// writeReads writes, from each remote to the cluster that reads it, what is made of it, red
+// when the cluster cannot reach it.
+func writeReads(b *strings.Builder, states []ClusterState) {
 	for _, st := range states {
 		for _, r := range st.Remotes {
 			nets := 0
@@ -87,19 +127,9 @@ func WriteDOT(w io.Writer, states []ClusterState, now time.Time) error {
 				label += "\\nunreachable"
 				attrs += ", color=red, fontcolor=red"
 			}
-			fmt.Fprintf(&b, "  %s -> %s [label=\"%s\", %s];\n", quote(r.Name), quote(st.Cluster), escape(label), attrs)
+			fmt.Fprintf(b, "  %s -> %s [label=\"%s\", %s];\n", quote(r.Name), quote(st.Cluster), escape(label), attrs)
 		}
 	}
-	b.WriteString("}\n")
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// dotGraph holds the clusters in the order first met, and each one's nodes.
-type dotGraph struct {
-	order    []string
-	external map[string]bool
-	nodes    map[string][]string
 }
 
 // cluster adds cluster c; external is true when it is only known as someone's remote, until

@@ -14,21 +14,12 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/agents"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
-	"github.com/kube-semaphore/semaphore/components/policy/calico"
-	"github.com/kube-semaphore/semaphore/components/policy/netset"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 )
 
@@ -103,8 +94,7 @@ type NetworkSet struct {
 	Nets   int    `json:"nets"`
 }
 
-// Peer is a WireGuard peer of a local node: a node of a remote.
-// Peer is one peer of a wireguard agent.
+// Peer is a WireGuard peer of a local node (its agent's peer): a node of a remote.
 type Peer = agents.Peer
 
 // Sources are what Collect reads from.
@@ -131,15 +121,39 @@ func Collect(ctx context.Context, s Sources) (ClusterState, error) {
 		return st, err
 	}
 	if len(components) == 0 {
-		where := "any namespace"
-		if s.Namespace != "" {
-			where = "namespace " + s.Namespace
-		}
-		return st, fmt.Errorf("no Semaphore controller (workloads labelled %s) in %s", release.PartOf, where)
+		return st, fmt.Errorf("no Semaphore controller (workloads labelled %s) in %s", release.PartOf, release.Where(s.Namespace))
 	}
+	byName := st.controllers(components)
+	remotes := remoteStates{}
+	for _, c := range byName {
+		for _, name := range c.RemoteNames() {
+			remotes.get(name)
+		}
+	}
+
+	st.probe(ctx, s, byName, remotes.get)
+	if c, ok := byName[release.ServiceMirror]; ok {
+		st.mirrors(ctx, s, c, remotes.get)
+	}
+	if c, ok := byName[release.Policy]; ok {
+		st.networkSets(ctx, s, c, remotes.get)
+	}
+	if c, ok := byName[release.WireGuard]; ok {
+		st.peers(ctx, s, c, remotes.get)
+	}
+
+	st.Remotes = remotes.sorted()
+	slices.SortFunc(st.GlobalServices, func(a, b GlobalService) int { return strings.Compare(a.Service, b.Service) })
+	slices.Sort(st.Nodes)
+	return st, nil
+}
+
+// controllers lists the components in the state and returns them by name, the first of each
+// name: a second is a problem. The first that names the local cluster names the state's.
+func (st *ClusterState) controllers(components []release.Component) map[string]release.Component {
 	byName := map[string]release.Component{}
 	for _, c := range components {
-		st.Components = append(st.Components, fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Workload))
+		st.Components = append(st.Components, c.WorkloadRef())
 		if prev, ok := byName[c.Name]; ok {
 			st.problem("several %s controllers (%s/%s and %s/%s): showing the first", c.Name, prev.Namespace, prev.Workload, c.Namespace, c.Workload)
 			continue
@@ -149,45 +163,35 @@ func Collect(ctx context.Context, s Sources) (ClusterState, error) {
 			st.Cluster = c.LocalCluster()
 		}
 	}
-	remotes := map[string]*RemoteState{}
-	remote := func(name string) *RemoteState {
-		r, ok := remotes[name]
-		if !ok {
-			r = &RemoteState{Name: name, Access: []Access{}, Mirrors: []Mirror{}, NetworkSets: []NetworkSet{}, Peers: []Peer{}}
-			remotes[name] = r
-		}
-		return r
-	}
-	for _, c := range byName {
-		for _, name := range c.RemoteNames() {
-			remote(name)
-		}
-	}
+	return byName
+}
 
-	st.probe(ctx, s, byName, remote)
-	if c, ok := byName[release.ServiceMirror]; ok {
-		st.mirrors(ctx, s, c, remote)
-	}
-	if c, ok := byName[release.Policy]; ok {
-		st.networkSets(ctx, s, c, remote)
-	}
-	if c, ok := byName[release.WireGuard]; ok {
-		st.peers(ctx, s, c, remote)
-	}
+// remoteStates are the states of the remotes by name, each made when first met.
+type remoteStates map[string]*RemoteState
 
-	for _, r := range remotes {
+func (rs remoteStates) get(name string) *RemoteState {
+	r, ok := rs[name]
+	if !ok {
+		r = &RemoteState{Name: name, Access: []Access{}, Mirrors: []Mirror{}, NetworkSets: []NetworkSet{}, Peers: []Peer{}}
+		rs[name] = r
+	}
+	return r
+}
+
+// sorted are the states by name, the lists of each in a stable order.
+func (rs remoteStates) sorted() []RemoteState {
+	var out []RemoteState
+	for _, r := range rs {
 		slices.SortFunc(r.Access, func(a, b Access) int { return strings.Compare(a.Component, b.Component) })
 		slices.SortFunc(r.Mirrors, func(a, b Mirror) int { return strings.Compare(a.Source, b.Source) })
 		slices.SortFunc(r.NetworkSets, func(a, b NetworkSet) int { return strings.Compare(a.Source, b.Source) })
 		slices.SortFunc(r.Peers, func(a, b Peer) int {
 			return cmp.Or(strings.Compare(a.Node, b.Node), strings.Compare(a.Peer, b.Peer))
 		})
-		st.Remotes = append(st.Remotes, *r)
+		out = append(out, *r)
 	}
-	slices.SortFunc(st.Remotes, func(a, b RemoteState) int { return strings.Compare(a.Name, b.Name) })
-	slices.SortFunc(st.GlobalServices, func(a, b GlobalService) int { return strings.Compare(a.Service, b.Service) })
-	slices.Sort(st.Nodes)
-	return st, nil
+	slices.SortFunc(out, func(a, b RemoteState) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 func (st *ClusterState) problem(format string, args ...any) {
@@ -232,129 +236,4 @@ func whoAmI(ctx context.Context, cfg *rest.Config, timeout time.Duration) (user 
 		return "", false, err.Error()
 	}
 	return user, true, ""
-}
-
-// mirrors reads the mirror Services and global Services in the service mirror's namespace and
-// counts the endpoints of their EndpointSlices.
-func (st *ClusterState) mirrors(ctx context.Context, s Sources, c release.Component, remote func(string) *RemoteState) {
-	ns := cmp.Or(c.Env["SEMAPHORE_MIRROR_NAMESPACE"], "semaphore")
-	ours := metav1.ListOptions{LabelSelector: ownership.ManagedBy + "=" + ownership.ServiceMirror}
-	services, err := s.Client.CoreV1().Services(ns).List(ctx, ours)
-	if err != nil {
-		st.problem("reading the mirror Services in namespace %s: %v", ns, err)
-		return
-	}
-	eps, err := s.Client.DiscoveryV1().EndpointSlices(ns).List(ctx, ours)
-	if err != nil {
-		st.problem("reading the mirror EndpointSlices in namespace %s: %v", ns, err)
-		return
-	}
-	type count struct{ all, ready int }
-	// endpoints counts by Service name, and for global services by source cluster too.
-	endpoints := map[string]count{}
-	byCluster := map[string]map[string]int{}
-	for _, sl := range eps.Items {
-		svc := sl.Labels[discoveryv1.LabelServiceName]
-		n := endpoints[svc]
-		for _, e := range sl.Endpoints {
-			n.all++
-			if e.Conditions.Ready == nil || *e.Conditions.Ready {
-				n.ready++
-			}
-		}
-		endpoints[svc] = n
-		if cluster := sl.Labels[global.LabelCluster]; cluster != "" {
-			if byCluster[svc] == nil {
-				byCluster[svc] = map[string]int{}
-			}
-			byCluster[svc][cluster] += len(sl.Endpoints)
-		}
-	}
-	for _, svc := range services.Items {
-		if src, ok := mirror.SourceOf(svc.Labels); ok {
-			n := endpoints[svc.Name]
-			r := remote(src.Cluster)
-			r.Mirrors = append(r.Mirrors, Mirror{Name: svc.Name, Source: src.Namespace + "/" + src.Name, Endpoints: n.all, Ready: n.ready})
-			continue
-		}
-		if k, ok := global.KeyOf(svc.Labels); ok {
-			g := GlobalService{Name: svc.Name, Service: k.String(), Endpoints: byCluster[svc.Name]}
-			if g.Endpoints == nil {
-				g.Endpoints = map[string]int{}
-			}
-			st.GlobalServices = append(st.GlobalServices, g)
-		}
-	}
-}
-
-// networkSets reads the GlobalNetworkSets semaphore-policy made, from the API group it writes.
-func (st *ClusterState) networkSets(ctx context.Context, s Sources, c release.Component, remote func(string) *RemoteState) {
-	api := cmp.Or(c.Env["SEMAPHORE_POLICY_CALICO_API"], calico.APIv3)
-	gvr, err := calico.Resource(api)
-	if err != nil {
-		st.problem("policy: SEMAPHORE_POLICY_CALICO_API: %v", err)
-		return
-	}
-	if s.Dynamic == nil {
-		st.problem("no dynamic client: network sets not read")
-		return
-	}
-	list, err := s.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: ownership.ManagedBy + "=" + ownership.Policy})
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			hint := "are Calico's CRDs installed?"
-			if api == calico.APIv3 {
-				hint = "is the Calico API server installed?"
-			}
-			st.problem("GlobalNetworkSets: the cluster does not serve %s (%s)", api, hint)
-			return
-		}
-		st.problem("reading the GlobalNetworkSets (%s): %v", api, err)
-		return
-	}
-	for i := range list.Items {
-		set, err := calico.FromUnstructured(&list.Items[i])
-		if err != nil {
-			st.problem("%v", err)
-			continue
-		}
-		src, ok := netset.SourceOf(set.Labels)
-		if !ok {
-			continue
-		}
-		r := remote(src.Cluster)
-		r.NetworkSets = append(r.NetworkSets, NetworkSet{Name: set.Name, Source: src.Namespace + "/" + src.Name, Nets: len(set.Spec.Nets)})
-	}
-}
-
-// peers reads the peers of every wireguard pod from its metrics.
-func (st *ClusterState) peers(ctx context.Context, s Sources, c release.Component, remote func(string) *RemoteState) {
-	pods, err := c.Pods(ctx, s.Client)
-	if err != nil {
-		st.problem("listing the wireguard pods: %v", err)
-		return
-	}
-	source := s.Metrics
-	if source == nil {
-		source = agents.PodProxy{Client: s.Client}
-	}
-	for i := range pods {
-		pod := &pods[i]
-		if pod.Spec.NodeName != "" && !slices.Contains(st.Nodes, pod.Spec.NodeName) {
-			st.Nodes = append(st.Nodes, pod.Spec.NodeName)
-		}
-		if pod.Status.Phase != corev1.PodRunning {
-			st.problem("wireguard pod %s/%s on node %s is %s: its peers are not known", pod.Namespace, pod.Name, pod.Spec.NodeName, cmp.Or(string(pod.Status.Phase), "not running"))
-			continue
-		}
-		peers, err := agents.PeersOf(ctx, source, pod)
-		if err != nil {
-			st.problem("wireguard pod %s/%s on node %s: %v", pod.Namespace, pod.Name, pod.Spec.NodeName, err)
-			continue
-		}
-		for _, p := range peers {
-			r := remote(p.Remote)
-			r.Peers = append(r.Peers, p)
-		}
-	}
 }

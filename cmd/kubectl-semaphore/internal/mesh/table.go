@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
-// Age is how long before now t was, the way kubectl prints ages ("never" for zero).
-func Age(t, now time.Time) string {
+// age is how long before now t was, the way kubectl prints ages ("never" for zero).
+func age(t, now time.Time) string {
 	if t.IsZero() {
 		return "never"
 	}
@@ -40,12 +40,19 @@ func writeCluster(w *tabwriter.Writer, st ClusterState, now time.Time) {
 	}
 	fmt.Fprintln(w, title)
 	fmt.Fprintln(w)
+	writeRemotes(w, st.Remotes, now)
+	writeGlobalServices(w, st.GlobalServices)
+	writePeers(w, st.Remotes, now)
+	writeProblems(w, st)
+}
 
+// writeRemotes writes the remotes at a glance, one line each.
+func writeRemotes(w io.Writer, remotes []RemoteState, now time.Time) {
 	fmt.Fprintln(w, "REMOTE\tREACHABLE\tMIRRORS\tENDPOINTS\tNETWORK SETS\tNETS\tPEERS\tOLDEST HANDSHAKE")
-	if len(st.Remotes) == 0 {
+	if len(remotes) == 0 {
 		fmt.Fprintln(w, "(none)\t")
 	}
-	for _, r := range st.Remotes {
+	for _, r := range remotes {
 		ready, all, nets := 0, 0, 0
 		for _, m := range r.Mirrors {
 			ready += m.Ready
@@ -56,35 +63,47 @@ func writeCluster(w *tabwriter.Writer, st ClusterState, now time.Time) {
 		}
 		oldest := "-"
 		if len(r.Peers) > 0 {
-			oldest = Age(oldestHandshake(r.Peers), now)
+			oldest = age(oldestHandshake(r.Peers), now)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%d\t%d/%d\t%d\t%d\t%d\t%s\n", r.Name, reachable(r), len(r.Mirrors), ready, all, len(r.NetworkSets), nets, len(r.Peers), oldest)
 	}
+}
 
-	if len(st.GlobalServices) > 0 {
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "GLOBAL SERVICE\tENDPOINTS BY CLUSTER")
-		for _, g := range st.GlobalServices {
-			var parts []string
-			for _, c := range slices.Sorted(maps.Keys(g.Endpoints)) {
-				parts = append(parts, fmt.Sprintf("%s=%d", c, g.Endpoints[c]))
-			}
-			fmt.Fprintf(w, "%s\t%s\n", g.Service, orNone(strings.Join(parts, " ")))
-		}
+// writeGlobalServices writes the global services with their endpoints by cluster, if any.
+func writeGlobalServices(w io.Writer, services []GlobalService) {
+	if len(services) == 0 {
+		return
 	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "GLOBAL SERVICE\tENDPOINTS BY CLUSTER")
+	for _, g := range services {
+		var parts []string
+		for _, c := range slices.Sorted(maps.Keys(g.Endpoints)) {
+			parts = append(parts, fmt.Sprintf("%s=%d", c, g.Endpoints[c]))
+		}
+		fmt.Fprintf(w, "%s\t%s\n", g.Service, orNone(strings.Join(parts, " ")))
+	}
+}
 
+// writePeers writes the WireGuard peers of every remote with their last handshake, if any.
+func writePeers(w io.Writer, remotes []RemoteState, now time.Time) {
 	var peers []Peer
-	for _, r := range st.Remotes {
+	for _, r := range remotes {
 		peers = append(peers, r.Peers...)
 	}
-	if len(peers) > 0 {
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "NODE\tREMOTE\tPEER\tLAST HANDSHAKE")
-		for _, p := range peers {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", p.Node, p.Remote, p.Peer, Age(p.LastHandshake, now))
-		}
+	if len(peers) == 0 {
+		return
 	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "NODE\tREMOTE\tPEER\tLAST HANDSHAKE")
+	for _, p := range peers {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", p.Node, p.Remote, p.Peer, age(p.LastHandshake, now))
+	}
+}
 
+// writeProblems writes what could not be read, and the remotes that could not be reached with
+// the credentials of some components, if any.
+func writeProblems(w io.Writer, st ClusterState) {
 	problems := slices.Clone(st.Problems)
 	for _, r := range st.Remotes {
 		// Components usually share the credentials of a remote, and so the error.
@@ -102,12 +121,13 @@ func writeCluster(w *tabwriter.Writer, st ClusterState, now time.Time) {
 			problems = append(problems, fmt.Sprintf("remote %s is not reachable with the credentials of %s: %s", r.Name, strings.Join(byError[e], ", "), e))
 		}
 	}
-	if len(problems) > 0 {
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Problems:")
-		for _, p := range problems {
-			fmt.Fprintln(w, "  - "+strings.ReplaceAll(p, "\t", " "))
-		}
+	if len(problems) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Problems:")
+	for _, p := range problems {
+		fmt.Fprintln(w, "  - "+strings.ReplaceAll(p, "\t", " "))
 	}
 }
 

@@ -39,13 +39,13 @@ type CredentialOptions struct {
 // RunsHereError refuses a kubeconfig read out of a cluster whose user would run something on
 // this machine: an exec credential plugin or an auth-provider.
 type RunsHereError struct {
-	// What is what would run, e.g. `the exec credential plugin "/usr/bin/aws"`.
-	What string
+	// what is what would run, e.g. `the exec credential plugin "/usr/bin/aws"`.
+	what string
 }
 
 func (e *RunsHereError) Error() string {
 	return fmt.Sprintf("the kubeconfig's user would run %s on this machine: refused, since whoever may write the Secrets chooses what runs here (pass --%s if you trust them)",
-		e.What, AllowExecPluginsFlag)
+		e.what, AllowExecPluginsFlag)
 }
 
 // Remote returns the credentials the component's pods have for remote name: the files of
@@ -94,7 +94,7 @@ func (c Component) RemoteCluster(ctx context.Context, client kubernetes.Interfac
 func (c Component) volumeFiles(ctx context.Context, client kubernetes.Interface, name string, want func(path string) bool) (map[string][]byte, []string, error) {
 	vol := c.volume("remote-" + name)
 	if vol == nil {
-		return nil, nil, fmt.Errorf("%s %s/%s has no volume remote-%s with the credentials of remote %s", c.Kind, c.Namespace, c.Workload, name, name)
+		return nil, nil, fmt.Errorf("%s has no volume remote-%s with the credentials of remote %s", c.WorkloadRef(), name, name)
 	}
 	files := map[string][]byte{}
 	var secrets []string
@@ -102,12 +102,12 @@ func (c Component) volumeFiles(ctx context.Context, client kubernetes.Interface,
 		if !src.projects(want) {
 			continue
 		}
-		s, err := client.CoreV1().Secrets(c.Namespace).Get(ctx, src.SecretName, metav1.GetOptions{})
+		s, err := client.CoreV1().Secrets(c.Namespace).Get(ctx, src.secretName, metav1.GetOptions{})
 		if err != nil {
-			return nil, secrets, fmt.Errorf("remote %s: reading Secret %s/%s the pods mount: %w", name, c.Namespace, src.SecretName, err)
+			return nil, secrets, fmt.Errorf("remote %s: reading Secret %s/%s the pods mount: %w", name, c.Namespace, src.secretName, err)
 		}
-		secrets = append(secrets, c.Namespace+"/"+src.SecretName)
-		for key, p := range src.Items {
+		secrets = append(secrets, c.Namespace+"/"+src.secretName)
+		for key, p := range src.items {
 			if v, ok := s.Data[key]; ok && want(p) {
 				files[p] = v
 			}
@@ -142,13 +142,13 @@ func (c Component) volume(name string) *corev1.Volume {
 
 // secretSource is a Secret a volume holds, with the path of each key it projects.
 type secretSource struct {
-	SecretName string
-	Items      map[string]string
+	secretName string
+	items      map[string]string
 }
 
 // projects reports whether the source projects a path want accepts.
 func (s secretSource) projects(want func(path string) bool) bool {
-	for _, p := range s.Items {
+	for _, p := range s.items {
 		if want(p) {
 			return true
 		}
@@ -171,12 +171,12 @@ func secretSources(v *corev1.Volume) []secretSource {
 	}
 	var out []secretSource
 	if v.Secret != nil {
-		out = append(out, secretSource{SecretName: v.Secret.SecretName, Items: items(v.Secret.Items)})
+		out = append(out, secretSource{secretName: v.Secret.SecretName, items: items(v.Secret.Items)})
 	}
 	if v.Projected != nil {
 		for _, s := range v.Projected.Sources {
 			if s.Secret != nil {
-				out = append(out, secretSource{SecretName: s.Secret.Name, Items: items(s.Secret.Items)})
+				out = append(out, secretSource{secretName: s.Secret.Name, items: items(s.Secret.Items)})
 			}
 		}
 	}
@@ -251,9 +251,9 @@ func configFromFiles(files map[string][]byte, opts CredentialOptions) (*rest.Con
 	if !opts.AllowExecPlugins {
 		switch {
 		case cfg.ExecProvider != nil:
-			return nil, &RunsHereError{What: fmt.Sprintf("the exec credential plugin %q", cfg.ExecProvider.Command)}
+			return nil, &RunsHereError{what: fmt.Sprintf("the exec credential plugin %q", cfg.ExecProvider.Command)}
 		case cfg.AuthProvider != nil:
-			return nil, &RunsHereError{What: fmt.Sprintf("the auth-provider %q", cfg.AuthProvider.Name)}
+			return nil, &RunsHereError{what: fmt.Sprintf("the auth-provider %q", cfg.AuthProvider.Name)}
 		}
 	}
 	return cfg, nil

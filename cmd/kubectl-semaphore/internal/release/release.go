@@ -34,12 +34,17 @@ type Component struct {
 	Name string
 	// Kind is Deployment or DaemonSet; Namespace and Workload name it.
 	Kind, Namespace, Workload string
-	// Selector selects the workload's pods.
-	Selector labels.Selector
+	// selector selects the workload's pods.
+	selector labels.Selector
 	// Template is the workload's pod template.
 	Template corev1.PodTemplateSpec
 	// Env are the literal environment variables of the component's container.
 	Env map[string]string
+}
+
+// WorkloadRef names the component's workload as messages do: Kind namespace/name.
+func (c Component) WorkloadRef() string {
+	return fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Workload)
 }
 
 // LocalCluster is the name the component gives the local cluster (SEMAPHORE_LOCAL_CLUSTER).
@@ -67,6 +72,15 @@ func (c Component) PodRanges() (addrguard.Ranges, error) {
 		return nil, fmt.Errorf("%s: %w", PodRangesEnv, err)
 	}
 	return r, nil
+}
+
+// Where names the namespace a search looks in, for messages: "any namespace" for "" (every
+// namespace, as Find takes it), else "namespace <namespace>".
+func Where(namespace string) string {
+	if namespace == "" {
+		return "any namespace"
+	}
+	return "namespace " + namespace
 }
 
 // Find returns the Semaphore components in namespace ("" for every namespace), sorted by
@@ -107,7 +121,7 @@ func component(kind string, meta metav1.ObjectMeta, selector *metav1.LabelSelect
 	if err != nil {
 		return Component{}, false
 	}
-	c := Component{Name: name, Kind: kind, Namespace: meta.Namespace, Workload: meta.Name, Selector: sel, Template: template, Env: map[string]string{}}
+	c := Component{Name: name, Kind: kind, Namespace: meta.Namespace, Workload: meta.Name, selector: sel, Template: template, Env: map[string]string{}}
 	if ctr := c.container(); ctr != nil {
 		for _, e := range ctr.Env {
 			if e.ValueFrom == nil {
@@ -130,22 +144,4 @@ func (c Component) container() *corev1.Container {
 		return &ctrs[0]
 	}
 	return nil
-}
-
-// Pods are the component's pods.
-func (c Component) Pods(ctx context.Context, client kubernetes.Interface) ([]corev1.Pod, error) {
-	list, err := client.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: c.Selector.String()})
-	if err != nil {
-		return nil, err
-	}
-	return list.Items, nil
-}
-
-// Workloads are the kinds and names of components, for messages.
-func Workloads(components []Component) []string {
-	var out []string
-	for _, c := range components {
-		out = append(out, fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Workload))
-	}
-	return out
 }
