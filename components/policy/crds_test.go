@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -22,7 +20,7 @@ import (
 // from install through Options.CRDDirs, and behave as Calico's schemas say: cluster-scoped,
 // spec.nets a list of strings, IPv4 and IPv6 networks alike.
 func TestCalicoCRDs(t *testing.T) {
-	dir := filepath.Join(testbed.RepoRoot(), "components", "policy", "testdata", "crds")
+	dir := testenv.CRDs("policy")
 	c := testenv.Start(t, testenv.Options{CRDDirs: []string{dir}}, "local")[0]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

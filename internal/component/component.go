@@ -62,6 +62,7 @@ type Base struct {
 	Remotes     []remote.Cluster
 
 	election    config.LeaderElection
+	resync      time.Duration
 	admin       *admin.Server
 	listener    net.Listener
 	leading     atomic.Bool
@@ -99,6 +100,7 @@ func New(name, metricsPrefix string, shared config.Shared, election config.Leade
 		Local:       local,
 		Remotes:     remotes,
 		election:    election,
+		resync:      shared.ResyncPeriod,
 		admin:       admin.New(reg),
 		listener:    listener,
 	}
@@ -108,17 +110,18 @@ func New(name, metricsPrefix string, shared config.Shared, election config.Leade
 	return b, nil
 }
 
-// GuardLocalRanges makes guard refuse the local cluster's own ranges (its Nodes' pod CIDRs and
-// addresses, its Service ranges, its Calico IPAM blocks), kept up to date while the component
-// runs. The controller starts only once every source has been read: before that the guard
-// would let through a remote address that is local.
-func (b *Base) GuardLocalRanges(guard *addrguard.Guard, resync time.Duration) error {
+// Guard returns the guard that holds each remote to its ranges and refuses the local cluster's
+// own ranges (its Nodes' pod CIDRs and addresses, its Service ranges, its Calico IPAM blocks),
+// kept up to date while the component runs. The controller starts only once every source has
+// been read: before that the guard would let through a remote address that is local.
+func (b *Base) Guard(ranges addrguard.Ranges) (*addrguard.Guard, error) {
+	guard := addrguard.New(ranges)
 	dyn, err := dynamic.NewForConfig(b.LocalConfig)
 	if err != nil {
-		return fmt.Errorf("SEMAPHORE_LOCAL_KUBECONFIG: %w", err)
+		return nil, fmt.Errorf("SEMAPHORE_LOCAL_KUBECONFIG: %w", err)
 	}
-	b.localRanges, err = localranges.New(b.Local, dyn, guard, b.LocalRanges, resync, b.Log)
-	return err
+	b.localRanges, err = localranges.New(b.Local, dyn, guard, b.LocalRanges, b.resync, b.Log)
+	return guard, err
 }
 
 // AdminAddr is the address the admin server listens on.
@@ -149,12 +152,12 @@ func (b *Base) RunController(ctx context.Context, ctrl Controller, workers int) 
 		// made of the remotes is made again.
 		b.localRanges.OnChange(r.ResyncRemotes)
 	}
-	return b.Run(ctx, func(ctx context.Context) { ctrl.Run(ctx, workers) }, ctrl.LocalSynced)
+	return b.run(ctx, func(ctx context.Context) { ctrl.Run(ctx, workers) }, ctrl.LocalSynced)
 }
 
-// Run serves the admin endpoints, probes the remotes and, while this replica leads, calls
+// run serves the admin endpoints, probes the remotes and, while this replica leads, calls
 // run, until ctx is done. localSynced tells /readyz whether the leader's local caches synced.
-func (b *Base) Run(ctx context.Context, run func(context.Context), localSynced func() bool) error {
+func (b *Base) run(ctx context.Context, run func(context.Context), localSynced func() bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if w := b.localRanges; w != nil {

@@ -131,7 +131,7 @@ func (s *Shared) Validate() error {
 		}
 		seen[r] = true
 	}
-	if err := CheckNamesApart(s.Remotes); err != nil {
+	if err := checkNamesApart(s.Remotes); err != nil {
 		return fmt.Errorf("SEMAPHORE_REMOTES: %w", err)
 	}
 	if s.RemotesDir == "" && len(s.Remotes) > 0 {
@@ -167,24 +167,24 @@ func CheckClusterName(variable, name string) error {
 	return nil
 }
 
-// GlobalPrefix is what the names of global services' Services start with ("gl-"); a remote's
+// globalPrefix is what the names of global services' Services start with ("gl-"); a remote's
 // mirrors' names start with the remote's name and a dash in the same way.
-const GlobalPrefix = "gl"
+const globalPrefix = "gl"
 
-// CheckNamesApart refuses remote names of which one is another's dash-prefix ("aws" and
+// checkNamesApart refuses remote names of which one is another's dash-prefix ("aws" and
 // "aws-prod"), or is or starts with the global services' prefix ("gl", "gl-x"): the objects
 // made for them are named <remote>-<namespace>-..., so aws's Service y in namespace prod-x and
 // aws-prod's y in x would take the same name, and a remote "gl" the global services' names.
-func CheckNamesApart(remotes []string) error {
-	for _, a := range append([]string{GlobalPrefix}, remotes...) {
+func checkNamesApart(remotes []string) error {
+	for _, a := range append([]string{globalPrefix}, remotes...) {
 		for _, b := range remotes {
 			if strings.HasPrefix(b, a+"-") {
 				return fmt.Errorf("%q and %q: %q is a prefix of %q up to a dash, so the names of the objects made for them can collide; rename one remote", a, b, a, b)
 			}
 		}
 	}
-	if slices.Contains(remotes, GlobalPrefix) {
-		return fmt.Errorf("%q is the prefix of the global services' names; rename that remote", GlobalPrefix)
+	if slices.Contains(remotes, globalPrefix) {
+		return fmt.Errorf("%q is the prefix of the global services' names; rename that remote", globalPrefix)
 	}
 	return nil
 }
@@ -204,6 +204,24 @@ func (r *RemoteRanges) Validate(remotes []string) error {
 		return fmt.Errorf("SEMAPHORE_REMOTE_POD_RANGES: %w", err)
 	}
 	return nil
+}
+
+// Elected holds the settings of a component whose replicas elect a leader, the one that writes,
+// and that holds the remotes to their pod ranges.
+type Elected struct {
+	Shared
+	LeaderElection
+	RemoteRanges
+}
+
+// Validate checks the shared settings, then completes the defaults of leader election for
+// component and checks them. The remote ranges are left to the component.
+func (e *Elected) Validate(component string) error {
+	if err := e.Shared.Validate(); err != nil {
+		return err
+	}
+	e.LeaderElection.Complete(component)
+	return e.LeaderElection.Validate()
 }
 
 // LeaderElection holds the settings of leader election for components that run as Deployments.

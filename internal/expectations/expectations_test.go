@@ -23,89 +23,89 @@ type step struct {
 func TestSatisfied(t *testing.T) {
 	tests := []struct {
 		name   string
-		expect func(e *Expectations)
+		expect func(e *Tracker)
 		steps  []step
 	}{
 		{
 			name:   "no expectation, object cached",
-			expect: func(*Expectations) {},
+			expect: func(*Tracker) {},
 			steps:  []step{{obj("5"), true}},
 		},
 		{
 			name:   "no expectation, object absent",
-			expect: func(*Expectations) {},
+			expect: func(*Tracker) {},
 			steps:  []step{{nil, true}},
 		},
 		{
 			name:   "wrote, cache still empty (a create not seen yet)",
-			expect: func(e *Expectations) { e.Wrote("set", "10") },
+			expect: func(e *Tracker) { e.Wrote("set", "10") },
 			steps:  []step{{nil, false}, {nil, false}, {obj("10"), true}},
 		},
 		{
 			name:   "wrote, cache older",
-			expect: func(e *Expectations) { e.Wrote("set", "10") },
+			expect: func(e *Tracker) { e.Wrote("set", "10") },
 			steps:  []step{{obj("9"), false}, {obj("9"), false}},
 		},
 		{
 			name:   "wrote, cache at our version, then forgotten",
-			expect: func(e *Expectations) { e.Wrote("set", "10") },
+			expect: func(e *Tracker) { e.Wrote("set", "10") },
 			// Once satisfied the expectation is gone: an older cache no longer waits.
 			steps: []step{{obj("10"), true}, {obj("9"), true}, {nil, true}},
 		},
 		{
 			name:   "wrote, cache newer",
-			expect: func(e *Expectations) { e.Wrote("set", "10") },
+			expect: func(e *Tracker) { e.Wrote("set", "10") },
 			steps:  []step{{obj("11"), true}, {obj("9"), true}},
 		},
 		{
 			name:   "wrote, resourceVersions compared as numbers",
-			expect: func(e *Expectations) { e.Wrote("set", "100") },
+			expect: func(e *Tracker) { e.Wrote("set", "100") },
 			steps:  []step{{obj("99"), false}, {obj("1000"), true}},
 		},
 		{
 			name:   "wrote twice, the later write counts",
-			expect: func(e *Expectations) { e.Wrote("set", "10"); e.Wrote("set", "12") },
+			expect: func(e *Tracker) { e.Wrote("set", "10"); e.Wrote("set", "12") },
 			steps:  []step{{obj("10"), false}, {obj("11"), false}, {obj("12"), true}},
 		},
 		{
 			name:   "deleted, cache still shows the object at that version",
-			expect: func(e *Expectations) { e.Deleted("set", "10") },
+			expect: func(e *Tracker) { e.Deleted("set", "10") },
 			steps:  []step{{obj("10"), false}, {obj("10"), false}},
 		},
 		{
 			name:   "deleted, cache shows an older version",
-			expect: func(e *Expectations) { e.Deleted("set", "10") },
+			expect: func(e *Tracker) { e.Deleted("set", "10") },
 			steps:  []step{{obj("9"), false}},
 		},
 		{
 			name:   "deleted, object absent, then forgotten",
-			expect: func(e *Expectations) { e.Deleted("set", "10") },
+			expect: func(e *Tracker) { e.Deleted("set", "10") },
 			steps:  []step{{nil, true}, {obj("10"), true}},
 		},
 		{
 			name:   "deleted, recreated since",
-			expect: func(e *Expectations) { e.Deleted("set", "10") },
+			expect: func(e *Tracker) { e.Deleted("set", "10") },
 			steps:  []step{{obj("15"), true}, {obj("10"), true}},
 		},
 		{
 			name:   "wrote then deleted, the delete counts",
-			expect: func(e *Expectations) { e.Wrote("set", "10"); e.Deleted("set", "10") },
+			expect: func(e *Tracker) { e.Wrote("set", "10"); e.Deleted("set", "10") },
 			steps:  []step{{obj("10"), false}, {nil, true}},
 		},
 		{
 			name:   "deleted then created again, the create counts",
-			expect: func(e *Expectations) { e.Deleted("set", "10"); e.Wrote("set", "11") },
+			expect: func(e *Tracker) { e.Deleted("set", "10"); e.Wrote("set", "11") },
 			steps:  []step{{nil, false}, {obj("10"), false}, {obj("11"), true}},
 		},
 		{
 			name:   "expectation on another key",
-			expect: func(e *Expectations) { e.Wrote("other", "10") },
+			expect: func(e *Tracker) { e.Wrote("other", "10") },
 			steps:  []step{{obj("9"), true}, {nil, true}},
 		},
 		{
 			// A resourceVersion that is not a number cannot be ordered: do not wait forever.
 			name:   "unorderable resourceVersion",
-			expect: func(e *Expectations) { e.Wrote("set", "10") },
+			expect: func(e *Tracker) { e.Wrote("set", "10") },
 			steps:  []step{{obj("abc"), true}},
 		},
 	}
@@ -129,24 +129,24 @@ func TestSatisfied(t *testing.T) {
 func TestSatisfiedAfterTimeout(t *testing.T) {
 	e := New()
 	e.Wrote("set", "10")
-	e.m["set"] = expectation{resourceVersion: "10", at: time.Now().Add(-Timeout - time.Second)}
+	e.m["set"] = expectation{resourceVersion: "10", at: time.Now().Add(-timeout - time.Second)}
 	if !e.Satisfied("set", obj("9")) {
-		t.Error("Satisfied with an older cache after Timeout = false, want true (the event never came)")
+		t.Error("Satisfied with an older cache after timeout = false, want true (the event never came)")
 	}
 	if _, ok := e.m["set"]; ok {
 		t.Error("expectation kept after it timed out")
 	}
 
 	e.Deleted("set", "10")
-	e.m["set"] = expectation{resourceVersion: "10", deleted: true, at: time.Now().Add(-Timeout - time.Second)}
+	e.m["set"] = expectation{resourceVersion: "10", deleted: true, at: time.Now().Add(-timeout - time.Second)}
 	if !e.Satisfied("set", obj("10")) {
-		t.Error("Satisfied after a delete and Timeout = false, want true")
+		t.Error("Satisfied after a delete and timeout = false, want true")
 	}
 }
 
 func TestExpire(t *testing.T) {
 	e := New()
-	old := time.Now().Add(-Timeout - time.Second)
+	old := time.Now().Add(-timeout - time.Second)
 	e.m["old-write"] = expectation{resourceVersion: "1", at: old}
 	e.m["old-delete"] = expectation{resourceVersion: "2", deleted: true, at: old}
 	e.Wrote("new-write", "3")
@@ -194,7 +194,7 @@ func TestConcurrentUse(t *testing.T) {
 
 // A set we wrote and someone deleted before our cache saw the write never shows that write:
 // seeing its deletion settles the expectation, so the next sync recreates it at once instead
-// of waiting for Timeout. A deletion of an older version does not.
+// of waiting for timeout. A deletion of an older version does not.
 func TestObservedDeletion(t *testing.T) {
 	e := New()
 	e.Wrote("set", "10")

@@ -24,19 +24,19 @@ func Components() []Spec {
 			Name:        ownership.ServiceMirror,
 			Description: "Mirrors opted-in Services of remote clusters as local Services and EndpointSlices",
 			Package:     "./components/service-mirror",
-			User:        NonRootUser,
+			User:        nonRootUser,
 		},
 		{
 			Name:        ownership.Policy,
 			Description: "Keeps Calico GlobalNetworkSets of labelled pods in remote clusters",
 			Package:     "./components/policy",
-			User:        NonRootUser,
+			User:        nonRootUser,
 		},
 		{
 			Name:        ownership.WireGuard,
 			Description: "Per-remote-cluster WireGuard devices, peers and routes on every node",
 			Package:     "./components/wireguard",
-			User:        RootUser,
+			User:        rootUser,
 		},
 	}
 }

@@ -52,7 +52,7 @@ type Spec struct {
 	// Binaries are prebuilt static binaries by platform ("linux/amd64" -> path), used instead of
 	// Package. Without Platforms, the image has exactly these platforms.
 	Binaries map[string]string
-	// User is the numeric "uid:gid" the image runs as (default NonRootUser).
+	// User is the numeric "uid:gid" the image runs as (default nonRootUser).
 	User string
 	// Entrypoint defaults to ["/<Name>"].
 	Entrypoint []string
@@ -97,15 +97,15 @@ type Options struct {
 
 // Defaults of Spec and Options, and the image's fixed paths.
 const (
-	// NonRootUser is the default user: "nonroot" in the image's /etc/passwd.
-	NonRootUser = "65532:65532"
-	// RootUser is root, for the one component that needs it (semaphore-wireguard).
-	RootUser = "0:0"
+	// nonRootUser is the default user: "nonroot" in the image's /etc/passwd.
+	nonRootUser = "65532:65532"
+	// rootUser is root, for the one component that needs it (semaphore-wireguard).
+	rootUser = "0:0"
 	// DefaultCACertificates is where Debian's ca-certificates package puts the CA bundle; it is
 	// also the bundle's path in the images (SSL_CERT_FILE).
 	DefaultCACertificates = "/etc/ssl/certs/ca-certificates.crt"
-	// Source is the org.opencontainers.image.source label of every image.
-	Source = "https://github.com/kube-semaphore/semaphore"
+	// source is the org.opencontainers.image.source label of every image.
+	source = "https://github.com/kube-semaphore/semaphore"
 	// versionVar receives Options.Version through -ldflags -X.
 	versionVar = "github.com/kube-semaphore/semaphore/internal/metrics.Version"
 	pathEnv    = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -116,11 +116,11 @@ var DefaultPlatforms = []string{"linux/amd64", "linux/arm64"}
 
 // Labels (and index annotations) of every image.
 const (
-	LabelTitle       = "org.opencontainers.image.title"
-	LabelDescription = "org.opencontainers.image.description"
-	LabelSource      = "org.opencontainers.image.source"
-	LabelVersion     = "org.opencontainers.image.version"
-	LabelRevision    = "org.opencontainers.image.revision"
+	labelTitle       = "org.opencontainers.image.title"
+	labelDescription = "org.opencontainers.image.description"
+	labelSource      = "org.opencontainers.image.source"
+	labelVersion     = "org.opencontainers.image.version"
+	labelRevision    = "org.opencontainers.image.revision"
 )
 
 // The image's /etc/passwd and /etc/group: root and nonroot, whose home is / (the images have no
@@ -392,15 +392,15 @@ func checkStatic(b []byte, p v1.Platform) error {
 
 func (s Spec) labels(opts Options) map[string]string {
 	l := map[string]string{
-		LabelTitle:   s.Name,
-		LabelSource:  Source,
-		LabelVersion: opts.Version,
+		labelTitle:   s.Name,
+		labelSource:  source,
+		labelVersion: opts.Version,
 	}
 	if s.Description != "" {
-		l[LabelDescription] = s.Description
+		l[labelDescription] = s.Description
 	}
 	if opts.Revision != "" {
-		l[LabelRevision] = opts.Revision
+		l[labelRevision] = opts.Revision
 	}
 	return l
 }
@@ -435,7 +435,7 @@ func (s Spec) image(p v1.Platform, binary, certs []byte, labels map[string]strin
 	cf.Created = v1.Time{Time: opts.Epoch}
 	user := s.User
 	if user == "" {
-		user = NonRootUser
+		user = nonRootUser
 	}
 	entrypoint := s.Entrypoint
 	if len(entrypoint) == 0 {

@@ -21,8 +21,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// RefNameAnnotation names an image in an OCI layout's index.json.
-const RefNameAnnotation = "org.opencontainers.image.ref.name"
+// refNameAnnotation names an image in an OCI layout's index.json.
+const refNameAnnotation = "org.opencontainers.image.ref.name"
 
 // WriteLayout writes images (reference -> index) as the OCI image layout dir: index.json lists
 // one image index per reference, in reference order, annotated with its reference
@@ -41,7 +41,7 @@ func WriteLayout(dir string, images map[string]v1.ImageIndex) error {
 		}
 		adds = append(adds, mutate.IndexAddendum{
 			Add:        images[ref],
-			Descriptor: v1.Descriptor{Annotations: map[string]string{RefNameAnnotation: ref}},
+			Descriptor: v1.Descriptor{Annotations: map[string]string{refNameAnnotation: ref}},
 		})
 	}
 	top = mutate.AppendManifests(top, adds...)

@@ -210,12 +210,7 @@ func nodeRanges(obj any) []netip.Prefix {
 	if !ok {
 		return nil
 	}
-	var out []netip.Prefix
-	for _, c := range n.Spec.PodCIDRs {
-		if p, err := netip.ParsePrefix(c); err == nil {
-			out = append(out, p.Masked())
-		}
-	}
+	out := prefixes(n.Spec.PodCIDRs)
 	for _, a := range n.Status.Addresses {
 		if addr, err := netip.ParseAddr(a.Address); err == nil {
 			out = append(out, netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen()))
@@ -230,8 +225,13 @@ func serviceCIDRRanges(obj any) []netip.Prefix {
 	if !ok {
 		return nil
 	}
+	return prefixes(s.Spec.CIDRs)
+}
+
+// prefixes are the ranges of cidrs that parse, masked.
+func prefixes(cidrs []string) []netip.Prefix {
 	var out []netip.Prefix
-	for _, c := range s.Spec.CIDRs {
+	for _, c := range cidrs {
 		if p, err := netip.ParsePrefix(c); err == nil {
 			out = append(out, p.Masked())
 		}

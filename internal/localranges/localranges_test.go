@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +20,6 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/localranges"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -71,7 +69,7 @@ func refusedAsLocal(t *testing.T, guard *addrguard.Guard, want bool, addrs ...st
 // Every local Node's pod CIDRs and addresses, the Service range and Calico's IPAM blocks are
 // local: a remote may publish none of them; a Node that goes takes its ranges with it.
 func TestRemoteMayNotPublishTheLocalClustersRanges(t *testing.T) {
-	crds := filepath.Join(testbed.RepoRoot(), "components", "wireguard", "testdata", "crds")
+	crds := testenv.CRDs("wireguard")
 	c := testenv.Start(t, testenv.Options{CRDDirs: []string{crds}, ServiceCIDRs: "10.96.0.0/16"}, "local")[0]
 	ctx := context.Background()
 	node := &corev1.Node{

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -38,13 +37,14 @@ type Config[K comparable] struct {
 	// Queue names the workqueue in its metrics (the queues of all remotes share the name).
 	Queue        string
 	QueueMetrics workqueue.MetricsProvider
-	// Sync reconciles one key and says how it went (a reconcile result).
-	Sync func(context.Context, K) (string, error)
+	// Sync reconciles one key and says how it went (a reconcile.Result).
+	Sync func(context.Context, K) (reconcile.Result, error)
 	// Remote names the remote a key belongs to: its queue and the label of its metrics.
-	Remote  func(K) string
-	Metrics *reconcile.Metrics
-	Health  *remote.Health
-	Log     *slog.Logger
+	Remote func(K) string
+	// Counters count the syncs and, when set, the writes.
+	Counters Counters
+	Health   *remote.Health
+	Log      *slog.Logger
 	// OnRemoteSynced enqueues the keys of every object a remote holds, once its caches synced.
 	OnRemoteSynced func(*Remote)
 
@@ -64,8 +64,6 @@ type Config[K comparable] struct {
 	LocalLog []any
 	// Events is the local client events are recorded with. Optional.
 	Events kubernetes.Interface
-	// Writes counts write requests that reached the local API server. Optional.
-	Writes *prometheus.CounterVec
 	// Inventory, run every InventoryInterval, refreshes the inventory gauges. Optional.
 	Inventory         func(context.Context)
 	InventoryInterval time.Duration
@@ -77,7 +75,7 @@ type Controller[K comparable] struct {
 	// Clashes are the keys whose object name is held by a local object we do not own.
 	Clashes *reconcile.Clashes[K]
 	// Expect remembers our writes until the local caches show them.
-	Expect *expectations.Expectations
+	Expect *expectations.Tracker
 	// Recorder records events; nil without Config.Events.
 	Recorder record.EventRecorder
 
@@ -106,7 +104,7 @@ func New[K comparable](cfg Config[K]) *Controller[K] {
 		Expect:  expectations.New(),
 		cfg:     cfg,
 		remotes: map[string]*Remote{},
-		loop:    &reconcile.Loop[K]{Queue: queue, Sync: cfg.Sync, Remote: cfg.Remote, Metrics: cfg.Metrics, Log: cfg.Log},
+		loop:    &reconcile.Loop[K]{Queue: queue, Sync: cfg.Sync, Remote: cfg.Remote, Metrics: cfg.Counters.Reconcile, Log: cfg.Log},
 	}
 	if cfg.Events != nil {
 		c.broadcaster = record.NewBroadcaster()
@@ -120,7 +118,7 @@ func New[K comparable](cfg Config[K]) *Controller[K] {
 func (c *Controller[K]) AddRemote(name string) *Remote {
 	r := &Remote{Name: name}
 	c.remotes[name] = r
-	c.cfg.Metrics.InitRemote(name)
+	c.cfg.Counters.Reconcile.InitRemote(name)
 	return r
 }
 

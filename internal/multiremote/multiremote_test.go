@@ -30,7 +30,7 @@ type synced struct {
 	keys []string
 }
 
-func (s *synced) sync(_ context.Context, key string) (string, error) {
+func (s *synced) sync(_ context.Context, key string) (reconcile.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.keys = append(s.keys, key)
@@ -60,7 +60,7 @@ func newController(t *testing.T, s *synced, cfg multiremote.Config[string]) (*mu
 	log := slog.New(slog.DiscardHandler)
 	health := remote.NewHealth(f, time.Hour, log)
 	cfg.Queue, cfg.Sync, cfg.Log, cfg.Health = "test", s.sync, log, health
-	cfg.Metrics = reconcile.NewMetrics(f, "one key")
+	cfg.Counters.Reconcile = reconcile.NewMetrics(f, "one key")
 	if cfg.Remote == nil {
 		cfg.Remote = func(k string) string { r, _, _ := cut(k); return r }
 	}
@@ -233,7 +233,7 @@ func TestWritesAreCountedAndExpected(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	writes := metrics.NewFactory(reg, "test").CounterVec("writes_total", "Writes.", "verb")
 	s := &synced{}
-	c, _ := newController(t, s, multiremote.Config[string]{Writes: writes})
+	c, _ := newController(t, s, multiremote.Config[string]{Counters: multiremote.Counters{Writes: writes}})
 	obj := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "uid-1", ResourceVersion: "5"}}
 	var got metav1.DeleteOptions
 	err := c.Delete(context.Background(), "a", obj, func(_ context.Context, name string, opts metav1.DeleteOptions) error {

@@ -14,8 +14,8 @@ const MaxLabel = 63
 // two different long names collide with negligible probability.
 const hashLen = 10
 
-// MinShortened is the smallest limit Shorten accepts: one character of prefix, a dash and the hash.
-const MinShortened = hashLen + 2
+// minShortened is the smallest limit Shorten accepts: one character of prefix, a dash and the hash.
+const minShortened = hashLen + 2
 
 // Shorten returns name unchanged when it fits limit characters. Otherwise it returns a prefix of
 // name, a dash and a short hash of the whole name, limit characters in all. The result is
@@ -25,7 +25,7 @@ func Shorten(name string, limit int) string {
 	if len(name) <= limit {
 		return name
 	}
-	if limit < MinShortened {
+	if limit < minShortened {
 		panic("names.Shorten: limit below MinShortened")
 	}
 	sum := sha256.Sum256([]byte(name))

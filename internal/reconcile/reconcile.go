@@ -18,15 +18,21 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/metrics"
 )
 
-// Results of a sync, the result label of reconcile_total.
+// Result is how a sync went: the value of the result label of reconcile_total.
+type Result string
+
+// The results of a sync.
 const (
-	Success = "success"
-	Error   = "error"
+	Success Result = "success"
+	Error   Result = "error"
 	// Clash: an object we do not own holds the name; it is left alone.
-	Clash = "clash"
+	Clash Result = "clash"
 	// Skipped: the remote has not synced yet, or the cache lags our own write.
-	Skipped = "skipped"
+	Skipped Result = "skipped"
 )
+
+// results are every Result, in the order they are exported at zero.
+var results = []Result{Success, Error, Clash, Skipped}
 
 // Metrics count and time a controller's syncs, by remote unless made by NewTotalMetrics.
 type Metrics struct {
@@ -61,16 +67,20 @@ func NewTotalMetrics(f *metrics.Factory, what string) *Metrics {
 }
 
 // labels are the label values of a sync of remote, then result when given.
-func (m *Metrics) labels(remote string, result ...string) []string {
-	if !m.byRemote {
-		return result
+func (m *Metrics) labels(remote string, result ...Result) []string {
+	var values []string
+	if m.byRemote {
+		values = append(values, remote)
 	}
-	return append([]string{remote}, result...)
+	for _, r := range result {
+		values = append(values, string(r))
+	}
+	return values
 }
 
 func (m *Metrics) initResults(remote ...string) {
-	for _, result := range []string{Success, Error, Clash, Skipped} {
-		m.reconciles.WithLabelValues(append(remote, result)...)
+	for _, result := range results {
+		m.reconciles.WithLabelValues(append(remote, string(result))...)
 	}
 }
 
@@ -86,26 +96,26 @@ func (m *Metrics) InitRemote(remote string) {
 // Loop runs the workers of a controller whose queue holds keys of type K.
 type Loop[K comparable] struct {
 	Queue workqueue.TypedRateLimitingInterface[K]
-	// Sync reconciles one key and says how it went (one of the results above).
-	Sync func(context.Context, K) (string, error)
+	// Sync reconciles one key and says how it went.
+	Sync func(context.Context, K) (Result, error)
 	// Remote names the remote a key belongs to, for metrics and logs.
 	Remote  func(K) string
 	Metrics *Metrics
 	Log     *slog.Logger
 }
 
-// FinishGrace is how long a sync under way when the loop stops may still write. A write cut
+// finishGrace is how long a sync under way when the loop stops may still write. A write cut
 // off in flight may or may not have been applied, and the replica that takes over writes the
 // same change again; the lease is released only once the loop has returned (package leader),
 // so finishing costs the successor at most this long. It is well inside the time a replica
 // that lost its lease keeps it in others' eyes (LeaseDuration - RenewDeadline, 5 s by default).
-const FinishGrace = 2 * time.Second
+const finishGrace = 2 * time.Second
 
 // Run starts workers and blocks until ctx is done and they have returned. It shuts the queue
 // down when ctx is done, which is what makes the workers return: a sync under way finishes
 // (for up to FinishGrace), and no other starts.
 func (l *Loop[K]) Run(ctx context.Context, workers int) {
-	syncCtx, cancel := withGrace(ctx, FinishGrace)
+	syncCtx, cancel := withGrace(ctx, finishGrace)
 	defer cancel()
 	var wg sync.WaitGroup
 	for range workers {

@@ -29,7 +29,7 @@ func TestLoopRetriesAndCounts(t *testing.T) {
 	done := make(chan struct{})
 	loop := &reconcile.Loop[string]{
 		Queue: queue,
-		Sync: func(_ context.Context, key string) (string, error) {
+		Sync: func(_ context.Context, key string) (reconcile.Result, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			calls[key]++
@@ -62,10 +62,11 @@ func TestLoopRetriesAndCounts(t *testing.T) {
 		t.Fatal("Run did not return after its context was done")
 	}
 	for _, c := range []struct {
-		remote, result string
-		want           float64
+		remote string
+		result reconcile.Result
+		want   float64
 	}{{"aws", reconcile.Error, 2}, {"aws", reconcile.Success, 1}, {"gcp", reconcile.Success, 1}} {
-		if got, _ := testenv.MetricSeries(t, reg, "test_reconcile_total", map[string]string{"remote": c.remote, "result": c.result}); got != c.want {
+		if got, _ := testenv.MetricSeries(t, reg, "test_reconcile_total", map[string]string{"remote": c.remote, "result": string(c.result)}); got != c.want {
 			t.Errorf("reconcile_total{remote=%s,result=%s} = %v, want %v", c.remote, c.result, got, c.want)
 		}
 	}
@@ -81,7 +82,7 @@ func TestLoopFinishesTheSyncUnderWayOnStop(t *testing.T) {
 	ended := map[string]error{} // each key's context's state when its sync returned
 	loop := &reconcile.Loop[string]{
 		Queue: queue,
-		Sync: func(ctx context.Context, key string) (string, error) {
+		Sync: func(ctx context.Context, key string) (reconcile.Result, error) {
 			started <- key
 			switch key {
 			case "aws/write":
@@ -192,13 +193,13 @@ func TestInitRemoteExportsZeros(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := reconcile.NewMetrics(metrics.NewFactory(reg, "test"), "one thing")
 	m.InitRemote("aws")
-	for _, result := range []string{reconcile.Success, reconcile.Error, reconcile.Clash, reconcile.Skipped} {
-		got, n := testenv.MetricSeries(t, reg, "test_reconcile_total", map[string]string{"remote": "aws", "result": result})
+	for _, result := range []reconcile.Result{reconcile.Success, reconcile.Error, reconcile.Clash, reconcile.Skipped} {
+		got, n := testenv.MetricSeries(t, reg, "test_reconcile_total", map[string]string{"remote": "aws", "result": string(result)})
 		if n != 1 || got != 0 {
 			t.Errorf("reconcile_total{remote=aws,result=%s} = %v in %d series, want 0 in one", result, got, n)
 		}
 	}
-	if _, n := testenv.MetricSeries(t, reg, "test_reconcile_total", map[string]string{"remote": "gcp", "result": reconcile.Error}); n != 0 {
+	if _, n := testenv.MetricSeries(t, reg, "test_reconcile_total", map[string]string{"remote": "gcp", "result": string(reconcile.Error)}); n != 0 {
 		t.Error("reconcile_total of a remote that was not initialised is exported")
 	}
 }

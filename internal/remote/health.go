@@ -49,9 +49,9 @@ func NewHealth(f *metrics.Factory, interval time.Duration, log *slog.Logger) *He
 	}
 }
 
-// ProbeReadyz returns a probe that asks a cluster's API server for /readyz, which every
+// probeReadyz returns a probe that asks a cluster's API server for /readyz, which every
 // authenticated identity may read.
-func ProbeReadyz(c Cluster) func(context.Context) error {
+func probeReadyz(c Cluster) func(context.Context) error {
 	return func(ctx context.Context) error {
 		return c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
 	}
@@ -60,7 +60,7 @@ func ProbeReadyz(c Cluster) func(context.Context) error {
 // AddClusters starts tracking each of clusters through its API server's /readyz (ProbeReadyz).
 func (h *Health) AddClusters(clusters []Cluster) {
 	for _, c := range clusters {
-		h.Add(c.Name, ProbeReadyz(c))
+		h.Add(c.Name, probeReadyz(c))
 	}
 }
 
@@ -85,8 +85,8 @@ func (h *Health) MarkSynced(name string) {
 	}
 }
 
-// Up reports whether the remote answered its last probe.
-func (h *Health) Up(name string) bool {
+// isUp reports whether the remote answered its last probe.
+func (h *Health) isUp(name string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s, ok := h.remotes[name]
@@ -129,8 +129,8 @@ func (h *Health) LastSync(name string) time.Time {
 	return time.Time{}
 }
 
-// Names returns the tracked remotes, sorted.
-func (h *Health) Names() []string {
+// names returns the tracked remotes, sorted.
+func (h *Health) names() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	names := make([]string, 0, len(h.remotes))
@@ -157,7 +157,7 @@ func (h *Health) Run(ctx context.Context) {
 
 func (h *Health) probeAll(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, name := range h.Names() {
+	for _, name := range h.names() {
 		h.mu.Lock()
 		probe := h.remotes[name].probe
 		h.mu.Unlock()

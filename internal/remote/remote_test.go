@@ -66,7 +66,7 @@ func TestHealthUpFollowsProbes(t *testing.T) {
 	}
 	observe := func(name string) state {
 		v, ok := gauge(t, reg, upMetric, name)
-		s := state{Up: v, Present: ok, IsUp: h.Up(name), Check: "ok"}
+		s := state{Up: v, Present: ok, IsUp: h.isUp(name), Check: "ok"}
 		if err := h.Check(name); err != nil {
 			s.Check = err.Error()
 		}
@@ -130,11 +130,11 @@ func TestHealthUpFollowsProbes(t *testing.T) {
 	if err := h.Check("gcp"); err == nil || err.Error() != "unknown remote" {
 		t.Errorf("Check(unknown) = %v, want \"unknown remote\"", err)
 	}
-	if h.Up("gcp") {
+	if h.isUp("gcp") {
 		t.Error("Up(unknown) = true, want false")
 	}
-	if diff := cmp.Diff([]string{"aws", "merit"}, h.Names()); diff != "" {
-		t.Errorf("Names() mismatch (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]string{"aws", "merit"}, h.names()); diff != "" {
+		t.Errorf("names() mismatch (-want +got):\n%s", diff)
 	}
 }
 

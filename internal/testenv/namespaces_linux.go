@@ -93,9 +93,6 @@ func PrepareAPIServers() error {
 	return os.Setenv("KUBEBUILDER_ASSETS", assets)
 }
 
-// InNamespaces reports whether the tests run inside the private namespaces of RunInNamespaces.
-func InNamespaces() bool { return inNamespaces }
-
 // RequireNamespaces skips the test unless it runs inside the private namespaces of
 // RunInNamespaces, saying why they could not be made.
 func RequireNamespaces(t testing.TB) {

@@ -61,6 +61,12 @@ func Start(t testing.TB, opts Options, names ...string) []*Cluster {
 	return clusters
 }
 
+// CRDs is the directory of the CustomResourceDefinitions a component's tests serve (the Calico
+// resources it reads or writes), for Options.CRDDirs: component is policy or wireguard.
+func CRDs(component string) string {
+	return filepath.Join(testbed.RepoRoot(), "components", component, "testdata", "crds")
+}
+
 // StartCluster is testbed.StartCluster for a TestMain, which has no testing.TB to fail, clean up
 // or skip: tests use Start. Stop the cluster with Stop.
 func StartCluster(name string, opts Options) (*Cluster, error) {
@@ -136,15 +142,15 @@ func SkipIfShort(t testing.TB, needs string) {
 // that install step, so a skip there would hide a broken one behind a green run.
 func SkipForMissing(t testing.TB, format string, args ...any) {
 	t.Helper()
-	if InCI() {
+	if inCI() {
 		t.Fatalf("in CI, where make test installs it first: "+format, args...)
 		return
 	}
 	t.Skipf(format, args...)
 }
 
-// InCI reports whether the tests run in CI, which sets CI=true.
-func InCI() bool { return os.Getenv("CI") == "true" }
+// inCI reports whether the tests run in CI, which sets CI=true.
+func inCI() bool { return os.Getenv("CI") == "true" }
 
 // Short is testing.Short for a TestMain, before m.Run has parsed the flags: a TestMain that
 // starts what pure tests do not need asks it first.

@@ -120,3 +120,19 @@ func RemotePod(obj any) (any, error) {
 		Status:     corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
 	}, nil
 }
+
+// Only returns a new map of the entries of m under keys, nil when it has none of them: a
+// transform that keeps some labels or annotations copies them rather than filtering in place,
+// as its copy of an object shares its maps with the object the informer decoded.
+func Only(m map[string]string, keys []string) map[string]string {
+	var kept map[string]string
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			if kept == nil {
+				kept = make(map[string]string, len(keys))
+			}
+			kept[k] = v
+		}
+	}
+	return kept
+}

@@ -7,8 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
@@ -16,6 +14,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/trim"
+	"github.com/kube-semaphore/semaphore/internal/trim/trimtest"
 )
 
 // Everything that fills a real object and no controller reads.
@@ -32,49 +31,20 @@ func meta(name string) metav1.ObjectMeta {
 	return m
 }
 
-func apply(t *testing.T, f func(any) (any, error), obj any) any {
-	t.Helper()
-	out, err := f(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := f(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Informers may transform an object more than once (a re-list of what is cached).
-	if diff := cmp.Diff(out, again); diff != "" {
-		t.Errorf("not idempotent (-once +twice):\n%s", diff)
-	}
-	return out
-}
-
-// A remote Service trimmed, headless or not, makes the same mirror and the same global
-// definition as in full, and holds no managedFields, status, selector, addresses, node ports
-// or kubectl's copy of itself.
-func TestRemoteServiceKeepsWhatMirrorsAndGlobalServicesRead(t *testing.T) {
+// A remote Service trimmed holds no managedFields, status, selector, addresses, node ports or
+// kubectl's copy of itself. (That it makes the same mirror and the same global definition as in
+// full is the service mirror's test: package trimmed.)
+func TestRemoteServiceKeepsOnlyWhatIsRead(t *testing.T) {
 	svc := &corev1.Service{
 		ObjectMeta: meta("web"),
 		Spec: corev1.ServiceSpec{
 			Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.0.0.5", SessionAffinity: corev1.ServiceAffinityClientIP,
 			Selector: map[string]string{"app": "web"}, ClusterIPs: []string{"10.0.0.5"},
-			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: 30080, Protocol: corev1.ProtocolTCP, AppProtocol: ptr.To("http")}},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, Protocol: corev1.ProtocolTCP}},
 		},
 		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "203.0.113.1"}}}},
 	}
-	headless := svc.DeepCopy()
-	headless.Spec.Type, headless.Spec.ClusterIP, headless.Spec.PublishNotReadyAddresses = corev1.ServiceTypeClusterIP, corev1.ClusterIPNone, true
-	src := mirror.Source{Cluster: "aws", Namespace: "app", Name: "web"}
-	for _, full := range []*corev1.Service{svc, headless} {
-		trimmed := apply(t, trim.RemoteService, full.DeepCopy()).(*corev1.Service)
-		if diff := cmp.Diff(mirror.Service(src, "semaphore", full), mirror.Service(src, "semaphore", trimmed)); diff != "" {
-			t.Errorf("mirror of the trimmed Service differs (-full +trimmed):\n%s", diff)
-		}
-		if diff := cmp.Diff(global.DefinitionOf("aws", full), global.DefinitionOf("aws", trimmed)); diff != "" {
-			t.Errorf("global definition differs (-full +trimmed):\n%s", diff)
-		}
-	}
-	got := apply(t, trim.RemoteService, svc.DeepCopy()).(*corev1.Service)
+	got := trimtest.Apply(t, trim.RemoteService, svc.DeepCopy()).(*corev1.Service)
 	if got.ManagedFields != nil || got.OwnerReferences != nil || len(got.Status.LoadBalancer.Ingress) > 0 ||
 		got.Spec.Selector != nil || got.Spec.Ports[0].NodePort != 0 || got.Spec.ClusterIP != "" {
 		t.Errorf("kept what no controller reads: %+v", got)
@@ -84,27 +54,23 @@ func TestRemoteServiceKeepsWhatMirrorsAndGlobalServicesRead(t *testing.T) {
 	}
 }
 
-// A remote EndpointSlice trimmed makes the same mirror slice as in full.
-func TestRemoteSliceKeepsWhatAMirrorCopies(t *testing.T) {
+// A remote EndpointSlice trimmed keeps of each endpoint no target reference, node name, zone or
+// hints, and no managedFields. (That it makes the same mirror slice as in full is the service
+// mirror's test: package trimmed.)
+func TestRemoteSliceKeepsOnlyWhatIsRead(t *testing.T) {
 	s := &discoveryv1.EndpointSlice{
 		ObjectMeta:  meta("web-abc"),
 		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}},
 		Endpoints: []discoveryv1.Endpoint{{
 			Addresses:  []string{"198.18.1.5"},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true), Terminating: ptr.To(true)},
-			Hostname:   ptr.To("web-0"),
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)},
 			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Name: "web-0"},
 			NodeName:   ptr.To("node-1"),
 			Zone:       ptr.To("a"),
 			Hints:      &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: "a"}}},
 		}},
 	}
-	got := apply(t, trim.RemoteSlice, s.DeepCopy()).(*discoveryv1.EndpointSlice)
-	to := metav1.ObjectMeta{Name: "m", Namespace: "semaphore"}
-	if diff := cmp.Diff(mirror.CopySlice(s, to), mirror.CopySlice(got, to)); diff != "" {
-		t.Errorf("mirror of the trimmed slice differs (-full +trimmed):\n%s", diff)
-	}
+	got := trimtest.Apply(t, trim.RemoteSlice, s.DeepCopy()).(*discoveryv1.EndpointSlice)
 	if e := got.Endpoints[0]; e.TargetRef != nil || e.NodeName != nil || e.Zone != nil || e.Hints != nil || got.ManagedFields != nil {
 		t.Errorf("kept what no controller reads: %+v", got)
 	}
@@ -122,7 +88,7 @@ func TestRemoteNodeKeepsKeysCIDRsAndAddresses(t *testing.T) {
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
 		},
 	}
-	got := apply(t, trim.RemoteNode, n.DeepCopy()).(*corev1.Node)
+	got := trimtest.Apply(t, trim.RemoteNode, n.DeepCopy()).(*corev1.Node)
 	want := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "node-1", Namespace: "app", UID: "uid-1", ResourceVersion: "42", Labels: n.Labels,
@@ -150,7 +116,7 @@ func TestRemotePodKeepsWhatANetworkSetIsMadeOf(t *testing.T) {
 	host := p.DeepCopy()
 	host.Spec.HostNetwork = true
 	for _, full := range []*corev1.Pod{p, host} {
-		trimmed := apply(t, trim.RemotePod, full.DeepCopy()).(*corev1.Pod)
+		trimmed := trimtest.Apply(t, trim.RemotePod, full.DeepCopy()).(*corev1.Pod)
 		wantNets, wantBad, wantRefused := netset.Nets([]*corev1.Pod{full}, addrguard.Remote{})
 		nets, bad, refused := netset.Nets([]*corev1.Pod{trimmed}, addrguard.Remote{})
 		if diff := cmp.Diff([]any{wantNets, wantBad, wantRefused}, []any{nets, bad, refused}); diff != "" {
@@ -168,16 +134,11 @@ func TestRemotePodKeepsWhatANetworkSetIsMadeOf(t *testing.T) {
 func TestManagedFieldsOnlyForWhatIsWrittenBack(t *testing.T) {
 	svc := &corev1.Service{ObjectMeta: meta("ours")}
 	svc.Finalizers = []string{"example.com/keep"}
-	got := apply(t, trim.ManagedFields, svc.DeepCopy()).(*corev1.Service)
+	got := trimtest.Apply(t, trim.ManagedFields, svc.DeepCopy()).(*corev1.Service)
 	want := svc.DeepCopy()
 	want.ManagedFields = nil
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	tomb := cache.DeletedFinalStateUnknown{Key: "app/x", Obj: svc}
-	for _, f := range []func(any) (any, error){trim.ManagedFields, trim.RemoteService, trim.RemoteSlice, trim.RemoteNode, trim.RemotePod} {
-		if out, err := f(tomb); err != nil || !cmp.Equal(out, tomb) {
-			t.Errorf("a tombstone changed: %v, %v", out, err)
-		}
-	}
+	trimtest.PassTombstone(t, svc, trim.ManagedFields, trim.RemoteService, trim.RemoteSlice, trim.RemoteNode, trim.RemotePod)
 }

@@ -47,7 +47,7 @@ func TestDataPathCalicoIPAM(t *testing.T) {
 	gcp1, gcp2, aws1, aws2 := nodes[0], nodes[1], nodes[2], nodes[3]
 	gcpNodes, awsNodes := []*node{gcp1, gcp2}, []*node{aws1, aws2}
 
-	crds := filepath.Join(testbed.RepoRoot(), "components", "wireguard", "testdata", "crds")
+	crds := testenv.CRDs("wireguard")
 	byName := newLab(t, testenv.Options{CRDDirs: []string{crds}}, nodes)
 	ctx := context.Background()
 	blocks := ipamBlocks(t, byName["aws"])

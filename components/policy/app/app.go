@@ -13,7 +13,6 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/controller"
-	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
@@ -28,9 +27,7 @@ const MetricsPrefix = "semaphore_policy"
 
 // Config is semaphore-policy's configuration, read from the environment.
 type Config struct {
-	config.Shared
-	config.LeaderElection
-	config.RemoteRanges
+	config.Elected
 	PodLabel          string        `envconfig:"SEMAPHORE_POLICY_LABEL" default:"policy.semaphore.uw.io/name" desc:"label of remote pods whose value names their set"`
 	CalicoAPI         string        `envconfig:"SEMAPHORE_POLICY_CALICO_API" default:"projectcalico.org/v3" desc:"API group/version of the GlobalNetworkSets: projectcalico.org/v3 (Calico API server) or crd.projectcalico.org/v1 (Calico CRDs)"`
 	Workers           int           `envconfig:"SEMAPHORE_POLICY_WORKERS" default:"4" desc:"sets reconciled in parallel"`
@@ -41,11 +38,7 @@ type Config struct {
 
 // Validate checks the configuration; each error names its variable.
 func (c *Config) Validate() error {
-	if err := c.Shared.Validate(); err != nil {
-		return err
-	}
-	c.LeaderElection.Complete(Name)
-	if err := c.LeaderElection.Validate(); err != nil {
+	if err := c.Elected.Validate(Name); err != nil {
 		return err
 	}
 	if err := c.RemoteRanges.Validate(c.Remotes); err != nil {
@@ -72,15 +65,15 @@ func MetricSpecs() []metrics.Spec {
 	return component.MetricSpecs(MetricsPrefix, func(f *metrics.Factory) { controller.NewMetrics(f) })
 }
 
-// App is a configured semaphore-policy, ready to run.
-type App struct {
-	*component.Leading[*controller.Controller]
+// Policy is a configured semaphore-policy, ready to run.
+type Policy struct {
+	*component.Leading[*controller.NetworkSets]
 	cfg Config
 }
 
 // New builds everything that can fail on bad configuration, so the process fails at start.
 // cfg must have been validated.
-func New(cfg Config, log *slog.Logger) (*App, error) {
+func New(cfg Config, log *slog.Logger) (*Policy, error) {
 	base, err := component.New(Name, MetricsPrefix, cfg.Shared, cfg.LeaderElection, log)
 	if err != nil {
 		return nil, err
@@ -90,8 +83,8 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		return nil, fmt.Errorf("SEMAPHORE_LOCAL_KUBECONFIG: %w", err)
 	}
 	resource, _ := calico.Resource(cfg.CalicoAPI) // checked by Validate
-	guard := addrguard.New(cfg.RemotePodRanges)
-	if err := base.GuardLocalRanges(guard, cfg.ResyncPeriod); err != nil {
+	guard, err := base.Guard(cfg.RemotePodRanges)
+	if err != nil {
 		return nil, err
 	}
 	ctrl := controller.New(controller.Options{
@@ -105,10 +98,10 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		MaxSetsPerRemote:  cfg.MaxSetsPerRemote,
 		MaxSetMembers:     cfg.MaxSetMembers,
 	}, base.Local, dyn, base.Remotes, base.Health, controller.NewMetrics(base.Factory), base.Queue, log)
-	return &App{Leading: component.NewLeading(base, ctrl, cfg.Workers), cfg: cfg}, nil
+	return &Policy{Leading: component.NewLeading(base, ctrl, cfg.Workers), cfg: cfg}, nil
 }
 
 // Starting are the attributes of the line logged when the component starts.
-func (a *App) Starting() []any {
+func (a *Policy) Starting() []any {
 	return []any{"cluster", a.cfg.LocalCluster, "remotes", a.cfg.Remotes, "calico_api", a.cfg.CalicoAPI, "label", a.cfg.PodLabel, "admin", a.AdminAddr()}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
@@ -40,7 +38,7 @@ var (
 var apis = []string{calico.APIv3, calico.APICRD}
 
 func TestMain(m *testing.M) {
-	crds := filepath.Join(testbed.RepoRoot(), "components", "policy", "testdata", "crds")
+	crds := testenv.CRDs("policy")
 	opts := fixture.Options{Local: testenv.Options{Audit: true, CRDDirs: []string{crds}}}
 	os.Exit(fixture.Main(m, "semaphore-policy-test-", opts, func(c *fixture.Clusters) error {
 		clusters, local, aws, gcp = c, c.Local, c.AWS, c.GCP
@@ -54,8 +52,7 @@ func TestMain(m *testing.M) {
 func newConfig(t *testing.T, api string, remotes ...string) app.Config {
 	t.Helper()
 	cfg := app.Config{
-		Shared:            clusters.Shared(remotes...),
-		LeaderElection:    fixture.LeaderElection("semaphore", fixture.Namespace(t, "lease")),
+		Elected:           clusters.Elected(fixture.LeaderElection("semaphore", fixture.Namespace(t, "lease")), remotes...),
 		PodLabel:          "policy.semaphore.uw.io/name",
 		CalicoAPI:         api,
 		Workers:           4,
@@ -83,12 +80,12 @@ func deleteOurSets(t *testing.T) {
 	}
 }
 
-type running = fixture.Running[*app.App]
+type running = fixture.Running[*app.Policy]
 
 // start runs a controller until stop or the end of the test.
 func start(t *testing.T, cfg app.Config) *running {
 	t.Helper()
-	return fixture.Start(t, cfg.Identity, func(log *slog.Logger) (*app.App, error) { return app.New(cfg, log) })
+	return fixture.Start(t, cfg.Identity, func(log *slog.Logger) (*app.Policy, error) { return app.New(cfg, log) })
 }
 
 // pod creates a running pod in c labelled for set (no label when set is empty) with the

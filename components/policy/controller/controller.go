@@ -29,7 +29,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/trim"
 )
 
-// Options configure a Controller.
+// Options configure a NetworkSets.
 type Options struct {
 	// PodLabel is the label whose value names a remote pod's set.
 	PodLabel string
@@ -54,8 +54,8 @@ type Options struct {
 	MaxSetMembers int
 }
 
-// Controller turns labelled remote pods into GlobalNetworkSets.
-type Controller struct {
+// NetworkSets turns labelled remote pods into GlobalNetworkSets.
+type NetworkSets struct {
 	base    *multiremote.Controller[netset.Source]
 	opts    Options
 	log     *slog.Logger
@@ -77,15 +77,15 @@ type remoteCache struct {
 const bySet = "set"
 
 // New wires informers for the local sets and for each remote's labelled pods.
-func New(opts Options, local kubernetes.Interface, dyn dynamic.Interface, remotes []remote.Cluster, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) *Controller {
-	c := &Controller{opts: opts, log: log, sets: dyn.Resource(opts.Resource), metrics: m, remotes: map[string]*remoteCache{},
+func New(opts Options, local kubernetes.Interface, dyn dynamic.Interface, remotes []remote.Cluster, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) *NetworkSets {
+	c := &NetworkSets{opts: opts, log: log, sets: dyn.Resource(opts.Resource), metrics: m, remotes: map[string]*remoteCache{},
 		refusals: addrguard.NewReporter(m.refused, log)}
 	c.base = multiremote.New(multiremote.Config[netset.Source]{
 		Queue:             "policy",
 		QueueMetrics:      queueMetrics,
 		Sync:              c.sync,
 		Remote:            func(s netset.Source) string { return s.Cluster },
-		Metrics:           m.reconcile,
+		Counters:          m.counters,
 		Health:            health,
 		Log:               log,
 		OnRemoteSynced:    c.enqueueRemote,
@@ -94,7 +94,6 @@ func New(opts Options, local kubernetes.Interface, dyn dynamic.Interface, remote
 		EnqueueLocal:      func(match func(netset.Source) bool) { c.base.EnqueueIndexed(c.localSets, match) },
 		LocalLog:          []any{"resource", opts.Resource.String()},
 		Events:            local,
-		Writes:            m.writes,
 		Inventory:         c.updateInventory,
 		InventoryInterval: opts.InventoryInterval,
 	})
@@ -108,13 +107,13 @@ func New(opts Options, local kubernetes.Interface, dyn dynamic.Interface, remote
 	for _, r := range remotes {
 		c.remotes[r.Name] = c.newRemoteCache(r)
 		// Zero before the first sync, so that dashboards show 0 rather than no data.
-		m.clashes.WithLabelValues(r.Name)
+		m.counters.Clashes.WithLabelValues(r.Name)
 		m.adopted.WithLabelValues(r.Name)
 	}
 	return c
 }
 
-func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
+func (c *NetworkSets) newRemoteCache(r remote.Cluster) *remoteCache {
 	rc := &remoteCache{Remote: c.base.AddRemote(r.Name),
 		limits: newLimits(r.Name, orUnlimited(c.opts.MaxSetsPerRemote), orUnlimited(c.opts.MaxSetMembers), c.metrics.overLimit)}
 	factory := informers.NewSharedInformerFactoryWithOptions(r.Client, c.opts.ResyncPeriod,
@@ -142,7 +141,7 @@ func (c *Controller) newRemoteCache(r remote.Cluster) *remoteCache {
 	return rc
 }
 
-func (c *Controller) indexBySet(obj any) ([]string, error) {
+func (c *NetworkSets) indexBySet(obj any) ([]string, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return nil, nil
@@ -154,7 +153,7 @@ func (c *Controller) indexBySet(obj any) ([]string, error) {
 }
 
 // onRemotePod enqueues the set of a changed pod.
-func (c *Controller) onRemotePod(rc *remoteCache, obj any) {
+func (c *NetworkSets) onRemotePod(rc *remoteCache, obj any) {
 	m, err := reconcile.MetaOf(obj)
 	if err != nil {
 		return
@@ -165,7 +164,7 @@ func (c *Controller) onRemotePod(rc *remoteCache, obj any) {
 }
 
 // enqueueRemote enqueues every set of a remote whose cache has just synced.
-func (c *Controller) enqueueRemote(r *multiremote.Remote) {
+func (c *NetworkSets) enqueueRemote(r *multiremote.Remote) {
 	for _, key := range c.remotes[r.Name].pods.ListIndexFuncValues(bySet) {
 		c.base.Queue.Add(sourceOfKey(r.Name, key))
 	}
@@ -177,7 +176,7 @@ func (c *Controller) enqueueRemote(r *multiremote.Remote) {
 // enqueueOriginals enqueues every set the original semaphore-policy made for remote: those no
 // pod stands for any more are adopted to be deleted, not left behind. (Ours are enqueued by
 // their index; the original's are not ours, so the index leaves them out.)
-func (c *Controller) enqueueOriginals(remote string) {
+func (c *NetworkSets) enqueueOriginals(remote string) {
 	for _, obj := range c.localSets.List() {
 		m, err := reconcile.MetaOf(obj)
 		if err != nil {
@@ -190,7 +189,7 @@ func (c *Controller) enqueueOriginals(remote string) {
 }
 
 // CachedPod is what the cache keeps of a remote pod: only what sets are made of.
-func (c *Controller) CachedPod(remote, namespace, name string) (*corev1.Pod, bool) {
+func (c *NetworkSets) CachedPod(remote, namespace, name string) (*corev1.Pod, bool) {
 	rc := c.remotes[remote]
 	if rc == nil {
 		return nil, false
@@ -205,11 +204,11 @@ func (c *Controller) CachedPod(remote, namespace, name string) (*corev1.Pod, boo
 
 // Run starts the informers and workers and blocks until ctx is done. Each remote syncs on its
 // own; until it has, its sets are neither updated nor deleted.
-func (c *Controller) Run(ctx context.Context, workers int) { c.base.Run(ctx, workers) }
+func (c *NetworkSets) Run(ctx context.Context, workers int) { c.base.Run(ctx, workers) }
 
 // LocalSynced reports whether the local cache has synced, for /readyz.
-func (c *Controller) LocalSynced() bool { return c.base.LocalSynced() }
+func (c *NetworkSets) LocalSynced() bool { return c.base.LocalSynced() }
 
 // ResyncRemotes reconciles again everything of every remote that synced: the local ranges
 // changed, and what the guard admits with them.
-func (c *Controller) ResyncRemotes() { c.base.ResyncRemotes() }
+func (c *NetworkSets) ResyncRemotes() { c.base.ResyncRemotes() }

@@ -10,16 +10,16 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
-// Inventory counts, per remote, the labelled pods seen there and the sets and addresses here.
-type Inventory struct {
+// inventory counts, per remote, the labelled pods seen there and the sets and addresses here.
+type inventory struct {
 	RemotePods int
 	Sets       int
 	Addresses  int
 }
 
-// Inventory computes the inventory of every configured remote from the caches.
-func (c *Controller) Inventory() map[string]Inventory {
-	inv := map[string]Inventory{}
+// takeInventory computes the inventory of every configured remote from the caches.
+func (c *NetworkSets) takeInventory() map[string]inventory {
+	inv := map[string]inventory{}
 	var y multiremote.Yielder
 	for _, o := range c.localSets.List() {
 		y.Step()
@@ -43,7 +43,7 @@ func (c *Controller) Inventory() map[string]Inventory {
 }
 
 // updateInventory refreshes the inventory gauges of the configured remotes.
-func (c *Controller) updateInventory(context.Context) {
+func (c *NetworkSets) updateInventory(context.Context) {
 	c.base.Expect.Expire()
-	multiremote.SetGauges(c.base.Remotes(), c.Inventory(), c.metrics.inventory)
+	multiremote.SetGauges(c.base.Remotes(), c.takeInventory(), c.metrics.inventory)
 }

@@ -20,7 +20,7 @@ const fieldManager = ownership.Policy
 
 // sync makes the set of src match the remote pods, reading only from caches and writing only
 // what differs. A set without pods, or beyond the remote's limit of sets, is deleted.
-func (c *Controller) sync(ctx context.Context, src netset.Source) (string, error) {
+func (c *NetworkSets) sync(ctx context.Context, src netset.Source) (reconcile.Result, error) {
 	var nets []string
 	rc := c.remotes[src.Cluster]
 	switch {
@@ -73,7 +73,7 @@ func (c *Controller) sync(ctx context.Context, src netset.Source) (string, error
 }
 
 // nets computes the nets of src from the cached pods of its remote (netset.Nets).
-func (c *Controller) nets(rc *remoteCache, src netset.Source) (nets, bad []string, refused []addrguard.Refused, err error) {
+func (c *NetworkSets) nets(rc *remoteCache, src netset.Source) (nets, bad []string, refused []addrguard.Refused, err error) {
 	pods, err := multiremote.Indexed[*corev1.Pod](rc.pods, bySet, src.Namespace+"/"+src.Name)
 	if err != nil {
 		return nil, nil, nil, err
@@ -83,7 +83,7 @@ func (c *Controller) nets(rc *remoteCache, src netset.Source) (nets, bad []strin
 }
 
 // setsWithAddresses are the sets of rc's cached pods that have an address to hold.
-func (c *Controller) setsWithAddresses(rc *remoteCache) []netset.Source {
+func (c *NetworkSets) setsWithAddresses(rc *remoteCache) []netset.Source {
 	var out []netset.Source
 	for _, key := range rc.pods.ListIndexFuncValues(bySet) {
 		src := sourceOfKey(rc.Name, key)
@@ -97,7 +97,7 @@ func (c *Controller) setsWithAddresses(rc *remoteCache) []netset.Source {
 // limit applies the remote's limits to the nets of src: none when its set is beyond the limit
 // of sets (an existing set of ours is then deleted), the first by address beyond the limit of
 // members. What it leaves out is logged once, when first left out, and shows in over_limit.
-func (c *Controller) limit(rc *remoteCache, src netset.Source, nets []string) []string {
+func (c *NetworkSets) limit(rc *remoteCache, src netset.Source, nets []string) []string {
 	within, newlyOut, crossed := rc.limits.place(src, len(nets) > 0, func() []netset.Source { return c.setsWithAddresses(rc) })
 	if crossed != nil {
 		c.base.Queue.Add(*crossed)
@@ -126,11 +126,11 @@ func metaOrNil(u *unstructured.Unstructured) metav1.Object {
 
 // owned reports whether the set is ours and stands for src; otherwise the clash is reported
 // once and the set left alone.
-func (c *Controller) owned(src netset.Source, u *unstructured.Unstructured) bool {
+func (c *NetworkSets) owned(src netset.Source, u *unstructured.Unstructured) bool {
 	if c.base.Owns(src, u) || c.adopts(src, u) {
 		return true
 	}
-	c.metrics.clashes.WithLabelValues(src.Cluster).Inc()
+	c.metrics.counters.Clashes.WithLabelValues(src.Cluster).Inc()
 	if c.base.Clashes.Record(u.GetName(), src) {
 		c.log.Warn("name clash: a GlobalNetworkSet has the set's name but is not ours; leaving it alone",
 			"remote", src.Cluster, "name", u.GetName(), "source", src.String())
@@ -144,7 +144,7 @@ func (c *Controller) owned(src netset.Source, u *unstructured.Unstructured) bool
 // adopts reports whether the set, made by the original semaphore-policy for src, one of our
 // remotes, is to be taken over: the sync then writes our labels on it in place (one update),
 // or deletes it when no pod stands for it any more.
-func (c *Controller) adopts(src netset.Source, u *unstructured.Unstructured) bool {
+func (c *NetworkSets) adopts(src netset.Source, u *unstructured.Unstructured) bool {
 	made, ok := netset.MadeByOriginal(u.GetLabels())
 	if !c.opts.AdoptOriginal || !ok || made != src || c.remotes[src.Cluster] == nil {
 		return false
@@ -155,7 +155,7 @@ func (c *Controller) adopts(src netset.Source, u *unstructured.Unstructured) boo
 	return true
 }
 
-func (c *Controller) create(ctx context.Context, src netset.Source, name string, nets []string) error {
+func (c *NetworkSets) create(ctx context.Context, src netset.Source, name string, nets []string) error {
 	set := &calico.GlobalNetworkSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: netset.Labels(src)},
 		Spec:       calico.GlobalNetworkSetSpec{Nets: nets},
@@ -170,7 +170,7 @@ func (c *Controller) create(ctx context.Context, src netset.Source, name string,
 
 // update sets our labels and the nets on the actual set, keeping whatever else it holds, and
 // writes only when that changes it.
-func (c *Controller) update(ctx context.Context, src netset.Source, actual *unstructured.Unstructured, nets []string) error {
+func (c *NetworkSets) update(ctx context.Context, src netset.Source, actual *unstructured.Unstructured, nets []string) error {
 	current, err := calico.FromUnstructured(actual)
 	if err != nil {
 		return err
@@ -202,7 +202,7 @@ func (c *Controller) update(ctx context.Context, src netset.Source, actual *unst
 }
 
 // delete deletes a set of ours, on the condition that it is still the object we looked at.
-func (c *Controller) delete(ctx context.Context, u *unstructured.Unstructured) error {
+func (c *NetworkSets) delete(ctx context.Context, u *unstructured.Unstructured) error {
 	del := func(ctx context.Context, name string, opts metav1.DeleteOptions) error {
 		return c.sets.Delete(ctx, name, opts)
 	}

@@ -37,15 +37,15 @@ const (
 	SliceManager             = "semaphore-service-mirror"
 )
 
-// IsMirror reports whether a Service's labels are those the original gave its mirror of a
+// isMirror reports whether a Service's labels are those the original gave its mirror of a
 // Service of remote (whose name it used as the prefix), and not ours.
-func IsMirror(l map[string]string, remote string) bool {
+func isMirror(l map[string]string, remote string) bool {
 	return l[LabelMirrored] == "true" && l[LabelPrefix] == remote && l[ownership.ManagedBy] == ""
 }
 
-// IsGlobal reports whether a Service's labels are those the original gave its global
+// isGlobal reports whether a Service's labels are those the original gave its global
 // Services, and not ours.
-func IsGlobal(l map[string]string) bool {
+func isGlobal(l map[string]string) bool {
 	return l[LabelGlobal] == "true" && l[ownership.ManagedBy] == ""
 }
 
@@ -113,12 +113,12 @@ func (a *Adopter) Start(ctx context.Context) bool {
 // AdoptMirror reports whether svc, holding the name of our mirror of a Service of remote, is
 // the original's mirror of it, to be adopted; it counts and logs the adoption.
 func (a *Adopter) AdoptMirror(remote string, svc metav1.Object) bool {
-	return a != nil && IsMirror(svc.GetLabels(), remote) && a.adopt("mirror", svc)
+	return a != nil && isMirror(svc.GetLabels(), remote) && a.adopt("mirror", svc)
 }
 
 // AdoptGlobal is AdoptMirror for a global Service.
 func (a *Adopter) AdoptGlobal(svc metav1.Object) bool {
-	return a != nil && IsGlobal(svc.GetLabels()) && a.adopt("global", svc)
+	return a != nil && isGlobal(svc.GetLabels()) && a.adopt("global", svc)
 }
 
 func (a *Adopter) adopt(kind string, svc metav1.Object) bool {

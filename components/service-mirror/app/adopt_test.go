@@ -28,16 +28,7 @@ func originalMirror(t *testing.T, cfg app.Config, src mirror.Source, addr string
 	ctx := context.Background()
 	name := mirror.ServiceName(src)
 	marks := map[string]string{adopt.LabelMirrored: "true", adopt.LabelPrefix: src.Cluster}
-	svc, err := local.Client.CoreV1().Services(cfg.Namespace).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: marks},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
-			{Name: "forward", Port: 8888, Protocol: corev1.ProtocolTCP},
-			{Name: "http", Port: 8889, Protocol: corev1.ProtocolTCP},
-		}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := originalService(t, cfg, metav1.ObjectMeta{Name: name, Labels: marks})
 	// The original wrote Endpoints (deprecated since Kubernetes 1.33): that is what is migrated.
 	//nolint:staticcheck // as above
 	if _, err := local.Client.CoreV1().Endpoints(cfg.Namespace).Create(ctx, &corev1.Endpoints{
@@ -142,17 +133,8 @@ func TestAdoptsTheOriginalsGlobalServices(t *testing.T) {
 	globalService(t, aws, ns, "api", nil, "198.18.2.1")
 	ctx := context.Background()
 	name := global.ServiceName(k)
-	before, err := local.Client.CoreV1().Services(cfg.Namespace).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{adopt.LabelGlobal: "true"},
-			Annotations: map[string]string{adopt.AnnotationGlobalClusters: "aws"}},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
-			{Name: "forward", Port: 8888, Protocol: corev1.ProtocolTCP},
-			{Name: "http", Port: 8889, Protocol: corev1.ProtocolTCP},
-		}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := originalService(t, cfg, metav1.ObjectMeta{Name: name, Labels: map[string]string{adopt.LabelGlobal: "true"},
+		Annotations: map[string]string{adopt.AnnotationGlobalClusters: "aws"}})
 	if _, err := local.Client.DiscoveryV1().EndpointSlices(cfg.Namespace).Create(ctx, &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "gl-api-orig1", Labels: map[string]string{
 			discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: adopt.SliceManager,
@@ -175,4 +157,21 @@ func TestAdoptsTheOriginalsGlobalServices(t *testing.T) {
 		t.Errorf("adopted_total{kind=global} = %v, want 1", v)
 	}
 	expectNoWrites(t, cfg, "at rest once adopted")
+}
+
+// originalService creates, in the mirror namespace of cfg, a Service with meta as the original
+// made them: the ports of remoteService's, without their targets.
+func originalService(t *testing.T, cfg app.Config, meta metav1.ObjectMeta) *corev1.Service {
+	t.Helper()
+	svc, err := local.Client.CoreV1().Services(cfg.Namespace).Create(context.Background(), &corev1.Service{
+		ObjectMeta: meta,
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
+			{Name: "forward", Port: 8888, Protocol: corev1.ProtocolTCP},
+			{Name: "http", Port: 8889, Protocol: corev1.ProtocolTCP},
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }

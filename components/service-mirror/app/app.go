@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/adopt"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/caches"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/globalcontroller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/limit"
@@ -35,9 +36,7 @@ const MetricsPrefix = "semaphore_service_mirror"
 
 // Config is the service mirror's configuration, read from the environment.
 type Config struct {
-	config.Shared
-	config.LeaderElection
-	config.RemoteRanges
+	config.Elected
 	Namespace      string          `envconfig:"SEMAPHORE_MIRROR_NAMESPACE" default:"semaphore" desc:"local namespace that holds the mirror Services and EndpointSlices"`
 	LabelSelector  string          `envconfig:"SEMAPHORE_MIRROR_LABEL_SELECTOR" default:"mirror.semaphore.uw.io/mirror-service=true" desc:"label selector of the remote Services to mirror"`
 	Workers        int             `envconfig:"SEMAPHORE_MIRROR_WORKERS" default:"8" desc:"remote Services reconciled in parallel, and as many global services"`
@@ -53,11 +52,7 @@ type Config struct {
 
 // Validate checks the configuration; each error names its variable.
 func (c *Config) Validate() error {
-	if err := c.Shared.Validate(); err != nil {
-		return err
-	}
-	c.LeaderElection.Complete(Name)
-	if err := c.LeaderElection.Validate(); err != nil {
+	if err := c.Elected.Validate(Name); err != nil {
 		return err
 	}
 	if errs := validation.IsDNS1123Label(c.Namespace); len(errs) > 0 {
@@ -137,15 +132,15 @@ func MetricSpecs() []metrics.Spec {
 	})
 }
 
-// App is a configured service mirror, ready to run.
-type App struct {
+// ServiceMirror is a configured service mirror, ready to run.
+type ServiceMirror struct {
 	*component.Leading[*Controllers]
 	cfg Config
 }
 
 // New builds everything that can fail on bad configuration, so the process fails at start:
 // clients from the kubeconfigs, the admin listener. cfg must have been validated.
-func New(cfg Config, log *slog.Logger) (*App, error) {
+func New(cfg Config, log *slog.Logger) (*ServiceMirror, error) {
 	base, err := component.New(Name, MetricsPrefix, cfg.Shared, cfg.LeaderElection, log)
 	if err != nil {
 		return nil, err
@@ -160,25 +155,26 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	}
 	tracker := withdraw.NewTracker(cfg.WithdrawAfter, cfg.Remotes, base.Health, withdraw.NewMetrics(base.Factory), log)
 	// One guard and one report of refusals for the mirrors and the global services.
-	guard := addrguard.New(cfg.RemotePodRanges)
-	if err := base.GuardLocalRanges(guard, cfg.ResyncPeriod); err != nil {
+	guard, err := base.Guard(cfg.RemotePodRanges)
+	if err != nil {
 		return nil, err
 	}
-	refusals := addrguard.NewReporter(addrguard.RefusedMetric(base.Factory, refusedWhat), log)
+	write := apply.Config{
+		Namespace:       cfg.Namespace,
+		MirrorNamespace: mirrorNamespace,
+		Withdraw:        tracker,
+		Guard:           guard,
+		Refusals:        addrguard.NewReporter(addrguard.RefusedMetric(base.Factory, refusedWhat), log),
+		Adopter:         adopter,
+	}
 	// One gauge of what is over the limits, for the mirrors and the global services.
 	over := limit.OverMetric(base.Factory)
 	ctrls := &Controllers{Adopter: adopter, Withdraw: tracker, WithdrawInterval: min(cfg.RemoteProbeInterval, time.Second), Mirrors: mirrorcontroller.New(mirrorcontroller.Options{
-		Namespace:       cfg.Namespace,
-		MirrorNamespace: mirrorNamespace,
-		Selector:        cfg.selector,
-		ResyncPeriod:    cfg.ResyncPeriod,
-		DriftInterval:   cfg.DriftInterval,
-		RemoteSlices:    remoteSlices,
-		Withdraw:        tracker,
-		Guard:           guard,
-		Refusals:        refusals,
-		Adopter:         adopter,
-		Limit:           limit.New(cfg.MaxServices, limit.WhatServices, "SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", over, log),
+		Config:        write,
+		Selector:      cfg.selector,
+		DriftInterval: cfg.DriftInterval,
+		RemoteSlices:  remoteSlices,
+		Limit:         limit.New(cfg.MaxServices, limit.WhatServices, "SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", over, log),
 	}, base.Local, base.Remotes, base.Health, mirrorcontroller.NewMetrics(base.Factory), base.Queue, log)}
 	if cfg.globalSelector != nil {
 		meta, err := metadata.NewForConfig(base.LocalConfig)
@@ -186,25 +182,20 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 			return nil, fmt.Errorf("SEMAPHORE_LOCAL_KUBECONFIG: %w", err)
 		}
 		ctrls.Global = globalcontroller.New(globalcontroller.Options{
-			Namespace:         cfg.Namespace,
-			MirrorNamespace:   mirrorNamespace,
+			Config:            write,
 			LocalCluster:      cfg.LocalCluster,
 			Selector:          cfg.globalSelector,
 			ResyncPeriod:      cfg.ResyncPeriod,
 			InventoryInterval: cfg.DriftInterval,
 			RemoteSlices:      remoteSlices,
-			Withdraw:          tracker,
-			Guard:             guard,
-			Refusals:          refusals,
-			Adopter:           adopter,
 			Limit:             limit.New(cfg.GlobalMaxServices, limit.WhatGlobalServices, "SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE", over, log.With("global", true)),
 		}, base.Local, meta, base.Remotes, base.Health, globalcontroller.NewMetrics(base.Factory), base.Queue, log.With("global", true))
 	}
-	return &App{Leading: component.NewLeading(base, ctrls, cfg.Workers), cfg: cfg}, nil
+	return &ServiceMirror{Leading: component.NewLeading(base, ctrls, cfg.Workers), cfg: cfg}, nil
 }
 
 // Starting are the attributes of the line logged when the component starts.
-func (a *App) Starting() []any {
+func (a *ServiceMirror) Starting() []any {
 	return []any{"cluster", a.cfg.LocalCluster, "remotes", a.cfg.Remotes, "namespace", a.cfg.Namespace, "global", a.cfg.GlobalSelector, "withdraw_after", a.cfg.WithdrawAfter.String(),
 		"max_services_per_remote", a.cfg.MaxServices, "global_max_services_per_remote", a.cfg.GlobalMaxServices, "admin", a.AdminAddr()}
 }

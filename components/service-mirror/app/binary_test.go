@@ -26,56 +26,16 @@ func TestBadConfiguration(t *testing.T) {
 	valid := func(extra ...string) []string { return fixture.ValidEnv(local.DirectKubeconfig, extra...) }
 
 	fixture.ExpectConfigErrors(t, bin, append(fixture.SharedCases(t, local.DirectKubeconfig), []fixture.ConfigCase{
-		{
-			Name: "missing local cluster",
-			Env:  nil,
-			Want: []string{"SEMAPHORE_LOCAL_CLUSTER"},
-		},
-		{
-			Name: "remote kubeconfig not a kubeconfig",
-			Env:  valid("SEMAPHORE_REMOTES=aws", "SEMAPHORE_REMOTES_DIR="+garbageRemotes),
-			Want: []string{garbage, "aws"},
-		},
-		{
-			Name: "local kubeconfig not a kubeconfig",
-			Env:  append(valid(), "SEMAPHORE_LOCAL_KUBECONFIG="+garbage),
-			Want: []string{"SEMAPHORE_LOCAL_KUBECONFIG", garbage},
-		},
-		{
-			Name: "bad label selector",
-			Env:  valid("SEMAPHORE_MIRROR_LABEL_SELECTOR=a b c"),
-			Want: []string{"SEMAPHORE_MIRROR_LABEL_SELECTOR"},
-		},
-		{
-			Name: "withdraw-after not a duration",
-			Env:  valid("SEMAPHORE_WITHDRAW_AFTER=aws:soon"),
-			Want: []string{"SEMAPHORE_WITHDRAW_AFTER", "aws:soon"},
-		},
-		{
-			Name: "mirror limit of zero",
-			Env:  valid("SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE=0"),
-			Want: []string{"SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", "at least 1"},
-		},
-		{
-			Name: "global limit not a number",
-			Env:  valid("SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE=many"),
-			Want: []string{"SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE", "many"},
-		},
-		{
-			Name: "global limit negative",
-			Env:  valid("SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE=-5"),
-			Want: []string{"SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE", "at least 1"},
-		},
-		{
-			Name: "client QPS not a number",
-			Env:  valid("SEMAPHORE_CLIENT_QPS=abc"),
-			Want: []string{"SEMAPHORE_CLIENT_QPS", "abc"},
-		},
-		{
-			Name: "leader election without a namespace",
-			Env:  []string{"SEMAPHORE_LOCAL_CLUSTER=local", "SEMAPHORE_LOCAL_KUBECONFIG=" + local.DirectKubeconfig},
-			Want: []string{"SEMAPHORE_LEADER_ELECT_NAMESPACE", "POD_NAMESPACE"},
-		},
+		{Name: "missing local cluster", Env: nil, Want: []string{"SEMAPHORE_LOCAL_CLUSTER"}},
+		{Name: "remote kubeconfig not a kubeconfig", Env: valid("SEMAPHORE_REMOTES=aws", "SEMAPHORE_REMOTES_DIR="+garbageRemotes), Want: []string{garbage, "aws"}},
+		{Name: "local kubeconfig not a kubeconfig", Env: append(valid(), "SEMAPHORE_LOCAL_KUBECONFIG="+garbage), Want: []string{"SEMAPHORE_LOCAL_KUBECONFIG", garbage}},
+		{Name: "bad label selector", Env: valid("SEMAPHORE_MIRROR_LABEL_SELECTOR=a b c"), Want: []string{"SEMAPHORE_MIRROR_LABEL_SELECTOR"}},
+		{Name: "withdraw-after not a duration", Env: valid("SEMAPHORE_WITHDRAW_AFTER=aws:soon"), Want: []string{"SEMAPHORE_WITHDRAW_AFTER", "aws:soon"}},
+		{Name: "mirror limit of zero", Env: valid("SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE=0"), Want: []string{"SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", "at least 1"}},
+		{Name: "global limit not a number", Env: valid("SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE=many"), Want: []string{"SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE", "many"}},
+		{Name: "global limit negative", Env: valid("SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE=-5"), Want: []string{"SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE", "at least 1"}},
+		{Name: "client QPS not a number", Env: valid("SEMAPHORE_CLIENT_QPS=abc"), Want: []string{"SEMAPHORE_CLIENT_QPS", "abc"}},
+		{Name: "leader election without a namespace", Env: []string{"SEMAPHORE_LOCAL_CLUSTER=local", "SEMAPHORE_LOCAL_KUBECONFIG=" + local.DirectKubeconfig}, Want: []string{"SEMAPHORE_LEADER_ELECT_NAMESPACE", "POD_NAMESPACE"}},
 	}...))
 	fixture.ExpectHelp(t, bin, "SEMAPHORE_MIRROR_NAMESPACE", "SEMAPHORE_WITHDRAW_AFTER", "SEMAPHORE_LOCAL_CLUSTER", "SEMAPHORE_REMOTES",
 		"SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", "SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE")

@@ -64,12 +64,11 @@ func newConfig(t *testing.T, remotes ...string) app.Config {
 		t.Fatal(err)
 	}
 	cfg := app.Config{
-		Shared:         clusters.Shared(remotes...),
-		LeaderElection: fixture.LeaderElection(ns, ""),
-		Namespace:      ns,
-		LabelSelector:  mirrorLabel + "=true," + testLabel + "=" + testLabelValue(t),
-		Workers:        4,
-		DriftInterval:  200 * time.Millisecond,
+		Elected:       clusters.Elected(fixture.LeaderElection(ns, ""), remotes...),
+		Namespace:     ns,
+		LabelSelector: mirrorLabel + "=true," + testLabel + "=" + testLabelValue(t),
+		Workers:       4,
+		DriftInterval: 200 * time.Millisecond,
 		// The defaults: a struct literal does not get envconfig's.
 		MaxServices:       1000,
 		GlobalMaxServices: 1000,
@@ -80,12 +79,19 @@ func newConfig(t *testing.T, remotes ...string) app.Config {
 	return cfg
 }
 
-type running = fixture.Running[*app.App]
+type running = fixture.Running[*app.ServiceMirror]
 
 // start runs a controller until stop or the end of the test.
 func start(t *testing.T, cfg app.Config) *running {
 	t.Helper()
-	return fixture.Start(t, cfg.Identity, func(log *slog.Logger) (*app.App, error) { return app.New(cfg, log) })
+	return fixture.Start(t, cfg.Identity, func(log *slog.Logger) (*app.ServiceMirror, error) { return app.New(cfg, log) })
+}
+
+// startWith is start with cfg changed by change.
+func startWith(t *testing.T, cfg app.Config, change func(*app.Config)) *running {
+	t.Helper()
+	change(&cfg)
+	return start(t, cfg)
 }
 
 // eventually retries check until it returns nil or timeout passes.
@@ -174,8 +180,13 @@ func remoteSlice(t *testing.T, c *testenv.Cluster, ns, svc, name string, family 
 
 // mirrorOf returns the local mirror Service of the source and its slices, or an error.
 func mirrorOf(cfg app.Config, src mirror.Source) (*corev1.Service, []discoveryv1.EndpointSlice, error) {
+	return localService(cfg, mirror.ServiceName(src))
+}
+
+// localService returns the Service name of the mirror namespace and its slices, or an error.
+func localService(cfg app.Config, name string) (*corev1.Service, []discoveryv1.EndpointSlice, error) {
 	ctx := context.Background()
-	svc, err := local.Client.CoreV1().Services(cfg.Namespace).Get(ctx, mirror.ServiceName(src), metav1.GetOptions{})
+	svc, err := local.Client.CoreV1().Services(cfg.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -52,18 +52,7 @@ func globalService(t *testing.T, c *testenv.Cluster, ns, name string, mutate fun
 
 // globalOf returns the local global Service of k and its slices, or an error.
 func globalOf(cfg app.Config, k global.Key) (*corev1.Service, []discoveryv1.EndpointSlice, error) {
-	ctx := context.Background()
-	svc, err := local.Client.CoreV1().Services(cfg.Namespace).Get(ctx, global.ServiceName(k), metav1.GetOptions{})
-	if err != nil {
-		return nil, nil, err
-	}
-	sl, err := local.Client.DiscoveryV1().EndpointSlices(cfg.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: discoveryv1.LabelServiceName + "=" + svc.Name,
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return svc, sl.Items, nil
+	return localService(cfg, global.ServiceName(k))
 }
 
 // addressesByCluster are the addresses of the global slices, by source cluster label.

@@ -118,16 +118,12 @@ func TestARemoteOverItsServiceLimitGetsMirrorsOfTheFirstOnly(t *testing.T) {
 	expectMirrors(t, cfg, "aws", ns, awsNames, []string{"s0", "s2", "s3"})
 	r.Stop()
 
-	raised := cfg
-	raised.MaxServices = 10
-	r = start(t, raised)
+	r = startWith(t, cfg, func(c *app.Config) { c.MaxServices = 10 })
 	expectMirrors(t, cfg, "aws", ns, awsNames, awsNames)
 	expectOverLimit(t, r, "aws", "services", 0)
 	r.Stop()
 
-	lowered := cfg
-	lowered.MaxServices = 1
-	r = start(t, lowered)
+	r = startWith(t, cfg, func(c *app.Config) { c.MaxServices = 1 })
 	expectMirrors(t, cfg, "aws", ns, awsNames, []string{"s0"})
 	expectMirrors(t, cfg, "gcp", ns, []string{"g1", "g2"}, []string{"g1"})
 	expectOverLimit(t, r, "aws", "services", 4)
@@ -173,17 +169,13 @@ func TestARemoteOverItsGlobalLimitContributesToTheFirstOnly(t *testing.T) {
 	}
 	r.Stop()
 
-	raised := cfg
-	raised.GlobalMaxServices = 4
-	r = start(t, raised)
+	r = startWith(t, cfg, func(c *app.Config) { c.GlobalMaxServices = 4 })
 	expectGlobal(t, cfg, key("g3"), map[string][]string{"local": {"198.18.1.3"}, "aws": {"198.18.2.1"}})
 	expectGlobal(t, cfg, key("g4"), map[string][]string{"aws": {"198.18.2.4"}})
 	expectOverLimit(t, r, "aws", "global_services", 0)
 	r.Stop()
 
-	lowered := cfg
-	lowered.GlobalMaxServices = 1
-	r = start(t, lowered)
+	r = startWith(t, cfg, func(c *app.Config) { c.GlobalMaxServices = 1 })
 	expectGlobal(t, cfg, key("g1"), map[string][]string{"aws": {"198.18.2.2"}, "gcp": {"198.18.3.1"}})
 	expectGlobal(t, cfg, key("g3"), map[string][]string{"local": {"198.18.1.3"}})
 	for _, n := range []string{"g2", "g4"} {
@@ -249,8 +241,9 @@ func TestRemoteMetadataNoOneReadsIsNotCached(t *testing.T) {
 	expectGlobal(t, cfg, global.Key{Namespace: ns, Name: "api"}, map[string][]string{"aws": {"198.18.2.2"}})
 
 	ctrls := r.App.Controller()
-	services, remoteSlices := ctrls.Mirrors.RemoteCaches("aws")
-	globalServices, _ := ctrls.Global.ClusterCaches("aws")
+	mirrors := ctrls.Mirrors.RemoteCaches("aws")
+	services, remoteSlices := mirrors.Services, mirrors.Slices
+	globalServices := ctrls.Global.ClusterCaches("aws").Services
 	for what, get := range map[string]func() (metav1.Object, error){
 		"the mirrors' Service web": func() (metav1.Object, error) { return services.Services(ns).Get("web") },
 		"the global services' Service api": func() (metav1.Object, error) {

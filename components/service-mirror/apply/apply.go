@@ -1,29 +1,35 @@
 // Package apply writes the local Services and EndpointSlices of the service mirror, mirrors
 // and global services alike: only what differs from the cache, each write counted and
-// expected, never an object we do not own, deletes preconditioned on the object we looked at.
+// expected, never an object we do not own, deletes preconditioned on the object we looked at;
+// and holds back the endpoints of a remote that it may not publish or that are withdrawn.
 package apply
 
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kube-semaphore/semaphore/components/service-mirror/adopt"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/caches"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
+	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
-	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 )
 
-// ErrStale says a cache does not show our last write yet; the sync is retried once it does.
-var ErrStale = errors.New("cache does not show our last write yet")
+// errStale says a cache does not show our last write yet; the sync is retried once it does.
+var errStale = errors.New("cache does not show our last write yet")
 
 // Kinds of the objects written, the kind label of the write and clash metrics.
 const (
@@ -31,85 +37,120 @@ const (
 	KindEndpointSlice = "EndpointSlice"
 )
 
-const fieldManager = ownership.ServiceMirror
-
-// Writer writes the local objects that stand for keys of type K into one namespace.
-type Writer[K comparable] struct {
-	Base      *multiremote.Controller[K]
-	Client    kubernetes.Interface
+// Config is what the controllers of the service mirror share to write their local objects:
+// where, and what holds back the endpoints of a remote.
+type Config struct {
+	// Namespace is the local namespace that holds every mirror and global Service.
 	Namespace string
-	// ServiceCache and SliceCache are the local caches of the namespace (SliceCache may hold
-	// other namespaces too).
-	ServiceCache corelisters.ServiceLister
-	SliceCache   cache.Indexer
+	// MirrorNamespace are the informers of Namespace, shared by the controllers.
+	MirrorNamespace *caches.MirrorNamespace
+	// Withdraw says which remotes' endpoints are withdrawn (nil: none ever are).
+	Withdraw *withdraw.Tracker
+	// Guard refuses the endpoint addresses a remote may not publish (nil: the rules alone), and
+	// Refusals reports them, each once.
+	Guard    *addrguard.Guard
+	Refusals *addrguard.Reporter
+	// Adopter takes over what the original tool made (nil: never).
+	Adopter *adopt.Adopter
+}
+
+// Rules are what differs between the objects of the controllers.
+type Rules[K comparable] struct {
 	// UpdateService says how an existing Service must change to match the desired one.
 	UpdateService func(desired, actual *corev1.Service) (mirror.Change, *corev1.Service)
 	// Clash reports a local object that has the name of one of ours but is not ours; it is
 	// left alone.
 	Clash func(key K, obj runtime.Object, m metav1.Object, kind string)
-	// Adopt, when set, says whether a Service that is not ours but holds the name of key's is
-	// to be taken over in place (the original tool's, with SEMAPHORE_ADOPT_ORIGINAL).
+	// Adopt says whether a Service that is not ours but holds the name of key's is to be taken
+	// over in place (the original tool's, with SEMAPHORE_ADOPT_ORIGINAL).
 	Adopt func(key K, svc metav1.Object) bool
 }
 
-// ServiceKey is the expectation key of our writes of the Service name.
-func ServiceKey(name string) string { return KindService + "/" + name }
+// Writer writes the local objects that stand for keys of type K into the mirror namespace.
+type Writer[K comparable] struct {
+	Config
+	Rules[K]
+	// ServiceCache and SliceCache are the caches of the mirror namespace, SliceCache indexed by the
+	// controller's sources.
+	ServiceCache corelisters.ServiceLister
+	SliceCache   cache.Indexer
 
-// SliceKey is the expectation key of our writes of the EndpointSlice name.
-func SliceKey(name string) string { return KindEndpointSlice + "/" + name }
-
-// owned reports whether obj is ours and stands for key; when it is not, the clash is reported.
-func (w *Writer[K]) owned(key K, obj runtime.Object, m metav1.Object, kind string) bool {
-	if w.Base.Owns(key, m) || (kind == KindService && w.Adopt != nil && w.Adopt(key, m)) {
-		return true
-	}
-	w.Clash(key, obj, m, kind)
-	return false
+	base     *multiremote.Controller[K]
+	services kind[*corev1.Service]
+	slices   kind[*discoveryv1.EndpointSlice]
 }
+
+// NewWriter returns the Writer of the controller base: it indexes the slices of the mirror
+// namespace by base's sources, has base handle the changes of its objects and wait for its
+// caches before the workers start. Call it before the informers start.
+func NewWriter[K comparable](base *multiremote.Controller[K], client kubernetes.Interface, cfg Config, rules Rules[K]) *Writer[K] {
+	ns := cfg.MirrorNamespace
+	utilruntime.Must(ns.Slices.Informer().AddIndexers(cache.Indexers{base.SourceIndex(): base.IndexBySource}))
+	base.WatchLocal(ns.Factory, ns.Synced()...)
+	_, _ = ns.Services.Informer().AddEventHandler(base.LocalHandler(serviceKey))
+	_, _ = ns.Slices.Informer().AddEventHandler(base.LocalHandler(sliceKey))
+	w := &Writer[K]{
+		Config: cfg, Rules: rules,
+		ServiceCache: ns.Services.Lister(), SliceCache: ns.Slices.Informer().GetIndexer(),
+		base: base,
+	}
+	services, slices := client.CoreV1().Services(cfg.Namespace), client.DiscoveryV1().EndpointSlices(cfg.Namespace)
+	w.services = kind[*corev1.Service]{
+		name: KindService, key: serviceKey, change: rules.UpdateService,
+		create: services.Create, update: services.Update, delete: services.Delete,
+		cached: func(name string) (*corev1.Service, bool, error) {
+			svc, err := w.ServiceCache.Services(cfg.Namespace).Get(name)
+			if apierrors.IsNotFound(err) {
+				return nil, false, nil
+			}
+			return svc, err == nil, err
+		},
+	}
+	w.slices = kind[*discoveryv1.EndpointSlice]{
+		name: KindEndpointSlice, key: sliceKey, change: mirror.UpdateEndpointSlice,
+		create: slices.Create, update: slices.Update, delete: slices.Delete,
+		cached: func(name string) (*discoveryv1.EndpointSlice, bool, error) {
+			obj, exists, err := w.SliceCache.GetByKey(cfg.Namespace + "/" + name)
+			if !exists || err != nil {
+				return nil, false, err
+			}
+			return obj.(*discoveryv1.EndpointSlice), true, nil
+		},
+	}
+	return w
+}
+
+// Ours are the local slices of ours that stand for key.
+func (w *Writer[K]) Ours(key K) ([]*discoveryv1.EndpointSlice, error) {
+	return multiremote.Indexed[*discoveryv1.EndpointSlice](w.SliceCache, w.base.SourceIndex(), fmt.Sprint(key))
+}
+
+// HoldBack applies to desired, the copies of remote's slices of the Service named what, what
+// holds back a remote's endpoints: the addresses it may not publish are left out (each
+// reported once), and its endpoints are not ready while its outage policy withdraws them.
+func (w *Writer[K]) HoldBack(remote, what string, desired []*discoveryv1.EndpointSlice) {
+	w.Refusals.Report(remote, what, mirror.Admit(desired, w.Guard.For(remote)))
+	if w.Withdraw.Withdrawn(remote) {
+		withdraw.Endpoints(desired)
+	}
+}
+
+// serviceKey is the expectation key of our writes of the Service name.
+func serviceKey(name string) string { return KindService + "/" + name }
+
+// sliceKey is the expectation key of our writes of the EndpointSlice name.
+func sliceKey(name string) string { return KindEndpointSlice + "/" + name }
 
 // Service makes the local Service desired for key exist as desired. clashed is true when an
 // object we do not own holds its name.
 func (w *Writer[K]) Service(ctx context.Context, key K, desired *corev1.Service) (clashed bool, err error) {
-	expectKey := ServiceKey(desired.Name)
-	actual, err := w.ServiceCache.Services(w.Namespace).Get(desired.Name)
-	if apierrors.IsNotFound(err) {
-		if !w.Base.Expect.Satisfied(expectKey, nil) {
-			return false, ErrStale
-		}
-		return false, w.createService(ctx, desired)
-	}
-	if err != nil {
-		return false, err
-	}
-	if !w.Base.Expect.Satisfied(expectKey, actual) {
-		return false, ErrStale
-	}
-	if !w.owned(key, actual, actual, KindService) {
-		return true, nil
-	}
-	change, next := w.UpdateService(desired, actual)
-	switch change {
-	case mirror.Update:
-		out, err := w.Client.CoreV1().Services(w.Namespace).Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
-		return false, w.Base.Wrote(expectKey, out, err, KindService, "update")
-	case mirror.Recreate:
-		if err := w.DeleteService(ctx, actual); err != nil {
-			return false, err
-		}
-		return false, w.createService(ctx, desired)
-	}
-	return false, nil
-}
-
-func (w *Writer[K]) createService(ctx context.Context, svc *corev1.Service) error {
-	out, err := w.Client.CoreV1().Services(w.Namespace).Create(ctx, svc, metav1.CreateOptions{FieldManager: fieldManager})
-	return w.Base.Wrote(ServiceKey(svc.Name), out, err, KindService, "create")
+	return put(ctx, w, w.services, key, desired)
 }
 
 // DeleteService deletes a Service of ours, on the condition that it is still the object we
 // looked at: a preconditioned delete never removes an object that replaced it meanwhile.
 func (w *Writer[K]) DeleteService(ctx context.Context, svc *corev1.Service) error {
-	return w.Base.Delete(ctx, ServiceKey(svc.Name), svc, w.Client.CoreV1().Services(w.Namespace).Delete, KindService, "delete")
+	return remove(ctx, w, w.services, svc)
 }
 
 // Slices makes the local slices desired for key exist as desired, and deletes those of
@@ -120,7 +161,7 @@ func (w *Writer[K]) Slices(ctx context.Context, key K, desired, existing []*disc
 	var errs []error
 	for _, d := range desired {
 		want[d.Name] = true
-		c, err := w.slice(ctx, key, d)
+		c, err := put(ctx, w, w.slices, key, d)
 		clashed = clashed || c
 		errs = append(errs, err)
 	}
@@ -128,8 +169,8 @@ func (w *Writer[K]) Slices(ctx context.Context, key K, desired, existing []*disc
 		if want[s.Name] {
 			continue
 		}
-		if !w.Base.Expect.Satisfied(SliceKey(s.Name), s) {
-			errs = append(errs, ErrStale)
+		if !w.base.Expect.Satisfied(sliceKey(s.Name), s) {
+			errs = append(errs, errStale)
 			continue
 		}
 		errs = append(errs, w.DeleteSlice(ctx, s))
@@ -137,55 +178,29 @@ func (w *Writer[K]) Slices(ctx context.Context, key K, desired, existing []*disc
 	return clashed, errors.Join(errs...)
 }
 
-func (w *Writer[K]) slice(ctx context.Context, key K, desired *discoveryv1.EndpointSlice) (clashed bool, err error) {
-	expectKey := SliceKey(desired.Name)
-	obj, exists, err := w.SliceCache.GetByKey(w.Namespace + "/" + desired.Name)
-	if err != nil {
-		return false, err
-	}
-	if !exists {
-		if !w.Base.Expect.Satisfied(expectKey, nil) {
-			return false, ErrStale
-		}
-		return false, w.createSlice(ctx, desired)
-	}
-	actual := obj.(*discoveryv1.EndpointSlice)
-	if !w.Base.Expect.Satisfied(expectKey, actual) {
-		return false, ErrStale
-	}
-	if !w.owned(key, actual, actual, KindEndpointSlice) {
-		return true, nil
-	}
-	change, next := mirror.UpdateEndpointSlice(desired, actual)
-	switch change {
-	case mirror.Update:
-		out, err := w.Client.DiscoveryV1().EndpointSlices(w.Namespace).Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
-		return false, w.Base.Wrote(expectKey, out, err, KindEndpointSlice, "update")
-	case mirror.Recreate:
-		if err := w.DeleteSlice(ctx, actual); err != nil {
-			return false, err
-		}
-		return false, w.createSlice(ctx, desired)
-	}
-	return false, nil
-}
-
-func (w *Writer[K]) createSlice(ctx context.Context, s *discoveryv1.EndpointSlice) error {
-	out, err := w.Client.DiscoveryV1().EndpointSlices(w.Namespace).Create(ctx, s, metav1.CreateOptions{FieldManager: fieldManager})
-	return w.Base.Wrote(SliceKey(s.Name), out, err, KindEndpointSlice, "create")
-}
-
 // DeleteSlice deletes a slice of ours, on the condition that it is still the object we looked
 // at.
 func (w *Writer[K]) DeleteSlice(ctx context.Context, s *discoveryv1.EndpointSlice) error {
-	return w.Base.Delete(ctx, SliceKey(s.Name), s, w.Client.DiscoveryV1().EndpointSlices(w.Namespace).Delete, KindEndpointSlice, "delete")
+	return remove(ctx, w, w.slices, s)
+}
+
+// Finish makes the local slices desired for key exist as desired, and deletes those of existing
+// (ours, for key) that are not desired; once all of key's are written, it removes what the
+// original tool made for service, the name of key's Service. It returns the result of the sync.
+func (w *Writer[K]) Finish(ctx context.Context, key K, service string, desired, existing []*discoveryv1.EndpointSlice) (reconcile.Result, error) {
+	clashed, err := w.Slices(ctx, key, desired, existing)
+	if err == nil && !clashed {
+		// Ours are written: what the original tool made for this Service can go.
+		err = w.Adopter.RemoveLeftovers(ctx, service)
+	}
+	return w.Result(key, clashed, err)
 }
 
 // Result is the result of a sync that ended with clashed and err; a stale cache postpones key.
-func (w *Writer[K]) Result(key K, clashed bool, err error) (string, error) {
+func (w *Writer[K]) Result(key K, clashed bool, err error) (reconcile.Result, error) {
 	switch {
-	case errors.Is(err, ErrStale):
-		return w.Base.Stale(key)
+	case errors.Is(err, errStale):
+		return w.base.Stale(key)
 	case err != nil:
 		return reconcile.Error, err
 	case clashed:

@@ -1,5 +1,6 @@
 // Package caches holds the informers that the service mirror's controllers share: one watch
-// of the local mirror namespace, and one EndpointSlice informer per remote cluster.
+// of the local mirror namespace, and one EndpointSlice informer per remote cluster, next to
+// which each controller watches the Services of a remote it selects (Select).
 package caches
 
 import (

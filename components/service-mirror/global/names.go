@@ -39,9 +39,9 @@ const (
 // AnnotationDefinitionFrom on a global Service names the cluster whose definition it follows.
 const AnnotationDefinitionFrom = "mirror.semaphore.uw.io/global-definition-from"
 
-// Prefix starts the name of every global Service; the CoreDNS rewrite of
+// prefix starts the name of every global Service; the CoreDNS rewrite of
 // <name>.<namespace>.svc.cluster.global relies on it.
-const Prefix = "gl"
+const prefix = "gl"
 
 // Key identifies a global service: the namespace and name it has in every cluster.
 type Key struct {
@@ -54,7 +54,7 @@ func (k Key) String() string { return k.Namespace + "/" + k.Name }
 // gl-<namespace>-73736d-<name>, shortened as mirror names are when it would exceed 63
 // characters.
 func ServiceName(k Key) string {
-	return names.Shorten(fmt.Sprintf("%s-%s-%s-%s", Prefix, k.Namespace, mirror.Separator, k.Name), names.MaxLabel)
+	return names.Shorten(fmt.Sprintf("%s-%s-%s-%s", prefix, k.Namespace, mirror.Separator, k.Name), names.MaxLabel)
 }
 
 // Labels are the labels of the global Service of k.

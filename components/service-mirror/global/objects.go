@@ -18,7 +18,7 @@ import (
 func Service(k Key, namespace string, used Definition) *corev1.Service {
 	annotations := map[string]string{AnnotationDefinitionFrom: used.Cluster}
 	if used.RoutingStrategy != "" {
-		annotations[AnnotationRoutingStrategy] = used.RoutingStrategy
+		annotations[annotationRoutingStrategy] = used.RoutingStrategy
 	}
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: ServiceName(k), Namespace: namespace, Labels: Labels(k), Annotations: annotations},
@@ -26,15 +26,15 @@ func Service(k Key, namespace string, used Definition) *corev1.Service {
 	}
 }
 
-// AnnotationRoutingStrategy on a global Service is the routing strategy of the definition used.
-const AnnotationRoutingStrategy = LabelRoutingStrategy
+// annotationRoutingStrategy on a global Service is the routing strategy of the definition used.
+const annotationRoutingStrategy = LabelRoutingStrategy
 
 // DefinitionKept is the definition an existing global Service follows: what Service made it.
 func DefinitionKept(svc *corev1.Service) Definition {
 	return Definition{
 		Cluster:         svc.Annotations[AnnotationDefinitionFrom],
 		Spec:            mirror.Spec(svc),
-		RoutingStrategy: svc.Annotations[AnnotationRoutingStrategy],
+		RoutingStrategy: svc.Annotations[annotationRoutingStrategy],
 	}
 }
 
@@ -42,7 +42,7 @@ func DefinitionKept(svc *corev1.Service) Definition {
 // to write, as mirror.UpdateService does; our annotations are set, or removed, as desired.
 func UpdateService(desired, actual *corev1.Service) (mirror.Change, *corev1.Service) {
 	withOurs := actual.DeepCopy()
-	for _, key := range []string{AnnotationDefinitionFrom, AnnotationRoutingStrategy} {
+	for _, key := range []string{AnnotationDefinitionFrom, annotationRoutingStrategy} {
 		if v, ok := desired.Annotations[key]; ok {
 			if withOurs.Annotations == nil {
 				withOurs.Annotations = map[string]string{}
@@ -85,12 +85,12 @@ func (h Hints) For(cluster string, local bool) *discoveryv1.EndpointHints {
 		}
 		return &discoveryv1.EndpointHints{ForZones: zones}
 	}
-	return &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: h.RemoteZone(cluster)}}}
+	return &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: h.remoteZone(cluster)}}}
 }
 
-// RemoteZone is the zone the endpoints of remote cluster are hinted for: a name of our own,
+// remoteZone is the zone the endpoints of remote cluster are hinted for: a name of our own,
 // made different from every local zone (a zone name is a label value).
-func (h Hints) RemoteZone(cluster string) string {
+func (h Hints) remoteZone(cluster string) string {
 	zone := names.Shorten("semaphore-remote-"+cluster, names.MaxLabel)
 	for slices.Contains(h.LocalZones, zone) {
 		zone = names.Shorten(zone+"-remote", names.MaxLabel)

@@ -10,27 +10,22 @@ import (
 	"log/slog"
 	"time"
 
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/kube-semaphore/semaphore/components/service-mirror/adopt"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/caches"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/limit"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/trimmed"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
-	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
@@ -39,30 +34,20 @@ import (
 
 // Options configure a Controller.
 type Options struct {
-	// Namespace is the local namespace that holds every global Service.
-	Namespace string
-	// MirrorNamespace are the informers of Namespace, shared with the mirrors.
-	MirrorNamespace *caches.MirrorNamespace
+	// Config is where global Services are written, shared with the mirrors.
+	apply.Config
 	// LocalCluster is the name of the local cluster, as the remotes know it.
 	LocalCluster string
 	// Selector picks the Services, in every cluster, that are global services.
 	Selector labels.Selector
-	// ResyncPeriod re-reconciles every object periodically (0 disables).
+	// ResyncPeriod re-reconciles every local object periodically (0 disables).
 	ResyncPeriod time.Duration
 	// InventoryInterval is how often the inventory gauges are recomputed.
 	InventoryInterval time.Duration
 	// RemoteSlices are the remotes' EndpointSlice informers, shared with the mirrors.
 	RemoteSlices *caches.RemoteSlices
-	// Withdraw says which remotes' endpoints are withdrawn (nil: none ever are).
-	Withdraw *withdraw.Tracker
-	// Guard refuses the endpoint addresses a remote may not publish (nil: the rules alone), and
-	// Refusals reports them, each once.
-	Guard    *addrguard.Guard
-	Refusals *addrguard.Reporter
-	// Adopter takes over the original tool's global Services (nil: never).
-	Adopter *adopt.Adopter
 	// Limit bounds the global services each remote contributes to (nil: no bound).
-	Limit *limit.Limit
+	Limit *limit.PerRemote
 }
 
 // Controller serves global services in the local cluster.
@@ -71,13 +56,10 @@ type Controller struct {
 	opts    Options
 	log     *slog.Logger
 	metrics *Metrics
-	write   *apply.Writer[global.Key]
-
-	// ours and oursSlices are the Services and EndpointSlices of the mirror namespace (the
-	// mirrors' too), ours indexed by source.
-	ours       corelisters.ServiceLister
-	oursSlices cache.Indexer
-	zones      *zones
+	// write writes the mirror namespace, and holds its Services and EndpointSlices (the
+	// mirrors' too), the slices indexed by global service.
+	write *apply.Writer[global.Key]
+	zones *zones
 
 	// clusters are the local cluster and the remotes, by name.
 	clusters  map[string]*cluster
@@ -88,19 +70,15 @@ type Controller struct {
 	postponed *keySet
 }
 
-// cluster is what the controller reads of one cluster: its selected Services and its slices.
+// cluster is what the controller reads of one cluster: its selected Services and its slices,
+// and for a remote, of which of those the first contribute. The local cluster's caches are
+// synced before any sync runs (Remote nil), and all of its Services contribute (Limited nil).
 type cluster struct {
 	name string
-	// remote is nil for the local cluster, whose caches are synced before any sync runs.
-	remote   *multiremote.Remote
-	services corelisters.ServiceLister
-	slices   cache.Indexer
-	// limited are a remote's selected Services in order, of which the first contribute; nil
-	// (everything contributes) for the local cluster.
-	limited *limit.Set
+	*caches.Selected
 }
 
-func (c *cluster) ready() bool { return c.remote == nil || c.remote.Ready() }
+func (c *cluster) ready() bool { return c.Remote == nil || c.Remote.Ready() }
 
 // New wires informers for the local cluster and for each remote. meta reads the local Nodes'
 // metadata (their zone labels).
@@ -112,7 +90,7 @@ func New(opts Options, local kubernetes.Interface, meta metadata.Interface, remo
 		Sync:         c.sync,
 		// A global service belongs to no single remote: its syncs are counted without one.
 		Remote:            func(global.Key) string { return "" },
-		Metrics:           m.reconcile,
+		Counters:          m.counters,
 		Health:            health,
 		Log:               log,
 		OnRemoteSynced:    c.enqueueRemote,
@@ -122,9 +100,12 @@ func New(opts Options, local kubernetes.Interface, meta metadata.Interface, remo
 		EnqueueLocal:      c.enqueueOurs,
 		LocalLog:          []any{"namespace", opts.Namespace, "global", true},
 		Events:            local,
-		Writes:            m.writes,
 		Inventory:         c.updateInventory,
 		InventoryInterval: opts.InventoryInterval,
+	})
+	c.write = apply.NewWriter(c.base, local, opts.Config, apply.Rules[global.Key]{
+		UpdateService: global.UpdateService, Clash: c.reportClash,
+		Adopt: func(_ global.Key, svc metav1.Object) bool { return opts.Adopter.AdoptGlobal(svc) },
 	})
 	c.watchLocal(local, meta)
 	if opts.Withdraw != nil {
@@ -132,19 +113,21 @@ func New(opts Options, local kubernetes.Interface, meta metadata.Interface, remo
 	}
 	m.initCluster(opts.LocalCluster)
 	for _, r := range remotes {
-		c.clusters[r.Name] = c.watchRemote(r)
+		c.clusters[r.Name] = &cluster{name: r.Name, Selected: opts.RemoteSlices.Select(c.base.AddRemote(r.Name), r, opts.Limit.For(r.Name), caches.Selection{
+			Selector: opts.Selector,
+			// Ours take no place (they are never sources).
+			Ignore:  isOurs,
+			Enqueue: c.enqueue,
+		})}
 		m.initCluster(r.Name)
 	}
 	return c
 }
 
-// watchLocal adds the local informers: the mirror namespace (shared with the mirrors), the
-// EndpointSlices of every other namespace (the sources of the local cluster's global
-// services), the local cluster's selected Services and the Nodes' zones.
+// watchLocal adds the local informers besides the mirror namespace's: the EndpointSlices of
+// every other namespace (the sources of the local cluster's global services), the local
+// cluster's selected Services and the Nodes' zones.
 func (c *Controller) watchLocal(local kubernetes.Interface, meta metadata.Interface) {
-	ns := c.opts.MirrorNamespace
-	utilruntime.Must(ns.Slices.Informer().AddIndexers(cache.Indexers{c.base.SourceIndex(): c.base.IndexBySource}))
-	c.ours, c.oursSlices = ns.Services.Lister(), ns.Slices.Informer().GetIndexer()
 	// The mirror namespace is ours: no Service there is a source of a global service.
 	others := informers.NewSharedInformerFactoryWithOptions(local, c.opts.ResyncPeriod,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -153,55 +136,17 @@ func (c *Controller) watchLocal(local kubernetes.Interface, meta metadata.Interf
 		informers.WithTransform(trimmed.Slice))
 	sources := others.Discovery().V1().EndpointSlices()
 	utilruntime.Must(sources.Informer().AddIndexers(cache.Indexers{mirror.ByServiceName: mirror.IndexByServiceName}))
-	selected := selectedServices(local, c.opts)
+	selected := caches.SelectedServices(local, c.opts.Selector, c.opts.ResyncPeriod)
 	services := selected.Core().V1().Services()
 	c.zones = newZones(meta, c.opts.ResyncPeriod, c.enqueueAllOurs)
-	localCluster := &cluster{name: c.opts.LocalCluster, services: services.Lister(), slices: sources.Informer().GetIndexer()}
+	localCluster := &cluster{name: c.opts.LocalCluster, Selected: &caches.Selected{Services: services.Lister(), Slices: sources.Informer().GetIndexer()}}
 	c.clusters[localCluster.name] = localCluster
 
-	c.base.WatchLocal(ns.Factory, ns.Synced()...)
 	c.base.WatchLocal(others, sources.Informer().HasSynced)
 	c.base.WatchLocal(selected, services.Informer().HasSynced)
 	c.base.WatchLocal(c.zones.factory, c.zones.synced)
-	_, _ = ns.Services.Informer().AddEventHandler(c.base.LocalHandler(apply.ServiceKey))
-	_, _ = ns.Slices.Informer().AddEventHandler(c.base.LocalHandler(apply.SliceKey))
 	_, _ = services.Informer().AddEventHandler(handler(func(obj any) { c.onService(obj) }))
-	_, _ = sources.Informer().AddEventHandler(handler(func(obj any) { c.onSlice(localCluster, obj) }))
-	c.write = &apply.Writer[global.Key]{
-		Base: c.base, Client: local, Namespace: c.opts.Namespace,
-		ServiceCache: c.ours, SliceCache: c.oursSlices,
-		UpdateService: global.UpdateService, Clash: c.reportClash,
-		Adopt: func(_ global.Key, svc metav1.Object) bool { return c.opts.Adopter.AdoptGlobal(svc) },
-	}
-}
-
-// selectedServices is a factory of informers on the Services opts.Selector selects.
-func selectedServices(client kubernetes.Interface, opts Options) informers.SharedInformerFactory {
-	selector := opts.Selector.String()
-	return informers.NewSharedInformerFactoryWithOptions(client, opts.ResyncPeriod,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
-		informers.WithTransform(trimmed.Service))
-}
-
-func (c *Controller) watchRemote(r remote.Cluster) *cluster {
-	rc := &cluster{name: r.Name, remote: c.base.AddRemote(r.Name), limited: c.opts.Limit.For(r.Name)}
-	svcFactory := selectedServices(r.Client, c.opts)
-	sliceFactory, slices := c.opts.RemoteSlices.For(r)
-	services := svcFactory.Core().V1().Services()
-	rc.services, rc.slices = services.Lister(), slices.GetIndexer()
-	// The limit's handler sees every event, the remote ready or not, and enqueues once it is;
-	// ours take no place (they are never sources). The remote is synced once it has seen every
-	// Service listed.
-	limited, err := services.Informer().AddEventHandler(limit.Handler(rc.limited, isOurs, func(k limit.Key) {
-		if rc.remote.Ready() {
-			c.base.Queue.Add(global.Key(k))
-		}
-	}))
-	utilruntime.Must(err)
-	_, _ = slices.AddEventHandler(rc.remote.Handler(func(obj any) { c.onSlice(rc, obj) }))
-	rc.remote.Watch(svcFactory, services.Informer().HasSynced, limited.HasSynced)
-	rc.remote.Watch(sliceFactory, slices.HasSynced)
-	return rc
+	_, _ = sources.Informer().AddEventHandler(handler(caches.OnSlice(localCluster.Services, c.enqueue)))
 }
 
 // isOurs reports whether m is an object of ours: never the source of a global service.
@@ -224,25 +169,13 @@ func (c *Controller) onService(obj any) {
 	c.base.Queue.Add(global.Key{Namespace: m.GetNamespace(), Name: m.GetName()})
 }
 
-// onSlice enqueues the global service a slice of cl belongs to, when its Service is selected.
-func (c *Controller) onSlice(cl *cluster, obj any) {
-	m, err := reconcile.MetaOf(obj)
-	if err != nil {
-		return
-	}
-	name := m.GetLabels()[discoveryv1.LabelServiceName]
-	if name == "" {
-		return
-	}
-	if _, err := cl.services.Services(m.GetNamespace()).Get(name); err == nil {
-		c.base.Queue.Add(global.Key{Namespace: m.GetNamespace(), Name: name})
-	}
-}
+// enqueue enqueues the global service of a selected Service.
+func (c *Controller) enqueue(k limit.Key) { c.base.Queue.Add(global.Key(k)) }
 
 // enqueueRemote enqueues every global service of a remote whose caches have just synced, and
 // every one we serve: the remote may have dropped out of some while we were not watching.
 func (c *Controller) enqueueRemote(r *multiremote.Remote) {
-	services, _ := c.clusters[r.Name].services.List(labels.Everything())
+	services, _ := c.clusters[r.Name].Services.List(labels.Everything())
 	for _, s := range services {
 		c.onService(s)
 	}
@@ -254,13 +187,13 @@ func (c *Controller) enqueueRemote(r *multiremote.Remote) {
 
 // enqueueOurs enqueues the global service of every local object of ours that matches.
 func (c *Controller) enqueueOurs(match func(global.Key) bool) {
-	services, _ := c.ours.Services(c.opts.Namespace).List(labels.Everything())
+	services, _ := c.write.ServiceCache.Services(c.opts.Namespace).List(labels.Everything())
 	for _, svc := range services {
 		if k, ok := global.KeyOf(svc.Labels); ok && match(k) {
 			c.base.Queue.Add(k)
 		}
 	}
-	c.base.EnqueueIndexed(c.oursSlices, match)
+	c.base.EnqueueIndexed(c.write.SliceCache, match)
 }
 
 // enqueueAllOurs enqueues every global service we serve: when the local zones change
@@ -278,12 +211,11 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 // ClusterCaches are what the controller holds of cluster (the local one or a remote), as cached
 // (trimmed): its selected Services and its EndpointSlices; nil when cluster is none of them.
 // For inspection.
-func (c *Controller) ClusterCaches(cluster string) (corelisters.ServiceLister, cache.Indexer) {
-	cl := c.clusters[cluster]
-	if cl == nil {
-		return nil, nil
+func (c *Controller) ClusterCaches(cluster string) *caches.Selected {
+	if cl := c.clusters[cluster]; cl != nil {
+		return cl.Selected
 	}
-	return cl.services, cl.slices
+	return nil
 }
 
 // LocalSynced reports whether the local caches have synced, for /readyz.

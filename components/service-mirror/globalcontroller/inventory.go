@@ -10,8 +10,8 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 )
 
-// Inventory is what the local cluster holds of global services.
-type Inventory struct {
+// inventory is what the local cluster holds of global services.
+type inventory struct {
 	Services   int
 	LocalFirst int
 	LocalZones int
@@ -21,11 +21,11 @@ type Inventory struct {
 	Conflicts map[string]int
 }
 
-// Inventory computes the inventory from the caches.
-func (c *Controller) Inventory() Inventory {
-	inv := Inventory{Endpoints: map[string]int{}, ReadyEndpoints: map[string]int{}, Conflicts: c.announced.byCluster()}
+// takeInventory computes the inventory from the caches.
+func (c *Controller) takeInventory() inventory {
+	inv := inventory{Endpoints: map[string]int{}, ReadyEndpoints: map[string]int{}, Conflicts: c.announced.byCluster()}
 	var y multiremote.Yielder
-	services, _ := c.ours.Services(c.opts.Namespace).List(labels.Everything())
+	services, _ := c.write.ServiceCache.Services(c.opts.Namespace).List(labels.Everything())
 	for _, svc := range services {
 		y.Step()
 		if _, ok := global.KeyOf(svc.Labels); ok {
@@ -35,8 +35,8 @@ func (c *Controller) Inventory() Inventory {
 			}
 		}
 	}
-	for _, key := range c.oursSlices.ListIndexFuncValues(c.base.SourceIndex()) {
-		objs, _ := c.oursSlices.ByIndex(c.base.SourceIndex(), key)
+	for _, key := range c.write.SliceCache.ListIndexFuncValues(c.base.SourceIndex()) {
+		objs, _ := c.write.SliceCache.ByIndex(c.base.SourceIndex(), key)
 		for _, o := range objs {
 			y.Step()
 			s := o.(*discoveryv1.EndpointSlice)
@@ -49,7 +49,7 @@ func (c *Controller) Inventory() Inventory {
 			}
 		}
 	}
-	inv.LocalZones = len(c.zones.List())
+	inv.LocalZones = len(c.zones.list())
 	return inv
 }
 
@@ -58,7 +58,7 @@ func (c *Controller) Inventory() Inventory {
 // other cluster our objects still name.
 func (c *Controller) updateInventory(context.Context) {
 	c.base.Expect.Expire()
-	inv := c.Inventory()
+	inv := c.takeInventory()
 	m := c.metrics
 	m.services.Set(float64(inv.Services))
 	m.localFirst.Set(float64(inv.LocalFirst))

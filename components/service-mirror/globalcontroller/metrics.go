@@ -5,6 +5,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
+	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 )
 
@@ -12,9 +13,7 @@ import (
 // cluster label is source_cluster: Prometheus' own cluster label (the scraping cluster) is
 // often a target label, which would rename a metric label of the same name.
 type Metrics struct {
-	reconcile *reconcile.Metrics
-	writes    *prometheus.CounterVec
-	clashes   *prometheus.CounterVec
+	counters multiremote.Counters
 
 	services      prometheus.Gauge
 	localFirst    prometheus.Gauge
@@ -28,11 +27,13 @@ type Metrics struct {
 func NewMetrics(f *metrics.Factory) *Metrics {
 	g := f.Sub("global")
 	m := &Metrics{
-		reconcile: reconcile.NewTotalMetrics(g, "one global service"),
-		writes: g.CounterVec("writes_total",
-			"Write requests made to the local cluster for global services, by kind (Service, EndpointSlice) and verb (create, update, delete).", "kind", "verb"),
-		clashes: g.CounterVec("clashes_total",
-			"Times a local object had a global service's name but was not created by the service mirror; it is left alone.", "kind"),
+		counters: multiremote.Counters{
+			Reconcile: reconcile.NewTotalMetrics(g, "one global service"),
+			Writes: g.CounterVec("writes_total",
+				"Write requests made to the local cluster for global services, by kind (Service, EndpointSlice) and verb (create, update, delete).", "kind", "verb"),
+			Clashes: g.CounterVec("clashes_total",
+				"Times a local object had a global service's name but was not created by the service mirror; it is left alone.", "kind"),
+		},
 		services:   g.Gauge("services", "Global Services present in the local cluster."),
 		localFirst: g.Gauge("local_first_services", "Global Services present in the local cluster whose definition asks for local-first routing."),
 		localZones: g.Gauge("local_zones", "Zones of the local cluster's Nodes (topology.kubernetes.io/zone). Local-first routing needs at least one, and at most 8."),
@@ -50,9 +51,9 @@ func NewMetrics(f *metrics.Factory) *Metrics {
 // initWrites exports the write and clash counters at zero before the first write.
 func (m *Metrics) initWrites() {
 	for _, kind := range []string{apply.KindService, apply.KindEndpointSlice} {
-		m.clashes.WithLabelValues(kind)
+		m.counters.Clashes.WithLabelValues(kind)
 		for _, verb := range []string{"create", "update", "delete"} {
-			m.writes.WithLabelValues(kind, verb)
+			m.counters.Writes.WithLabelValues(kind, verb)
 		}
 	}
 }

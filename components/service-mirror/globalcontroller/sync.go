@@ -16,7 +16,6 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/limit"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
@@ -24,12 +23,12 @@ import (
 
 // sync makes the local objects of global service k match what every cluster holds, reading
 // only from caches and writing only what differs.
-func (c *Controller) sync(ctx context.Context, k global.Key) (string, error) {
-	ours, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.oursSlices, c.base.SourceIndex(), k.String())
+func (c *Controller) sync(ctx context.Context, k global.Key) (reconcile.Result, error) {
+	ours, err := c.write.Ours(k)
 	if err != nil {
 		return reconcile.Error, err
 	}
-	actual, err := c.ours.Services(c.opts.Namespace).Get(global.ServiceName(k))
+	actual, err := c.write.ServiceCache.Services(c.opts.Namespace).Get(global.ServiceName(k))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return reconcile.Error, err
 	}
@@ -58,12 +57,7 @@ func (c *Controller) sync(ctx context.Context, k global.Key) (string, error) {
 	if err != nil {
 		return reconcile.Error, err
 	}
-	clashed, err = c.write.Slices(ctx, k, desired, ours)
-	if err == nil && !clashed {
-		// Ours are written: what the original tool made for this global Service can go.
-		err = c.opts.Adopter.RemoveLeftovers(ctx, global.ServiceName(k))
-	}
-	return c.write.Result(k, clashed, err)
+	return c.write.Finish(ctx, k, global.ServiceName(k), desired, ours)
 }
 
 // definitions are the definitions of k in every cluster we can read that has it.
@@ -83,13 +77,13 @@ func (cl *cluster) service(k global.Key) *corev1.Service {
 	if !cl.ready() {
 		return nil
 	}
-	svc, err := cl.services.Services(k.Namespace).Get(k.Name)
+	svc, err := cl.Services.Services(k.Namespace).Get(k.Name)
 	if err != nil || isOurs(svc) {
 		return nil
 	}
 	// Unknown (the limit's handler has not seen it yet) is no contribution yet: the handler
 	// enqueues k once it has.
-	if cl.limited.Admission(limit.Key(k)) != limit.Admitted {
+	if cl.Limited.Admission(limit.Key(k)) != limit.Admitted {
 		return nil
 	}
 	return svc
@@ -162,7 +156,7 @@ func (c *Controller) desiredSlices(k global.Key, used global.Definition, ours []
 				continue
 			}
 			var err error
-			if source, err = multiremote.Indexed[*discoveryv1.EndpointSlice](cl.slices, mirror.ByServiceName, k.String()); err != nil {
+			if source, err = multiremote.Indexed[*discoveryv1.EndpointSlice](cl.Slices, mirror.ByServiceName, k.String()); err != nil {
 				return nil, err
 			}
 		} else {
@@ -174,10 +168,7 @@ func (c *Controller) desiredSlices(k global.Key, used global.Definition, ours []
 		}
 		copies := global.EndpointSlices(k, c.opts.Namespace, cl.name, source, h)
 		if cl.name != c.opts.LocalCluster {
-			c.opts.Refusals.Report(cl.name, k.String(), mirror.Admit(copies, c.opts.Guard.For(cl.name)))
-		}
-		if c.opts.Withdraw.Withdrawn(cl.name) {
-			withdraw.Endpoints(copies)
+			c.write.HoldBack(cl.name, k.String(), copies)
 		}
 		out = append(out, copies...)
 	}
@@ -212,7 +203,7 @@ func (c *Controller) hints(k global.Key, used global.Definition) *global.Hints {
 	if !used.LocalFirst() {
 		return nil
 	}
-	h := &global.Hints{LocalZones: c.zones.List()}
+	h := &global.Hints{LocalZones: c.zones.list()}
 	if !h.Usable() {
 		if c.announced.noZones(k, len(h.LocalZones)) {
 			c.log.Warn("global service asks for local-first routing, but the local Nodes' zones cannot express it; kube-proxy uses every cluster's endpoints alike",
@@ -240,7 +231,7 @@ func (c *Controller) deleteAll(ctx context.Context, k global.Key, svc *corev1.Se
 
 // reportClash reports a local object that has the name of one of k's but is not ours.
 func (c *Controller) reportClash(k global.Key, obj runtime.Object, m metav1.Object, kind string) {
-	c.metrics.clashes.WithLabelValues(kind).Inc()
+	c.metrics.counters.Clashes.WithLabelValues(kind).Inc()
 	if c.base.Clashes.Record(m.GetName(), k) {
 		c.log.Warn("name clash: a local object has the global service's name but is not ours; leaving it alone",
 			"namespace", m.GetNamespace(), "name", m.GetName(), "kind", kind, "global", k.String())

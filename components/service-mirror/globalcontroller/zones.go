@@ -44,8 +44,8 @@ func newZones(meta metadata.Interface, resync time.Duration, changed func()) *zo
 	return z
 }
 
-// List returns the zones, sorted.
-func (z *zones) List() []string {
+// list returns the zones, sorted.
+func (z *zones) list() []string {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	return z.last

@@ -67,38 +67,42 @@ type Set struct {
 
 // add inserts k, and returns the key it pushed beyond most, if any.
 func (s *Set) add(k Key) (Key, bool) {
-	if s == nil {
+	return s.edit(k, func(i int, found bool) (Key, bool) {
+		if found {
+			return Key{}, false
+		}
+		s.keys = slices.Insert(s.keys, i, k)
+		if i < s.most && len(s.keys) > s.most {
+			return s.keys[s.most], true
+		}
 		return Key{}, false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i, found := slices.BinarySearchFunc(s.keys, k, compare)
-	if found {
-		return Key{}, false
-	}
-	s.keys = slices.Insert(s.keys, i, k)
-	if i < s.most && len(s.keys) > s.most {
-		return s.keys[s.most], true
-	}
-	return Key{}, false
+	})
 }
 
 // remove deletes k, and returns the key it let within most, if any.
 func (s *Set) remove(k Key) (Key, bool) {
+	return s.edit(k, func(i int, found bool) (Key, bool) {
+		if !found {
+			return Key{}, false
+		}
+		s.keys = slices.Delete(s.keys, i, i+1)
+		if i < s.most && len(s.keys) >= s.most {
+			return s.keys[s.most-1], true
+		}
+		return Key{}, false
+	})
+}
+
+// edit calls change, under the lock, with where k is or would be in the keys and whether it is
+// there, and returns what change returns: the key whose admission the change moved, if any.
+func (s *Set) edit(k Key, change func(i int, found bool) (Key, bool)) (Key, bool) {
 	if s == nil {
 		return Key{}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i, found := slices.BinarySearchFunc(s.keys, k, compare)
-	if !found {
-		return Key{}, false
-	}
-	s.keys = slices.Delete(s.keys, i, i+1)
-	if i < s.most && len(s.keys) >= s.most {
-		return s.keys[s.most-1], true
-	}
-	return Key{}, false
+	return change(i, found)
 }
 
 // Admission says whether k is among the first most keys.
@@ -161,9 +165,9 @@ func Handler(s *Set, ignore func(metav1.Object) bool, changed func(Key)) cache.R
 	}
 }
 
-// Limit is one limit, the same for every remote: its Sets, one per remote, and the report of
+// PerRemote is one limit, the same for every remote: its Sets, one per remote, and the report of
 // what is over it.
-type Limit struct {
+type PerRemote struct {
 	most     int
 	what     string
 	variable string
@@ -178,13 +182,13 @@ type Limit struct {
 
 // New returns a limit of most Services per remote, reported on gauge with what, and logged
 // naming variable, its setting.
-func New(most int, what, variable string, gauge *prometheus.GaugeVec, log *slog.Logger) *Limit {
-	return &Limit{most: most, what: what, variable: variable, gauge: gauge, log: log, sets: map[string]*Set{}, reported: map[string]int{}}
+func New(most int, what, variable string, gauge *prometheus.GaugeVec, log *slog.Logger) *PerRemote {
+	return &PerRemote{most: most, what: what, variable: variable, gauge: gauge, log: log, sets: map[string]*Set{}, reported: map[string]int{}}
 }
 
 // For returns the Set of remote, made on first use; its gauge is exported at zero from then on.
-// Call it before the controllers run. A nil Limit returns nil: a Set that admits everything.
-func (l *Limit) For(remote string) *Set {
+// Call it before the controllers run. A nil PerRemote returns nil: a Set that admits everything.
+func (l *PerRemote) For(remote string) *Set {
 	if l == nil {
 		return nil
 	}
@@ -200,7 +204,7 @@ func (l *Limit) For(remote string) *Set {
 // Report sets the gauge of every remote, and logs a remote whose count over the limit changed
 // since it was last logged: at most once per call, however many Services come and go between
 // two, so that a remote creating Services by the thousand does not flood the log.
-func (l *Limit) Report() {
+func (l *PerRemote) Report() {
 	if l == nil {
 		return
 	}

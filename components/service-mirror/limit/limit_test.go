@@ -22,8 +22,8 @@ func svc(ns, name string) *corev1.Service {
 	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 }
 
-// newSet returns the Set of remote "aws" under a limit of most, and its Limit.
-func newSet(t *testing.T, most int) (*limit.Set, *limit.Limit, func() float64, *bytes.Buffer) {
+// newSet returns the Set of remote "aws" under a limit of most, and its PerRemote.
+func newSet(t *testing.T, most int) (*limit.Set, *limit.PerRemote, func() float64, *bytes.Buffer) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	var log bytes.Buffer
@@ -121,14 +121,19 @@ func TestReportLogsEachChangeOnce(t *testing.T) {
 	if got := gauge(); got != 0 {
 		t.Errorf("gauge before any report %v, want 0", got)
 	}
+	// reportTwice reports as two passes of the inventory would, and checks the gauge.
+	reportTwice := func(want float64) {
+		t.Helper()
+		l.Report()
+		l.Report()
+		if got := gauge(); got != want {
+			t.Errorf("gauge %v, want %v", got, want)
+		}
+	}
 	for _, n := range []string{"a", "b", "c"} {
 		h.OnAdd(svc("ns", n), false)
 	}
-	l.Report()
-	l.Report()
-	if got := gauge(); got != 2 {
-		t.Errorf("gauge %v, want 2", got)
-	}
+	reportTwice(2)
 	if lines := strings.Count(log.String(), "first_left_out=ns/b"); lines != 1 {
 		t.Errorf("logged %d times, want once:\n%s", lines, log)
 	}
@@ -137,11 +142,7 @@ func TestReportLogsEachChangeOnce(t *testing.T) {
 	}
 	h.OnDelete(svc("ns", "b"))
 	h.OnDelete(svc("ns", "c"))
-	l.Report()
-	l.Report()
-	if got := gauge(); got != 0 {
-		t.Errorf("gauge %v, want 0", got)
-	}
+	reportTwice(0)
 	if lines := strings.Count(log.String(), "no longer"); lines != 1 {
 		t.Errorf("back within the limit logged %d times, want once:\n%s", lines, log)
 	}

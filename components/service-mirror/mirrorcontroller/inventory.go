@@ -12,8 +12,8 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
-// Inventory counts, per remote, what is selected there and what is mirrored here.
-type Inventory struct {
+// inventory counts, per remote, what is selected there and what is mirrored here.
+type inventory struct {
 	RemoteServices int
 	Mirrors        int
 	Endpoints      int
@@ -22,18 +22,18 @@ type Inventory struct {
 	Drift int
 }
 
-// Inventory computes the inventory of every configured remote from the caches. Only the
+// takeInventory computes the inventory of every configured remote from the caches. Only the
 // inventory loop calls it: it reuses its set of mirrored sources from one pass to the next, so
 // that a pass over thousands of mirrors allocates next to nothing.
-func (c *Controller) Inventory() map[string]Inventory {
-	inv := map[string]Inventory{}
+func (c *Controller) takeInventory() map[string]inventory {
+	inv := map[string]inventory{}
 	if c.mirrored == nil {
 		c.mirrored = map[mirror.Source]bool{}
 	}
 	mirrored := c.mirrored
 	clear(mirrored)
 	var y multiremote.Yielder
-	services, _ := c.localServices.Services(c.opts.Namespace).List(labels.Everything())
+	services, _ := c.write.ServiceCache.Services(c.opts.Namespace).List(labels.Everything())
 	for _, svc := range services {
 		y.Step()
 		s, ok := mirror.SourceOf(svc.Labels)
@@ -45,7 +45,7 @@ func (c *Controller) Inventory() map[string]Inventory {
 		i.Mirrors++
 		inv[s.Cluster] = i
 	}
-	for _, o := range c.localSlices.List() {
+	for _, o := range c.write.SliceCache.List() {
 		y.Step()
 		sl := o.(*discoveryv1.EndpointSlice)
 		s, ok := mirror.SourceOf(sl.Labels)
@@ -58,13 +58,13 @@ func (c *Controller) Inventory() map[string]Inventory {
 	}
 	for name, rc := range c.remotes {
 		i := inv[name]
-		remoteServices, _ := rc.services.List(labels.Everything())
+		remoteServices, _ := rc.Services.List(labels.Everything())
 		i.RemoteServices = len(remoteServices)
 		expected, present := 0, 0
 		for _, svc := range remoteServices {
 			y.Step()
 			// Those over the limit are left out on purpose: over_limit counts them.
-			if rc.limited.Admission(limit.Key{Namespace: svc.Namespace, Name: svc.Name}) == limit.Over {
+			if rc.Limited.Admission(limit.Key{Namespace: svc.Namespace, Name: svc.Name}) == limit.Over {
 				continue
 			}
 			expected++
@@ -83,6 +83,6 @@ func (c *Controller) Inventory() map[string]Inventory {
 // garbage-collected at start.
 func (c *Controller) updateInventory(context.Context) {
 	c.base.Expect.Expire()
-	multiremote.SetGauges(c.base.Remotes(), c.Inventory(), c.metrics.inventory)
+	multiremote.SetGauges(c.base.Remotes(), c.takeInventory(), c.metrics.inventory)
 	c.opts.Limit.Report()
 }

@@ -20,7 +20,7 @@ import (
 
 // sync makes the local mirror of src match the remote Service, reading only from caches and
 // writing only what differs.
-func (c *Controller) sync(ctx context.Context, src mirror.Source) (string, error) {
+func (c *Controller) sync(ctx context.Context, src mirror.Source) (reconcile.Result, error) {
 	rc := c.remotes[src.Cluster]
 	if rc == nil {
 		// The remote is no longer configured: its mirrors are orphans.
@@ -35,14 +35,14 @@ func (c *Controller) sync(ctx context.Context, src mirror.Source) (string, error
 		}
 		return reconcile.Skipped, nil
 	}
-	remoteSvc, err := rc.services.Services(src.Namespace).Get(src.Name)
+	remoteSvc, err := rc.Services.Services(src.Namespace).Get(src.Name)
 	if apierrors.IsNotFound(err) {
 		return multiremote.Result(c.deleteMirror(ctx, src))
 	}
 	if err != nil {
 		return reconcile.Error, err
 	}
-	switch rc.limited.Admission(limit.Key{Namespace: src.Namespace, Name: src.Name}) {
+	switch rc.Limited.Admission(limit.Key{Namespace: src.Namespace, Name: src.Name}) {
 	case limit.Over:
 		// Beyond the remote's limit: not mirrored, and a mirror made before is ours to delete.
 		return multiremote.Result(c.deleteMirror(ctx, src))
@@ -55,31 +55,23 @@ func (c *Controller) sync(ctx context.Context, src mirror.Source) (string, error
 	if err != nil || clashed {
 		return c.write.Result(src, clashed, err)
 	}
-	slices, err := multiremote.Indexed[*discoveryv1.EndpointSlice](rc.slices, mirror.ByServiceName, src.Namespace+"/"+src.Name)
+	slices, err := multiremote.Indexed[*discoveryv1.EndpointSlice](rc.Slices, mirror.ByServiceName, src.Namespace+"/"+src.Name)
 	if err != nil {
 		return reconcile.Error, err
 	}
-	existing, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.localSlices, c.base.SourceIndex(), src.String())
+	existing, err := c.write.Ours(src)
 	if err != nil {
 		return reconcile.Error, err
 	}
 	desired := mirror.EndpointSlices(src, c.opts.Namespace, slices)
-	c.opts.Refusals.Report(src.Cluster, src.Namespace+"/"+src.Name, mirror.Admit(desired, c.opts.Guard.For(src.Cluster)))
-	if c.opts.Withdraw.Withdrawn(src.Cluster) {
-		withdraw.Endpoints(desired)
-	}
-	clashed, err = c.write.Slices(ctx, src, desired, existing)
-	if err == nil && !clashed {
-		// Ours are written: what the original tool made for this mirror can go.
-		err = c.opts.Adopter.RemoveLeftovers(ctx, mirror.ServiceName(src))
-	}
-	return c.write.Result(src, clashed, err)
+	c.write.HoldBack(src.Cluster, src.Namespace+"/"+src.Name, desired)
+	return c.write.Finish(ctx, src, mirror.ServiceName(src), desired, existing)
 }
 
 // withdrawKept marks the endpoints of the mirror slices we hold for src not ready, for a remote
 // whose caches never synced: what it holds now is unknown, what we hold is withdrawn.
 func (c *Controller) withdrawKept(ctx context.Context, src mirror.Source) error {
-	existing, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.localSlices, c.base.SourceIndex(), src.String())
+	existing, err := c.write.Ours(src)
 	if err != nil {
 		return err
 	}
@@ -93,7 +85,7 @@ func (c *Controller) withdrawKept(ctx context.Context, src mirror.Source) error 
 
 // reportClash reports a local object that has the name of a mirror of src but is not ours.
 func (c *Controller) reportClash(src mirror.Source, obj runtime.Object, m metav1.Object, kind string) {
-	c.metrics.clashes.WithLabelValues(src.Cluster, kind).Inc()
+	c.metrics.counters.Clashes.WithLabelValues(src.Cluster, kind).Inc()
 	if c.base.Clashes.Record(m.GetName(), src) {
 		c.log.Warn("name clash: a local object has the mirror's name but is not ours; leaving it alone",
 			"remote", src.Cluster, "namespace", m.GetNamespace(), "name", m.GetName(), "kind", kind, "source", src.String())
@@ -106,14 +98,14 @@ func (c *Controller) reportClash(src mirror.Source, obj runtime.Object, m metav1
 // deleteMirror removes the mirror Service and slices of src, only those that are ours.
 func (c *Controller) deleteMirror(ctx context.Context, src mirror.Source) error {
 	var errs []error
-	existing, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.localSlices, c.base.SourceIndex(), src.String())
+	existing, err := c.write.Ours(src)
 	errs = append(errs, err)
 	for _, s := range existing {
 		errs = append(errs, c.write.DeleteSlice(ctx, s))
 	}
 	name := mirror.ServiceName(src)
 	c.base.Clashes.Forget(name)
-	svc, err := c.localServices.Services(c.opts.Namespace).Get(name)
+	svc, err := c.write.ServiceCache.Services(c.opts.Namespace).Get(name)
 	if err == nil && ownership.IsManagedBy(svc.Labels, ownership.ServiceMirror) {
 		if s, ok := mirror.SourceOf(svc.Labels); ok && s == src {
 			errs = append(errs, c.write.DeleteService(ctx, svc))

@@ -43,18 +43,7 @@ func Slice(obj any) (any, error) {
 	return out, err
 }
 
-// only replaces m's labels with a new map of those of keys it has, and drops its annotations.
-// The labels are copied, not filtered in place: trim's copy shares its map with the decoded
-// object.
+// only keeps of m's labels those of keys (package trim's Only), and drops its annotations.
 func only(m *metav1.ObjectMeta, keys []string) {
-	var kept map[string]string
-	for _, k := range keys {
-		if v, ok := m.Labels[k]; ok {
-			if kept == nil {
-				kept = make(map[string]string, len(keys))
-			}
-			kept[k] = v
-		}
-	}
-	m.Labels, m.Annotations = kept, nil
+	m.Labels, m.Annotations = trim.Only(m.Labels, keys), nil
 }

@@ -73,9 +73,9 @@ func (p Policy) CheckRemotes(remotes []string) error {
 	return nil
 }
 
-// After is how long remote may go without a successful sync before its endpoints are
+// after is how long remote may go without a successful sync before its endpoints are
 // withdrawn; 0 means never.
-func (p Policy) After(remote string) time.Duration {
+func (p Policy) after(remote string) time.Duration {
 	if d, ok := p.PerRemote[remote]; ok {
 		return d
 	}

@@ -89,7 +89,7 @@ func (t *Tracker) Run(ctx context.Context, interval time.Duration) {
 // change.
 func (t *Tracker) Evaluate(now time.Time) {
 	for _, r := range t.remotes {
-		after := t.policy.After(r)
+		after := t.policy.after(r)
 		if after == 0 {
 			continue
 		}
@@ -123,7 +123,7 @@ func (t *Tracker) set(remote string, withdrawn bool) bool {
 		t.metrics.withdrawn.WithLabelValues(remote).Set(1)
 		t.metrics.withdrawals.WithLabelValues(remote).Inc()
 		t.log.Warn("remote's endpoints withdrawn: no successful sync for longer than SEMAPHORE_WITHDRAW_AFTER",
-			"remote", remote, "after", t.policy.After(remote), "last_sync", t.health.LastSync(remote), "err", t.health.Check(remote))
+			"remote", remote, "after", t.policy.after(remote), "last_sync", t.health.LastSync(remote), "err", t.health.Check(remote))
 	} else {
 		t.metrics.withdrawn.WithLabelValues(remote).Set(0)
 		t.log.Info("remote's endpoints restored: the remote answers again", "remote", remote)

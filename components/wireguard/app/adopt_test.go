@@ -3,24 +3,19 @@
 package app_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
-	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -32,24 +27,12 @@ import (
 // (its route goes with it) and its key file, and leaves the original's device of a cluster it
 // does not read alone.
 func TestReplacesTheOriginalsDevices(t *testing.T) {
-	testenv.RequireNamespaces(t)
-	clusters := testenv.Start(t, testenv.Options{}, "gcp", "aws")
-	gcp, aws := clusters[0], clusters[1]
-	ctx := context.Background()
-	peerstest.CreateNode(t, gcp.Client, "gcp-node-1", "192.0.2.21", nil)
+	s := newScene(t, nil, "original")
 	remoteKey := devicetest.Key(t)
-	peerstest.CreateNode(t, aws.Client, "aws-node-1", "192.0.2.11", peerstest.Annotations("gcp", remoteKey.PublicKey(), "192.0.2.11:51821"), "198.18.11.0/24")
-
-	keyDir, remotesDir := t.TempDir(), t.TempDir()
-	testenv.WriteRemoteKubeconfig(t, remotesDir, "aws", aws.DirectKubeconfig)
-	log := slog.New(slog.NewTextHandler(testenv.LogWriter(t), nil))
-	host, err := device.NewManager(device.ModeUserspace, log.With("owner", "original"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = host.Close() })
+	s.remoteNode(t, "aws-node-1", "192.0.2.11", remoteKey, "198.18.11.0/24")
+	host := s.host
 	// The original's key file is what it wrote: base64, mode 0600, <dir>/wireguard.<remote>.key.
-	originalKey, _, err := device.LoadOrCreateKey(keyDir, "wireguard.aws")
+	originalKey, _, err := device.LoadOrCreateKey(s.keyDir, "wireguard.aws")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,18 +53,9 @@ func TestReplacesTheOriginalsDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	runApp(t, map[string]string{
-		"SEMAPHORE_LOCAL_CLUSTER":    "gcp",
-		"SEMAPHORE_REMOTES":          "aws",
-		"SEMAPHORE_REMOTES_DIR":      remotesDir,
-		"SEMAPHORE_LOCAL_KUBECONFIG": gcp.DirectKubeconfig,
-		"SEMAPHORE_ADMIN_ADDR":       "127.0.0.1:0",
-		"SEMAPHORE_WG_NODE_NAME":     "gcp-node-1",
-		"SEMAPHORE_WG_KEY_DIR":       keyDir,
-		"SEMAPHORE_WG_LISTEN_PORTS":  "aws:51821",
-		"SEMAPHORE_WG_MODE":          "userspace",
-		"SEMAPHORE_ADOPT_ORIGINAL":   "true",
-	}, log.With("run", "ours"))
+	env := s.env
+	env["SEMAPHORE_ADOPT_ORIGINAL"] = "true"
+	runApp(t, env, s.log.With("run", "ours"))
 
 	dev := peers.DeviceName("aws")
 	testenv.Eventually(t, 30*time.Second, "ours replaces the original's device, with its key", func() error {
@@ -99,7 +73,7 @@ func TestReplacesTheOriginalsDevices(t *testing.T) {
 		if got, err := peerKeys(host, dev); err != nil || !slices.Equal(got, []string{remoteKey.PublicKey().String()}) {
 			return fmt.Errorf("peers of %s: %v (%w)", dev, got, err)
 		}
-		n, err := gcp.Client.CoreV1().Nodes().Get(ctx, "gcp-node-1", metav1.GetOptions{})
+		n, err := s.localNode()
 		if err != nil {
 			return err
 		}
@@ -108,7 +82,7 @@ func TestReplacesTheOriginalsDevices(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := os.Stat(filepath.Join(keyDir, "wireguard.aws.key")); !errors.Is(err, os.ErrNotExist) {
+	if err := s.keyFile("wireguard.aws"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the original's key file: %v, want it removed (ours holds the key)", err)
 	}
 	if got, err := host.Devices("wireguard."); err != nil || !slices.Equal(got, []string{"wireguard.merit"}) {

@@ -117,12 +117,12 @@ func MetricSpecs() []metrics.Spec {
 	})
 }
 
-// App is a configured semaphore-wireguard, ready to run.
-type App struct {
+// WireGuard is a configured semaphore-wireguard, ready to run.
+type WireGuard struct {
 	*component.Base
 	cfg     Config
 	devices *device.Manager
-	ctrl    *controller.Controller
+	ctrl    *controller.Peering
 	stale   []string
 	// replaced counts the original semaphore-wireguard's devices replaced by ours.
 	replaced prometheus.Counter
@@ -138,7 +138,7 @@ func newReplacedMetric(f *metrics.Factory) prometheus.Counter {
 // replaceOriginals deletes the original semaphore-wireguard's device of each of our remotes
 // (its routes go with it), just before ours are set up: they may listen on the same port and
 // route the same pod addresses. Its key file goes too: our device holds that key now.
-func (a *App) replaceOriginals() error {
+func (a *WireGuard) replaceOriginals() error {
 	if !a.cfg.AdoptOriginal {
 		return nil
 	}
@@ -163,7 +163,7 @@ func (a *App) replaceOriginals() error {
 
 // New loads or creates the keys, opens the device manager and builds the controller. cfg must
 // have been validated.
-func New(cfg Config, log *slog.Logger) (*App, error) {
+func New(cfg Config, log *slog.Logger) (*WireGuard, error) {
 	base, err := component.New(Name, MetricsPrefix, cfg.Shared, config.LeaderElection{}, log)
 	if err != nil {
 		return nil, err
@@ -193,13 +193,13 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("SEMAPHORE_WG_MODE: %w", err)
 	}
-	a := &App{Base: base, cfg: cfg, devices: mgr, replaced: newReplacedMetric(base.Factory)}
+	a := &WireGuard{Base: base, cfg: cfg, devices: mgr, replaced: newReplacedMetric(base.Factory)}
 	a.stale, err = a.staleDevices(devs)
 	if err != nil {
 		return nil, err
 	}
-	guard := addrguard.New(cfg.RemotePodRanges)
-	if err := base.GuardLocalRanges(guard, cfg.ResyncPeriod); err != nil {
+	guard, err := base.Guard(cfg.RemotePodRanges)
+	if err != nil {
 		return nil, err
 	}
 	a.ctrl, err = controller.New(controller.Options{
@@ -222,7 +222,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 
 // staleDevices are devices this component created (ours: a key file of that name is in the
 // key directory) for remotes that are no longer configured.
-func (a *App) staleDevices(devs []controller.RemoteDevice) ([]string, error) {
+func (a *WireGuard) staleDevices(devs []controller.RemoteDevice) ([]string, error) {
 	existing, err := a.devices.Devices(peers.DevicePrefix)
 	if err != nil {
 		return nil, err
@@ -240,14 +240,14 @@ func (a *App) staleDevices(devs []controller.RemoteDevice) ([]string, error) {
 }
 
 // Starting are the attributes of the line logged when the component starts.
-func (a *App) Starting() []any {
+func (a *WireGuard) Starting() []any {
 	return []any{"cluster", a.cfg.LocalCluster, "remotes", a.cfg.Remotes, "node", a.cfg.NodeName, "mode", string(a.cfg.Mode), "admin", a.AdminAddr()}
 }
 
 // Run removes the devices of remotes no longer configured, sets up the devices and node
 // annotations, and runs the controller until ctx is done. Kernel devices stay when it stops, so
 // traffic keeps flowing through a restart.
-func (a *App) Run(ctx context.Context) error {
+func (a *WireGuard) Run(ctx context.Context) error {
 	for _, name := range a.stale {
 		if err := a.devices.Delete(name); err != nil {
 			return fmt.Errorf("removing device %s of a remote no longer configured: %w", name, err)

@@ -3,36 +3,21 @@
 package app_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kube-semaphore/semaphore/components/wireguard/app"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
-	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
-	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
-
-// The tests that create devices run as root in network and mount namespaces of their own,
-// with API servers started inside them (reachable on that namespace's loopback). Without root
-// they skip; TestBadConfiguration runs either way.
-func TestMain(m *testing.M) {
-	os.Exit(testenv.RunInNamespaces(m, testenv.PrepareAPIServers))
-}
 
 // On shutdown the devices stay; a remote removed from the configuration has
 // its device, routes, key and annotations removed at the next start.
@@ -46,31 +31,17 @@ func TestMain(m *testing.M) {
 // far as the component's own code goes (no delete, no peer or route removal on the way out).
 // That kernel links are never deleted by Manager.Close is the device package's business.
 func TestRemoteRemovalCleansUpAtNextStart(t *testing.T) {
-	testenv.RequireNamespaces(t)
-	clusters := testenv.Start(t, testenv.Options{}, "gcp", "aws")
-	gcp, aws := clusters[0], clusters[1]
-	ctx := context.Background()
-
 	const owner = "example.com/owner" // someone else's annotation on our node
-	peerstest.CreateNode(t, gcp.Client, "gcp-node-1", "192.0.2.21", map[string]string{owner: "someone-else"})
-	k1, k2 := devicetest.Key(t), devicetest.Key(t)
-	peerstest.CreateNode(t, aws.Client, "aws-node-1", "192.0.2.11", peerstest.Annotations("gcp", k1.PublicKey(), "192.0.2.11:51821"), "198.18.11.0/24")
-	peerstest.CreateNode(t, aws.Client, "aws-node-2", "192.0.2.12", peerstest.Annotations("gcp", k2.PublicKey(), "192.0.2.12:51821"), "198.18.12.0/24")
-
-	keyDir := t.TempDir()
-	remotesDir := t.TempDir()
-	testenv.WriteRemoteKubeconfig(t, remotesDir, "aws", aws.DirectKubeconfig)
-	log := slog.New(slog.NewTextHandler(testenv.LogWriter(t), nil))
-
 	// The stand-in for kernel devices (see above), and a WireGuard device by our prefix that
 	// the component did not create (no key file): it must survive everything.
-	host, err := device.NewManager(device.ModeUserspace, log.With("owner", "test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = host.Close() })
+	s := newScene(t, map[string]string{owner: "someone-else"}, "test")
+	log, host := s.log, s.host
+	k1, k2 := devicetest.Key(t), devicetest.Key(t)
+	s.remoteNode(t, "aws-node-1", "192.0.2.11", k1, "198.18.11.0/24")
+	s.remoteNode(t, "aws-node-2", "192.0.2.12", k2, "198.18.12.0/24")
+
 	dev := peers.DeviceName("aws")
-	devKey, _, err := device.LoadOrCreateKey(keyDir, dev)
+	devKey, _, err := device.LoadOrCreateKey(s.keyDir, dev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,18 +57,8 @@ func TestRemoteRemovalCleansUpAtNextStart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	env := map[string]string{
-		"SEMAPHORE_LOCAL_CLUSTER":         "gcp",
-		"SEMAPHORE_REMOTES":               "aws",
-		"SEMAPHORE_REMOTES_DIR":           remotesDir,
-		"SEMAPHORE_LOCAL_KUBECONFIG":      gcp.DirectKubeconfig,
-		"SEMAPHORE_ADMIN_ADDR":            "127.0.0.1:0",
-		"SEMAPHORE_REMOTE_PROBE_INTERVAL": "1s",
-		"SEMAPHORE_WG_NODE_NAME":          "gcp-node-1",
-		"SEMAPHORE_WG_KEY_DIR":            keyDir,
-		"SEMAPHORE_WG_LISTEN_PORTS":       "aws:51821",
-		"SEMAPHORE_WG_MODE":               "userspace",
-	}
+	env := s.env
+	env["SEMAPHORE_REMOTE_PROBE_INTERVAL"] = "1s"
 
 	// First start, with remote aws: peers, routes and annotations.
 	first := runApp(t, env, log.With("run", "first"))
@@ -121,7 +82,7 @@ func TestRemoteRemovalCleansUpAtNextStart(t *testing.T) {
 		return nil
 	}
 	annotated := func() error {
-		n, err := gcp.Client.CoreV1().Nodes().Get(ctx, "gcp-node-1", metav1.GetOptions{})
+		n, err := s.localNode()
 		if err != nil {
 			return err
 		}
@@ -144,8 +105,7 @@ func TestRemoteRemovalCleansUpAtNextStart(t *testing.T) {
 	if err := annotated(); err != nil {
 		t.Errorf("after shutdown: %v", err)
 	}
-	keyFile := filepath.Join(keyDir, dev+".key")
-	if _, err := os.Stat(keyFile); err != nil {
+	if err := s.keyFile(dev); err != nil {
 		t.Errorf("after shutdown: key file: %v", err)
 	}
 
@@ -168,12 +128,12 @@ func TestRemoteRemovalCleansUpAtNextStart(t *testing.T) {
 		if len(routes) > 0 {
 			return fmt.Errorf("routes marked as ours still there: %v", routes)
 		}
-		if _, err := os.Stat(keyFile); err == nil {
-			return fmt.Errorf("key file %s still there", keyFile)
+		if err := s.keyFile(dev); err == nil {
+			return fmt.Errorf("key file of %s still there", dev)
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
-		n, err := gcp.Client.CoreV1().Nodes().Get(ctx, "gcp-node-1", metav1.GetOptions{})
+		n, err := s.localNode()
 		if err != nil {
 			return err
 		}
@@ -194,71 +154,4 @@ func TestRemoteRemovalCleansUpAtNextStart(t *testing.T) {
 		t.Errorf("peers of %s: %v (err %v), want it untouched", foreign, got, err)
 	}
 	second.stop(t)
-}
-
-// running is a started app.App.
-type running struct {
-	cancel context.CancelFunc
-	done   chan error
-}
-
-// runApp loads the configuration from env, as the binary does, and runs the component.
-func runApp(t *testing.T, env map[string]string, log *slog.Logger) *running {
-	t.Helper()
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
-	var cfg app.Config
-	if err := config.Load(nil, io.Discard, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	a, err := app.New(cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- a.Run(ctx) }()
-	t.Cleanup(func() { r.stop(t) })
-	return r
-}
-
-// stop stops the component and fails the test if it did not end cleanly.
-func (r *running) stop(t *testing.T) {
-	t.Helper()
-	if r.cancel == nil {
-		return
-	}
-	r.cancel()
-	r.cancel = nil
-	select {
-	case err := <-r.done:
-		if err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return within 30s of its context ending")
-	}
-}
-
-// peerKeys returns the public keys of the peers of device name, sorted.
-func peerKeys(m *device.Manager, name string) ([]string, error) {
-	ps, err := m.Peers(name)
-	return sortedStrings(len(ps), func(i int) string { return ps[i].PublicKey.String() }), err
-}
-
-// ourRoutes returns the routes via device name that carry our marker, sorted.
-func ourRoutes(m *device.Manager, name string) ([]string, error) {
-	rs, err := m.OurRoutes(name)
-	return sortedStrings(len(rs), func(i int) string { return rs[i].String() }), err
-}
-
-// sortedStrings returns str(i) for each i from 0 to n-1, sorted.
-func sortedStrings(n int, str func(i int) string) []string {
-	var out []string
-	for i := range n {
-		out = append(out, str(i))
-	}
-	slices.Sort(out)
-	return out
 }

@@ -118,7 +118,7 @@ func TestPeersFollowRemoteIPAMBlocks(t *testing.T) {
 		c2: {"10.1.1.128/26", "10.1.1.2/32"},
 	})
 	testenv.Eventually(t, 10*time.Second, "a node without blocks skipped", func() error {
-		if v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_skipped_peers", map[string]string{"remote": "aws", "reason": peers.ReasonNoPodCIDR}); v != 1 {
+		if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_wg_skipped_peers", map[string]string{"remote": "aws", "reason": peers.ReasonNoPodCIDR}); v != 1 {
 			return fmt.Errorf("skipped_peers{reason=no_pod_cidr} = %v", v)
 		}
 		return nil
@@ -175,7 +175,7 @@ func TestPeersFollowRemoteIPAMBlocks(t *testing.T) {
 	want := map[string]float64{calicoipam.ReasonBadCIDR: 1, calicoipam.ReasonNoAffinity: 1, calicoipam.ReasonLocal: 1, calicoipam.ReasonOverlapping: 1}
 	testenv.Eventually(t, 30*time.Second, "bad blocks counted", func() error {
 		for reason, n := range want {
-			if v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_skipped_ipam_blocks", map[string]string{"remote": "aws", "reason": reason}); v != n {
+			if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_wg_skipped_ipam_blocks", map[string]string{"remote": "aws", "reason": reason}); v != n {
 				return fmt.Errorf("skipped_ipam_blocks{reason=%s} = %v, want %v", reason, v, n)
 			}
 		}
@@ -197,6 +197,6 @@ func TestPeersFollowRemoteIPAMBlocks(t *testing.T) {
 		}
 		return nil
 	})
-	r.stop()
+	r.Stop()
 	expectNoReconfiguration(t, startReading(t, devs, devKey, controller.Sources{All: controller.SourceCalicoIPAM}), devs, configs)
 }

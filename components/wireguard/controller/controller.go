@@ -53,7 +53,7 @@ type RemoteDevice struct {
 	ListenPort int
 }
 
-// Options configure a Controller.
+// Options configure a Peering.
 type Options struct {
 	LocalCluster string
 	NodeName     string
@@ -75,8 +75,8 @@ type Options struct {
 	MaxPeersPerRemote int
 }
 
-// Controller manages this node's devices.
-type Controller struct {
+// Peering keeps this node's WireGuard devices peered with the nodes of the remote clusters.
+type Peering struct {
 	opts    Options
 	log     *slog.Logger
 	local   kubernetes.Interface
@@ -114,17 +114,17 @@ type remoteCache struct {
 
 // New wires an informer on the Nodes of each remote, and one on its IPAM blocks when its pod
 // addresses come from Calico IPAM.
-func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, devs []RemoteDevice, devices Devices, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) (*Controller, error) {
+func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, devs []RemoteDevice, devices Devices, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) (*Peering, error) {
 	if opts.Guard == nil {
 		opts.Guard = addrguard.New(nil)
 	}
-	c := &Controller{opts: opts, log: log, local: local, devices: devices, metrics: m, remotes: map[string]*remoteCache{}}
+	c := &Peering{opts: opts, log: log, local: local, devices: devices, metrics: m, remotes: map[string]*remoteCache{}}
 	c.base = multiremote.New(multiremote.Config[string]{
 		Queue:          "wireguard",
 		QueueMetrics:   queueMetrics,
 		Sync:           c.sync,
 		Remote:         func(r string) string { return r },
-		Metrics:        m.reconcile,
+		Counters:       multiremote.Counters{Reconcile: m.reconcile},
 		Health:         health,
 		Log:            log,
 		OnRemoteSynced: func(r *multiremote.Remote) { c.base.Queue.Add(r.Name) },
@@ -145,7 +145,7 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, dev
 			if err := rc.watchBlocks(r, opts.ResyncPeriod, handler); err != nil {
 				return nil, fmt.Errorf("IPAM blocks of remote %s: %w", r.Name, err)
 			}
-			m.InitBlocks(r.Name)
+			m.initBlocks(r.Name)
 		}
 		c.remotes[r.Name] = rc
 	}
@@ -174,7 +174,7 @@ func (rc *remoteCache) watchBlocks(r remote.Cluster, resync time.Duration, handl
 
 // Setup creates the devices (leaving in-sync ones untouched) and publishes this node's public
 // keys and endpoints in its annotations, removing those of remotes no longer configured.
-func (c *Controller) Setup(ctx context.Context) error {
+func (c *Peering) Setup(ctx context.Context) error {
 	for _, rc := range c.remotes {
 		if err := c.devices.Ensure(rc.dev.Device, rc.dev.Key, rc.dev.ListenPort, c.opts.MTU); err != nil {
 			return fmt.Errorf("device %s for remote %s: %w", rc.dev.Device, rc.dev.Remote, err)
@@ -183,7 +183,7 @@ func (c *Controller) Setup(ctx context.Context) error {
 	return c.annotateNode(ctx)
 }
 
-func (c *Controller) annotateNode(ctx context.Context) error {
+func (c *Peering) annotateNode(ctx context.Context) error {
 	node, err := c.local.CoreV1().Nodes().Get(ctx, c.opts.NodeName, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("SEMAPHORE_WG_NODE_NAME: node %s: %w", c.opts.NodeName, err)
@@ -256,7 +256,7 @@ func localRanges(node *corev1.Node, endpoint netip.Addr) []netip.Prefix {
 	return out
 }
 
-func (c *Controller) endpointAddress(node *corev1.Node) (netip.Addr, error) {
+func (c *Peering) endpointAddress(node *corev1.Node) (netip.Addr, error) {
 	if c.opts.EndpointAddress != "" {
 		a, err := netip.ParseAddr(c.opts.EndpointAddress)
 		if err != nil {
@@ -276,10 +276,10 @@ func (c *Controller) endpointAddress(node *corev1.Node) (netip.Addr, error) {
 
 // Run starts the informers and workers and blocks until ctx is done. A remote whose API server
 // is unreachable keeps its peers: nothing is removed until its cache has synced and says so.
-func (c *Controller) Run(ctx context.Context, workers int) { c.base.Run(ctx, workers) }
+func (c *Peering) Run(ctx context.Context, workers int) { c.base.Run(ctx, workers) }
 
 // sync makes the device of one remote hold exactly the desired peers and routes.
-func (c *Controller) sync(_ context.Context, name string) (string, error) {
+func (c *Peering) sync(_ context.Context, name string) (reconcile.Result, error) {
 	rc := c.remotes[name]
 	if rc == nil || !rc.Ready() {
 		return reconcile.Skipped, nil
@@ -335,7 +335,7 @@ func (c *Controller) sync(_ context.Context, name string) (string, error) {
 }
 
 // remoteNodes are the remote's nodes with their pod CIDRs from the remote's source.
-func (c *Controller) remoteNodes(rc *remoteCache) ([]peers.Node, error) {
+func (c *Peering) remoteNodes(rc *remoteCache) ([]peers.Node, error) {
 	list, err := rc.nodes.List(labels.Everything())
 	if err != nil {
 		return nil, err
@@ -371,7 +371,7 @@ func nodeAddresses(n *corev1.Node) []string {
 }
 
 // blockPrefixes are the prefixes of each remote node according to the remote's IPAM blocks.
-func (c *Controller) blockPrefixes(rc *remoteCache) map[string][]netip.Prefix {
+func (c *Peering) blockPrefixes(rc *remoteCache) map[string][]netip.Prefix {
 	objs := rc.blocks.List()
 	blocks := make([]*calicoipam.Block, 0, len(objs))
 	for _, o := range objs {
@@ -406,7 +406,7 @@ func podCIDRs(n *corev1.Node) []string {
 	return nil
 }
 
-func (c *Controller) countChanges(rc *remoteCache, actual []wgtypes.Peer, changes []wgtypes.PeerConfig) {
+func (c *Peering) countChanges(rc *remoteCache, actual []wgtypes.Peer, changes []wgtypes.PeerConfig) {
 	had := map[wgtypes.Key]bool{}
 	for _, a := range actual {
 		had[a.PublicKey] = true
@@ -427,7 +427,7 @@ func (c *Controller) countChanges(rc *remoteCache, actual []wgtypes.Peer, change
 // recordSkips sets the skipped-peers gauge and logs each node's skip once, when it starts;
 // nodes over the peer limit, which may be many, are logged as one line when their number
 // changes.
-func (c *Controller) recordSkips(rc *remoteCache, skipped []peers.Skip) {
+func (c *Peering) recordSkips(rc *remoteCache, skipped []peers.Skip) {
 	counts := map[string]int{}
 	now := map[string]string{}
 	for _, s := range skipped {
@@ -463,13 +463,13 @@ var allReasons = []string{peers.ReasonNotAnnotated, peers.ReasonBadKey, peers.Re
 	addrguard.ReasonSpecial, addrguard.ReasonOutsideRanges, addrguard.ReasonLocal, addrguard.ReasonTooWide}
 
 // stats reads every device's peers for the statistics collector.
-func (c *Controller) stats() []DeviceStats {
+func (c *Peering) stats() []deviceStats {
 	names := make([]string, 0, len(c.remotes))
 	for n := range c.remotes {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	var out []DeviceStats
+	var out []deviceStats
 	for _, n := range names {
 		rc := c.remotes[n]
 		ps, err := c.devices.Peers(rc.dev.Device)
@@ -478,7 +478,7 @@ func (c *Controller) stats() []DeviceStats {
 			continue
 		}
 		rc.mu.Lock()
-		d := DeviceStats{Device: rc.dev.Device, Remote: n}
+		d := deviceStats{Device: rc.dev.Device, Remote: n}
 		for _, p := range ps {
 			node := rc.byKey[p.PublicKey]
 			if node == "" {
@@ -488,7 +488,7 @@ func (c *Controller) stats() []DeviceStats {
 			if !p.LastHandshakeTime.IsZero() {
 				hs = float64(p.LastHandshakeTime.UnixNano()) / 1e9
 			}
-			d.Peers = append(d.Peers, PeerStats{Node: node, LastHandshakeUnix: hs, ReceivedBytes: p.ReceiveBytes, Sent: p.TransmitBytes})
+			d.Peers = append(d.Peers, peerStats{Node: node, LastHandshakeUnix: hs, ReceivedBytes: p.ReceiveBytes, Sent: p.TransmitBytes})
 		}
 		rc.mu.Unlock()
 		out = append(out, d)
@@ -498,8 +498,8 @@ func (c *Controller) stats() []DeviceStats {
 
 // LocalSynced reports whether the local caches have synced, for /readyz: there are none, the
 // devices and the node's annotations are set up before Run.
-func (c *Controller) LocalSynced() bool { return c.base.LocalSynced() }
+func (c *Peering) LocalSynced() bool { return c.base.LocalSynced() }
 
 // ResyncRemotes reconciles again everything of every remote that synced: the local ranges
 // changed, and what the guard admits with them.
-func (c *Controller) ResyncRemotes() { c.base.ResyncRemotes() }
+func (c *Peering) ResyncRemotes() { c.base.ResyncRemotes() }

@@ -6,13 +6,11 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,13 +19,12 @@ import (
 	"k8s.io/client-go/transport"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
+	"github.com/kube-semaphore/semaphore/components/wireguard/controller/controllertest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
-	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/remote"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -46,7 +43,7 @@ func TestMain(m *testing.M) {
 		var errs [2]error
 		var wg sync.WaitGroup
 		wg.Go(func() { local, errs[0] = testenv.StartCluster("gcp", testenv.Options{}) })
-		crds := filepath.Join(testbed.RepoRoot(), "components", "wireguard", "testdata", "crds")
+		crds := testenv.CRDs("wireguard")
 		wg.Go(func() { aws, errs[1] = testenv.StartCluster("aws", testenv.Options{CRDDirs: []string{crds}}) })
 		wg.Wait()
 		for _, c := range []*testenv.Cluster{local, aws} {
@@ -98,12 +95,7 @@ func endpointAddress(endpoint string) string {
 	return ""
 }
 
-type running struct {
-	ctrl   *controller.Controller
-	reg    *prometheus.Registry
-	cancel context.CancelFunc
-	done   chan struct{}
-}
+type running = controllertest.Running
 
 // start runs a controller for node gcp-node-1 of gcp with remote aws, on fake devices.
 func start(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key) *running {
@@ -128,36 +120,19 @@ func startWith(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key, opts 
 func startThrough(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key, opts controller.Options, wrap transport.WrapperFunc) *running {
 	t.Helper()
 	opts.LocalCluster, opts.NodeName, opts.MTU, opts.Keepalive = "gcp", "gcp-node-1", 1420, 25*time.Second
-	dir := t.TempDir()
-	testenv.WriteRemoteKubeconfig(t, dir, aws.Name, aws.Kubeconfig)
 	log := slog.New(slog.NewTextHandler(testenv.LogWriter(t), nil))
-	remotes, err := remote.LoadRemotes(dir, []string{"aws"}, remote.ClientOptions{UserAgent: "semaphore-wireguard", QPS: 100, Burst: 200})
-	if err != nil {
-		t.Fatal(err)
-	}
+	remotes := controllertest.Remotes(t, remote.ClientOptions{UserAgent: "semaphore-wireguard", QPS: 100, Burst: 200}, map[string]string{aws.Name: aws.Kubeconfig})
 	if wrap != nil {
 		cfg := rest.CopyConfig(remotes[0].Config)
 		cfg.Wrap(wrap)
 		remotes[0].Config, remotes[0].Client = cfg, kubernetes.NewForConfigOrDie(cfg)
 	}
-	reg := prometheus.NewRegistry()
-	in := component.NewInstruments(reg, "semaphore_wg", 200*time.Millisecond, log)
-	in.Health.AddClusters(remotes)
-	ctrl, err := controller.New(opts,
-		local.Client, remotes, []controller.RemoteDevice{{Remote: "aws", Device: "wg-aws", Key: devKey, ListenPort: 51821}},
-		devs, in.Health, controller.NewMetrics(in.Factory, reg), in.Queue, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := ctrl.Setup(ctx); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	r := &running{ctrl: ctrl, reg: reg, cancel: cancel, done: make(chan struct{})}
-	go func() { ctrl.Run(ctx, 1); close(r.done) }()
-	go in.Health.Run(ctx)
-	t.Cleanup(r.stop)
+	r := controllertest.Start(t, controllertest.Config{
+		Options: opts, Local: local.Client, Remotes: remotes,
+		Device: controller.RemoteDevice{Remote: "aws", Device: "wg-aws", Key: devKey, ListenPort: 51821}, Devices: devs,
+		ProbeInterval: 200 * time.Millisecond, Log: log,
+	})
+	t.Cleanup(r.Stop)
 	return r
 }
 
@@ -167,21 +142,13 @@ func startThrough(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key, op
 func expectNoReconfiguration(t *testing.T, r *running, devs *devicetest.Devices, configs int) {
 	t.Helper()
 	testenv.Eventually(t, 10*time.Second, "restarted controller synced", func() error {
-		if v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_reconcile_total", map[string]string{"remote": "aws", "result": "success"}); v < 1 {
+		if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_wg_reconcile_total", map[string]string{"remote": "aws", "result": "success"}); v < 1 {
 			return fmt.Errorf("no successful reconcile yet")
 		}
 		return nil
 	})
 	if now := devs.Counts().Configs; now != configs {
 		t.Errorf("restart reconfigured the in-sync device %d times", now-configs)
-	}
-}
-
-func (r *running) stop() {
-	if r.cancel != nil {
-		r.cancel()
-		<-r.done
-		r.cancel = nil
 	}
 }
 
@@ -265,7 +232,7 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 	peerstest.CreateNode(t, aws.Client, "aws-no-cidr", "192.0.2.16", map[string]string{peers.PubKeyAnnotation("gcp"): devicetest.Key(t).PublicKey().String(), peers.EndpointAnnotation("gcp"): "192.0.2.16:51822"})
 	testenv.Eventually(t, 30*time.Second, "skipped peers counted", func() error {
 		for _, reason := range []string{peers.ReasonBadKey, peers.ReasonBadEndpoint, peers.ReasonNoPodCIDR} {
-			if v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_skipped_peers", map[string]string{"remote": "aws", "reason": reason}); v != 1 {
+			if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_wg_skipped_peers", map[string]string{"remote": "aws", "reason": reason}); v != 1 {
 				return fmt.Errorf("skipped_peers{reason=%s} = %v", reason, v)
 			}
 		}
@@ -280,7 +247,7 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 	devs.Roam("wg-aws", k2.PublicKey(), "203.0.113.7:40001")
 	ops = devs.Counts().PeerChanges
 	synced := func() float64 {
-		v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_reconcile_total", map[string]string{"remote": "aws", "result": "success"})
+		v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_wg_reconcile_total", map[string]string{"remote": "aws", "result": "success"})
 		return v
 	}
 	before := synced()
@@ -319,12 +286,12 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 	}
 
 	// Peers metric from the devices.
-	if v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_peers", map[string]string{"remote": "aws", "device": "wg-aws"}); v != 2 {
+	if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_wg_peers", map[string]string{"remote": "aws", "device": "wg-aws"}); v != 2 {
 		t.Errorf("peers metric = %v, want 2", v)
 	}
 
 	// Restart against the in-sync device: no peer changes, no annotation writes.
-	r.stop()
+	r.Stop()
 	configs := devs.Counts().Configs
 	n, err := local.Client.CoreV1().Nodes().Get(ctx, "gcp-node-1", metav1.GetOptions{})
 	if err != nil {
@@ -343,7 +310,7 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 	// A remote outage keeps the peers.
 	aws.Cut(t)
 	testenv.Eventually(t, 10*time.Second, "remote down", func() error {
-		if v, _ := testenv.MetricSeries(t, r2.reg, "semaphore_wg_remote_up", map[string]string{"remote": "aws"}); v != 0 {
+		if v, _ := testenv.MetricSeries(t, r2.Registry, "semaphore_wg_remote_up", map[string]string{"remote": "aws"}); v != 0 {
 			return fmt.Errorf("remote_up = %v", v)
 		}
 		return nil
@@ -392,7 +359,7 @@ func TestRemoteNodesClaimingWhatIsNotTheirsGetNoPeerAndNoRoute(t *testing.T) {
 	}
 	testenv.Eventually(t, 30*time.Second, "refused nodes counted by reason", func() error {
 		for reason, n := range want {
-			if v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_skipped_peers", map[string]string{"remote": "aws", "reason": reason}); v != n {
+			if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_wg_skipped_peers", map[string]string{"remote": "aws", "reason": reason}); v != n {
 				return fmt.Errorf("skipped_peers{reason=%s} = %v, want %v", reason, v, n)
 			}
 		}

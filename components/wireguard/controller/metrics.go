@@ -15,7 +15,7 @@ type Metrics struct {
 	reconcile *reconcile.Metrics
 	changes   *prometheus.CounterVec
 	skipped   *prometheus.GaugeVec
-	// skippedBlocks only has series for remotes read with calico-ipam (InitBlocks).
+	// skippedBlocks only has series for remotes read with calico-ipam (initBlocks).
 	skippedBlocks *prometheus.GaugeVec
 	stats         *statsCollector
 }
@@ -50,9 +50,9 @@ func NewMetrics(f *metrics.Factory, reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// InitBlocks reports zero skipped IPAM blocks of every reason for a remote read with
+// initBlocks reports zero skipped IPAM blocks of every reason for a remote read with
 // calico-ipam, so that its series exist before the first skip.
-func (m *Metrics) InitBlocks(remote string) {
+func (m *Metrics) initBlocks(remote string) {
 	for _, reason := range calicoipam.Reasons {
 		m.skippedBlocks.WithLabelValues(remote, reason)
 	}
@@ -62,18 +62,18 @@ func (m *Metrics) InitBlocks(remote string) {
 // never stale and removed peers leave no series behind.
 type statsCollector struct {
 	peers, handshake, received, sent *prometheus.Desc
-	source                           func() []DeviceStats
+	source                           func() []deviceStats
 	log                              *slog.Logger
 }
 
-// DeviceStats are the statistics of one device.
-type DeviceStats struct {
+// deviceStats are the statistics of one device.
+type deviceStats struct {
 	Device, Remote string
-	Peers          []PeerStats
+	Peers          []peerStats
 }
 
-// PeerStats are the statistics of one peer.
-type PeerStats struct {
+// peerStats are the statistics of one peer.
+type peerStats struct {
 	Node                string
 	LastHandshakeUnix   float64
 	ReceivedBytes, Sent int64

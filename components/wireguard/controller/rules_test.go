@@ -30,7 +30,7 @@ func expectPeers(t *testing.T, r *running, devs *devicetest.Devices, what string
 	sort.Strings(routes)
 	testenv.Eventually(t, 30*time.Second, what, func() error {
 		for reason, n := range skips {
-			if v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_skipped_peers", map[string]string{"remote": "aws", "reason": reason}); v != n {
+			if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_wg_skipped_peers", map[string]string{"remote": "aws", "reason": reason}); v != n {
 				return fmt.Errorf("skipped_peers{reason=%s} = %v, want %v", reason, v, n)
 			}
 		}
@@ -74,7 +74,7 @@ func TestRemoteNodesWithEndpointsNotTheirsOrOverTheLimitGetNoPeerAndNoRoute(t *t
 		map[string]string{honest.PublicKey().String(): "192.0.2.61:51822", nat.PublicKey().String(): "203.0.113.66:51822", over1.PublicKey().String(): "192.0.2.67:51822"},
 		[]string{"198.18.61.0/24", "198.18.66.0/24", "198.18.67.0/24"},
 		map[string]float64{peers.ReasonForeignEndpoint: 2, peers.ReasonDuplicateEndpoint: 2, peers.ReasonPeerLimit: 1})
-	if v, _ := testenv.MetricSeries(t, r.reg, "semaphore_wg_peers", map[string]string{"remote": "aws"}); v != 3 {
+	if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_wg_peers", map[string]string{"remote": "aws"}); v != 3 {
 		t.Errorf("peers metric = %v, want 3", v)
 	}
 
@@ -110,7 +110,7 @@ func TestRemoteNodesWithNamesNoAPIServerAcceptsAreRefusedAndScrapesStillWork(t *
 		map[string]string{honest.PublicKey().String(): "192.0.2.51:51822"}, []string{"198.18.51.0/24"},
 		map[string]float64{peers.ReasonInvalidName: 2})
 
-	families, err := r.reg.Gather()
+	families, err := r.Registry.Gather()
 	if err != nil {
 		t.Fatalf("scrape: %v", err)
 	}

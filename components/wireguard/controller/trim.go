@@ -19,16 +19,7 @@ func remoteNodeTransform(local string) cache.TransformFunc {
 		if !ok {
 			return out, err
 		}
-		var kept map[string]string
-		for _, k := range keep {
-			if v, found := n.Annotations[k]; found {
-				if kept == nil {
-					kept = make(map[string]string, len(keep))
-				}
-				kept[k] = v
-			}
-		}
-		n.Annotations, n.Labels = kept, nil
+		n.Annotations, n.Labels = trim.Only(n.Annotations, keep), nil
 		return n, err
 	}
 }

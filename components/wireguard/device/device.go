@@ -32,8 +32,8 @@ const (
 	ModeUserspace Mode = "userspace"
 )
 
-// ParseMode returns the Mode named by s, or an error listing the valid modes.
-func ParseMode(s string) (Mode, error) {
+// parseMode returns the Mode named by s, or an error listing the valid modes.
+func parseMode(s string) (Mode, error) {
 	switch m := Mode(s); m {
 	case ModeAuto, ModeKernel, ModeUserspace:
 		return m, nil
@@ -108,7 +108,7 @@ func NewManager(mode Mode, log *slog.Logger) (*Manager, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if _, err := ParseMode(string(mode)); err != nil {
+	if _, err := parseMode(string(mode)); err != nil {
 		return nil, err
 	}
 
@@ -163,8 +163,8 @@ func probeKernel() error {
 	return nil
 }
 
-// Mode returns the implementation this Manager uses: ModeKernel or ModeUserspace.
-func (m *Manager) Mode() Mode { return m.mode }
+// resolvedMode returns the implementation this Manager uses: ModeKernel or ModeUserspace.
+func (m *Manager) resolvedMode() Mode { return m.mode }
 
 // Counters returns the writes made so far.
 func (m *Manager) Counters() Counters {
@@ -175,8 +175,8 @@ func (m *Manager) Counters() Counters {
 	}
 }
 
-// ValidName reports whether name can be a Linux interface name.
-func ValidName(name string) error {
+// validName reports whether name can be a Linux interface name.
+func validName(name string) error {
 	if name == "" || len(name) > maxNameLen || name == "." || name == ".." ||
 		strings.ContainsAny(name, "/:% \t\n") {
 		return fmt.Errorf("invalid device name %q: want 1-%d bytes without '/', ':', '%%' or spaces", name, maxNameLen)
@@ -212,7 +212,7 @@ func (m *Manager) Ensure(name string, key wgtypes.Key, listenPort, mtu int) erro
 
 // checkSettings validates Ensure's arguments before anything is touched.
 func checkSettings(name string, listenPort, mtu int) error {
-	if err := ValidName(name); err != nil {
+	if err := validName(name); err != nil {
 		return err
 	}
 	if listenPort < 0 || listenPort > 65535 {
@@ -415,7 +415,7 @@ func (m *Manager) ConfigurePeers(name string, changes []wgtypes.PeerConfig) erro
 // userspace socket left for it is cleaned up). A link by that name that is not a
 // WireGuard device is refused, never deleted.
 func (m *Manager) Delete(name string) error {
-	if err := ValidName(name); err != nil {
+	if err := validName(name); err != nil {
 		return err
 	}
 	m.mu.Lock()

@@ -166,12 +166,12 @@ func viewPeers(peers []wgtypes.Peer) map[string]peerView {
 
 func TestParseMode(t *testing.T) {
 	for _, s := range []string{"auto", "kernel", "userspace"} {
-		if m, err := ParseMode(s); err != nil || string(m) != s {
-			t.Errorf("ParseMode(%q) = %q, %v", s, m, err)
+		if m, err := parseMode(s); err != nil || string(m) != s {
+			t.Errorf("parseMode(%q) = %q, %v", s, m, err)
 		}
 	}
-	if _, err := ParseMode("fast"); err == nil {
-		t.Error("ParseMode(fast): no error")
+	if _, err := parseMode("fast"); err == nil {
+		t.Error("parseMode(fast): no error")
 	}
 	if _, err := NewManager("fast", nil); err == nil {
 		t.Error("NewManager(fast): no error")
@@ -180,13 +180,13 @@ func TestParseMode(t *testing.T) {
 
 func TestValidName(t *testing.T) {
 	for _, ok := range []string{"wg-smp-aws", "wg-smp-12345678"} {
-		if err := ValidName(ok); err != nil {
-			t.Errorf("ValidName(%q): %v", ok, err)
+		if err := validName(ok); err != nil {
+			t.Errorf("validName(%q): %v", ok, err)
 		}
 	}
 	for _, bad := range []string{"", "wg-smp-123456789", "a/b", "a b", "wg%d", ".."} {
-		if err := ValidName(bad); err == nil {
-			t.Errorf("ValidName(%q): no error", bad)
+		if err := validName(bad); err == nil {
+			t.Errorf("validName(%q): no error", bad)
 		}
 	}
 }
@@ -204,8 +204,8 @@ func TestNewManagerResolvesMode(t *testing.T) {
 	if kernelErr != nil {
 		want = ModeUserspace
 	}
-	if auto.Mode() != want {
-		t.Errorf("auto resolved to %s, want %s (probe: %v)", auto.Mode(), want, kernelErr)
+	if auto.resolvedMode() != want {
+		t.Errorf("auto resolved to %s, want %s (probe: %v)", auto.resolvedMode(), want, kernelErr)
 	}
 	if kernelErr != nil {
 		if _, err := NewManager(ModeKernel, log); err == nil || !strings.Contains(err.Error(), "kernel WireGuard is not available") {

@@ -64,23 +64,41 @@ func (m *Manager) syncRoutes(link netlink.Link, want []net.IPNet) (added, remove
 	if err != nil {
 		return 0, 0, fmt.Errorf("device %s: %w", name, err)
 	}
+	wanted, err := destinations(want)
+	if err != nil {
+		return 0, 0, fmt.Errorf("device %s: %w", name, err)
+	}
+	removed, kept, errs := m.removeUnwanted(name, have, wanted)
+	added, addErrs := m.addMissing(link, wanted, kept)
+	if errs = append(errs, addErrs...); len(errs) > 0 {
+		return added, removed, fmt.Errorf("device %s: %w", name, errors.Join(errs...))
+	}
+	return added, removed, nil
+}
 
+// destinations are want normalized, by their string form.
+func destinations(want []net.IPNet) (map[string]net.IPNet, error) {
 	wanted := make(map[string]net.IPNet, len(want))
 	for _, w := range want {
 		n, err := normalize(w)
 		if err != nil {
-			return 0, 0, fmt.Errorf("device %s: %w", name, err)
+			return nil, err
 		}
 		wanted[n.String()] = n
 	}
+	return wanted, nil
+}
 
-	var errs []error
-	seen := make(map[string]bool, len(have))
+// removeUnwanted deletes the routes of have, ours via device name, whose destination is not
+// wanted, and those that route a wanted destination a second time. kept are the wanted
+// destinations routed already.
+func (m *Manager) removeUnwanted(name string, have []netlink.Route, wanted map[string]net.IPNet) (removed int, kept map[string]bool, errs []error) {
+	kept = make(map[string]bool, len(have))
 	for _, r := range have {
-		key := routeDst(r)
-		k := key.String()
-		if _, ok := wanted[k]; ok && !seen[k] {
-			seen[k] = true
+		dst := routeDst(r)
+		k := dst.String()
+		if _, ok := wanted[k]; ok && !kept[k] {
+			kept[k] = true
 			continue
 		}
 		m.routeChanges.Add(1)
@@ -91,10 +109,15 @@ func (m *Manager) syncRoutes(link netlink.Link, want []net.IPNet) (added, remove
 		removed++
 		m.log.Info("route removed", "device", name, "route", k)
 	}
+	return removed, kept, errs
+}
 
+// addMissing adds, in order, a route via link, marked ours, to each wanted destination not
+// kept already.
+func (m *Manager) addMissing(link netlink.Link, wanted map[string]net.IPNet, kept map[string]bool) (added int, errs []error) {
 	keys := make([]string, 0, len(wanted))
 	for k := range wanted {
-		if !seen[k] {
+		if !kept[k] {
 			keys = append(keys, k)
 		}
 	}
@@ -118,12 +141,9 @@ func (m *Manager) syncRoutes(link netlink.Link, want []net.IPNet) (added, remove
 			continue
 		}
 		added++
-		m.log.Info("route added", "device", name, "route", k)
+		m.log.Info("route added", "device", link.Attrs().Name, "route", k)
 	}
-	if len(errs) > 0 {
-		return added, removed, fmt.Errorf("device %s: %w", name, errors.Join(errs...))
-	}
-	return added, removed, nil
+	return added, errs
 }
 
 // ourRoutes lists the main-table routes via link that carry RouteProtocol.

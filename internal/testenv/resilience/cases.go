@@ -36,39 +36,11 @@ func (c *Component[C]) testRemoteOutage(t *testing.T) {
 			t.Fatalf("no local object of %s among %v", src, versions)
 		}
 	}
-	syncedBefore := c.lastSync(t, r, gcp)
-	if syncedBefore == 0 {
-		t.Fatal("remote_last_sync_timestamp_seconds{remote=gcp} was never set")
-	}
-
-	c.Clusters.Remote(gcp).Cut(t)
-	cut := time.Now()
-	testenv.Eventually(t, 10*time.Second, "remote_up{remote=gcp} drops to 0", c.up(t, r, gcp, 0))
-	testenv.Eventually(t, 10*time.Second, "/readyz still 200, naming no remote", readyDespite(t, r, gcp))
-	t.Logf("outage visible after %v", time.Since(cut).Round(time.Millisecond))
-
-	// Changes the component cannot see: the admin client talks to the API server directly.
-	c.Delete(t, gone)
-	c.Change(t, changed, "198.18.2.2", "198.18.2.3")
-
-	testenv.Hold(t, 5*time.Second, "local objects untouched during the outage", all(
-		converged,
-		func() error {
-			if got := c.Versions(t, cfg, gcp); !maps.Equal(got, versions) {
-				return fmt.Errorf("local objects changed: %v, were %v", got, versions)
-			}
-			return nil
-		},
-		c.up(t, r, gcp, 0),
-		readyDespite(t, r, gcp),
-		func() error {
-			if v := c.lastSync(t, r, gcp); v != syncedBefore {
-				return fmt.Errorf("remote_last_sync_timestamp_seconds moved from %v to %v while gcp is cut", syncedBefore, v)
-			}
-			return nil
-		},
-	))
-
+	c.outage(t, cfg, r, converged, versions, func() {
+		// Changes the component cannot see: the admin client talks to the API server directly.
+		c.Delete(t, gone)
+		c.Change(t, changed, "198.18.2.2", "198.18.2.3")
+	})
 	c.Clusters.Remote(gcp).Restore(t)
 	restored := time.Now()
 	testenv.Eventually(t, recovery, "local objects converge on the changes made during the outage", all(
@@ -90,6 +62,41 @@ func (c *Component[C]) testRemoteOutage(t *testing.T) {
 		t.Error(err)
 	}
 	c.checkUpdatedInPlace(t, versions, c.Versions(t, cfg, gcp), gone, changed)
+}
+
+// outage cuts gcp off from r, which converged on versions of the local objects, makes the
+// changes of during, and checks, for a while, that nothing local moves: the objects, what
+// converged checks, gcp down, r ready and gcp's last sync. gcp stays cut.
+func (c *Component[C]) outage(t *testing.T, cfg C, r *Instance, converged func() error, versions map[string]string, during func()) {
+	t.Helper()
+	syncedBefore := c.lastSync(t, r, gcp)
+	if syncedBefore == 0 {
+		t.Fatal("remote_last_sync_timestamp_seconds{remote=gcp} was never set")
+	}
+	c.Clusters.Remote(gcp).Cut(t)
+	cut := time.Now()
+	testenv.Eventually(t, 10*time.Second, "remote_up{remote=gcp} drops to 0", c.up(t, r, gcp, 0))
+	testenv.Eventually(t, 10*time.Second, "/readyz still 200, naming no remote", readyDespite(t, r, gcp))
+	t.Logf("outage visible after %v", time.Since(cut).Round(time.Millisecond))
+	during()
+
+	testenv.Hold(t, 5*time.Second, "local objects untouched during the outage", all(
+		converged,
+		func() error {
+			if got := c.Versions(t, cfg, gcp); !maps.Equal(got, versions) {
+				return fmt.Errorf("local objects changed: %v, were %v", got, versions)
+			}
+			return nil
+		},
+		c.up(t, r, gcp, 0),
+		readyDespite(t, r, gcp),
+		func() error {
+			if v := c.lastSync(t, r, gcp); v != syncedBefore {
+				return fmt.Errorf("remote_last_sync_timestamp_seconds moved from %v to %v while gcp is cut", syncedBefore, v)
+			}
+			return nil
+		},
+	))
 }
 
 // checkUpdatedInPlace checks after against before: the objects of gone are left out, those
@@ -360,30 +367,7 @@ func (c *Component[C]) testLeaderHandover(t *testing.T) {
 	t.Logf("%s leads, %s stands by", leaderID, standbyID)
 
 	testenv.Eventually(t, 30*time.Second, "leader writes the objects", c.has(cfgA, first, "198.18.50.1"))
-	testenv.Eventually(t, 30*time.Second, "both replicas ready", func() error {
-		if err := ready(t, leader)(); err != nil {
-			return fmt.Errorf("leader %s: %w", leaderID, err)
-		}
-		if err := ready(t, standby)(); err != nil {
-			return fmt.Errorf("standby %s: %w", standbyID, err)
-		}
-		return nil
-	})
-	// Exactly one leads, and keeps leading: the standby writes nothing, reconciles nothing.
-	testenv.Hold(t, 2*time.Second, "one stable leader, a passive standby", all(
-		c.leads(cfgA, leaderID),
-		func() error {
-			for _, m := range []string{"writes_total", "reconcile_total"} {
-				if n := c.value(t, standby, m, nil); n != 0 {
-					return fmt.Errorf("standby %s = %v", m, n)
-				}
-			}
-			return nil
-		},
-	))
-	if n := c.value(t, leader, "writes_total", map[string]string{"verb": "create"}); n < float64(c.ObjectsPerSource) {
-		t.Errorf("leader writes_total{verb=create} = %v, want at least %d", n, c.ObjectsPerSource)
-	}
+	c.checkStandby(t, cfgA, leaderID, standbyID, replicas)
 
 	// Graceful stop releases the lease: the standby takes over well within a lease duration.
 	t0 := time.Now()
@@ -408,6 +392,38 @@ func (c *Component[C]) testLeaderHandover(t *testing.T) {
 		t.Errorf("new leader writes_total: create %v, update %v; want %d and 1", creates, updates, c.ObjectsPerSource)
 	}
 	testenv.Eventually(t, 10*time.Second, "new leader ready", ready(t, standby))
+}
+
+// checkStandby checks that of replicas both are ready, leaderID leads and keeps leading, and
+// standbyID writes and reconciles nothing, while the leader has written every object of a
+// source.
+func (c *Component[C]) checkStandby(t *testing.T, cfg C, leaderID, standbyID string, replicas map[string]*Instance) {
+	t.Helper()
+	leader, standby := replicas[leaderID], replicas[standbyID]
+	testenv.Eventually(t, 30*time.Second, "both replicas ready", func() error {
+		if err := ready(t, leader)(); err != nil {
+			return fmt.Errorf("leader %s: %w", leaderID, err)
+		}
+		if err := ready(t, standby)(); err != nil {
+			return fmt.Errorf("standby %s: %w", standbyID, err)
+		}
+		return nil
+	})
+	// Exactly one leads, and keeps leading: the standby writes nothing, reconciles nothing.
+	testenv.Hold(t, 2*time.Second, "one stable leader, a passive standby", all(
+		c.leads(cfg, leaderID),
+		func() error {
+			for _, m := range []string{"writes_total", "reconcile_total"} {
+				if n := c.value(t, standby, m, nil); n != 0 {
+					return fmt.Errorf("standby %s = %v", m, n)
+				}
+			}
+			return nil
+		},
+	))
+	if n := c.value(t, leader, "writes_total", map[string]string{"verb": "create"}); n < float64(c.ObjectsPerSource) {
+		t.Errorf("leader writes_total{verb=create} = %v, want at least %d", n, c.ObjectsPerSource)
+	}
 }
 
 // electedOf waits for one of replicas (by identity) to hold the Lease of le and returns its

@@ -7,7 +7,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,7 +22,6 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/internal/testenv/measure"
 )
@@ -64,15 +62,13 @@ type pendingChange struct {
 func BenchmarkPolicy(b *testing.B) {
 	b.StopTimer()
 	dir := b.TempDir()
-	crds := filepath.Join(testbed.RepoRoot(), "components", "policy", "testdata", "crds")
+	crds := testenv.CRDs("policy")
 	clusters := testenv.Start(b, testenv.Options{Audit: true, CRDDirs: []string{crds}}, "local", "gcp")
 	local, gcp := clusters[0], clusters[1]
 	ctx := context.Background()
 
-	gcpClient := kubernetes.NewForConfigOrDie(measure.Unthrottled(gcp))
-	if err := local.EnsureNamespace(ctx, leaseNS); err != nil {
-		b.Fatal(err)
-	}
+	gcpClient := measure.Client(gcp)
+	measure.Namespaces(b, local, leaseNS)
 	start := time.Now()
 	remotePods := populate(b, gcp, gcpClient)
 	b.Logf("created %d remote pods in %d sets in %v", pods, sets, time.Since(start).Round(time.Millisecond))
@@ -124,10 +120,7 @@ func BenchmarkPolicy(b *testing.B) {
 	// address; consecutive changes go to different sets (a stride coprime with the pod count).
 	steady0 := proc.Writes(b)
 	phase := time.Now()
-	for k := range changes {
-		if d := time.Until(phase.Add(time.Duration(k) * time.Second / changeRate)); d > 0 {
-			time.Sleep(d)
-		}
+	measure.Paced(changes, time.Second/changeRate, func(k int) {
 		i := (k * 37) % pods
 		p := remotePods[i].DeepCopy()
 		marker := markerIP(k)
@@ -139,7 +132,7 @@ func BenchmarkPolicy(b *testing.B) {
 			b.Fatal(err)
 		}
 		remotePods[i] = out
-	}
+	})
 	changePhase := time.Since(phase)
 	latencies.Wait(b, changes, proc.Log)
 	time.Sleep(2 * time.Second)
@@ -180,9 +173,7 @@ func completeSets(store cache.Store) (n, complete int) {
 func populate(b *testing.B, gcp *testenv.Cluster, client kubernetes.Interface) []*corev1.Pod {
 	ctx := context.Background()
 	for n := range namespaces {
-		if err := gcp.EnsureNamespace(ctx, fmt.Sprintf("team-%d", n)); err != nil {
-			b.Fatal(err)
-		}
+		measure.Namespaces(b, gcp, fmt.Sprintf("team-%d", n))
 	}
 	out := make([]*corev1.Pod, pods)
 	measure.InParallel(b, pods, func(i int) error {

@@ -8,7 +8,6 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -16,10 +15,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/internal/testenv/measure"
@@ -78,18 +73,14 @@ func benchServiceMirror(b *testing.B, n int) {
 	dir := b.TempDir()
 	clusters := testenv.Start(b, testenv.Options{Audit: true}, "local", "aws")
 	local, aws := clusters[0], clusters[1]
-	ctx := context.Background()
 
-	awsClient := kubernetes.NewForConfigOrDie(measure.Unthrottled(aws))
-	if err := local.EnsureNamespace(ctx, mirrorNS); err != nil {
-		b.Fatal(err)
-	}
+	measure.Namespaces(b, local, mirrorNS)
 	start := time.Now()
-	remoteSvcs, remoteSlices := populate(b, aws, n, map[string]string{mirrorLabel: "true"},
+	remote := populate(b, aws, n, map[string]string{mirrorLabel: "true"},
 		func(i, e int) string { return fmt.Sprintf("10.%d.%d.%d", 100+i/250, i%250, e+1) }) // outside the local Service range (10.0.0.0/16), which no remote address may be in
 	b.Logf("created %d remote Services with %d endpoints each in %v", n, endpoints, time.Since(start).Round(time.Millisecond))
 	// The reference: a bare client with the controller's rate limit writes the same objects.
-	bare, _ := bareMirrors(b, local, []*testenv.Cluster{aws}, [][]*corev1.Service{remoteSvcs}, [][]*discoveryv1.EndpointSlice{remoteSlices})
+	bare, _ := bareMirrors(b, local, []*populated{remote})
 
 	// The local view: an informer on the mirror namespace, as a user's kubectl --watch would be.
 	view := watchMirrorNamespace(b, local.Client)
@@ -107,9 +98,8 @@ func benchServiceMirror(b *testing.B, n int) {
 
 	// Phase 3: steady state, one endpoint change at a time, spread over the Services.
 	steady0 := proc.Writes(b)
-	paced(changes, mirrorChangeEvery, func(i int) {
-		j := (i * 37) % len(remoteSlices)
-		remoteSlices[j] = view.change(b, awsClient, remoteSlices[j], fmt.Sprintf("198.19.%d.%d", i/250, i%250+1))
+	measure.Paced(changes, mirrorChangeEvery, func(i int) {
+		view.change(b, remote, (i*37)%n, fmt.Sprintf("198.19.%d.%d", i/250, i%250+1))
 	})
 	view.latencies.Wait(b, changes, proc.Log)
 	time.Sleep(2 * time.Second)
@@ -128,26 +118,26 @@ func benchServiceMirror(b *testing.B, n int) {
 	fmt.Printf("service-mirror: %d Services: writes at rest over 5s: %d; controller peak RSS %.1f MiB\n", n, idleWrites, rss/(1<<20))
 
 	// Phases 4 and 5: restarted, then failed over to a standby, against mirrors in sync.
-	last := handovers(b, local, proc, n, view, awsClient, remoteSlices)
+	last := handovers(b, local, proc, n, view, remote)
 
 	if n == services && os.Getenv(originalEnv) != "0" {
 		last.Stop()
-		compareOriginal(b, dir, local, aws, remoteSvcs, remoteSlices, convergence, rss)
+		compareOriginal(b, dir, local, remote, convergence, rss)
 	}
 }
 
 // handovers restarts proc, then fails it over to a standby and back as often as failovers
 // says, against the n mirrors in sync; it reports them and returns the process left running.
-// Each failover changes remoteSlices[0], in the remote of client, as the leader stops: a change in
-// flight then is written once, by one replica or the other.
-func handovers(b *testing.B, local *testenv.Cluster, proc *measure.Process, n int, view *localView, client kubernetes.Interface, remoteSlices []*discoveryv1.EndpointSlice) *measure.Process {
+// Each failover changes the first slice of remote as the leader stops: a change in flight then
+// is written once, by one replica or the other.
+func handovers(b *testing.B, local *testenv.Cluster, proc *measure.Process, n int, view *localView, remote *populated) *measure.Process {
 	proc, r := restart(b, local, proc, n)
 	r.report(b, "restart", n)
 	ids := [2]string{"replica-a", "replica-b"} // the leader's now, then its standby's
 	var all []handover
 	for i := range failovers(b) {
 		standby, f := failover(b, local, proc, ids[(i+1)%2], fmt.Sprintf("failover-%d", i+1), n, func() *localChange {
-			return changeOne(b, view, client, &remoteSlices[0], fmt.Sprintf("198.18.%d.%d", i/250, i%250+1))
+			return changeOne(b, view, remote, fmt.Sprintf("198.18.%d.%d", i/250, i%250+1))
 		})
 		if i == 0 {
 			f.report(b, "failover", n)
@@ -198,14 +188,14 @@ func reportFailovers(b *testing.B, all []handover) {
 
 // compareOriginal runs the original on the same remote and reports its figures next to ours
 // (convergence and peak RSS).
-func compareOriginal(b *testing.B, dir string, local, remote *testenv.Cluster, svcs []*corev1.Service, slices []*discoveryv1.EndpointSlice, convergence time.Duration, rss float64) {
-	orig := runOriginal(b, dir, local, remote, svcs, slices)
+func compareOriginal(b *testing.B, dir string, local *testenv.Cluster, remote *populated, convergence time.Duration, rss float64) {
+	orig := runOriginal(b, dir, local, remote)
 	b.ReportMetric(orig.converge.Seconds(), "original-converge-s")
 	b.ReportMetric(orig.peakRSS/(1<<20), "original-peak-RSS-MiB")
 	fmt.Printf("original semaphore-service-mirror, same remote: converged in %v with %d writes (%d Services, %d complete Endpoints); writes at rest over 5s: %d; peak RSS %.1f MiB\n",
 		orig.converge.Round(time.Millisecond), orig.writes, orig.services, orig.ready, orig.idle, orig.peakRSS/(1<<20))
 	fmt.Printf("service-mirror / original at %d Services: convergence %.3f, peak RSS %.2f\n",
-		len(svcs), convergence.Seconds()/orig.converge.Seconds(), rss/orig.peakRSS)
+		len(remote.svcs), convergence.Seconds()/orig.converge.Seconds(), rss/orig.peakRSS)
 }
 
 // converged reports whether every one of the n mirror Services and slices is complete.

@@ -3,17 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/internal/testenv/measure"
 )
@@ -47,34 +43,32 @@ func BenchmarkChurningRemote(b *testing.B) {
 	nChurn := envInt(b, churnServicesEnv, defaultChurnServices)
 	nChanges := envInt(b, churnChangesEnv, defaultChurnChanges)
 	nWorkers := envInt(b, churnWorkersEnv, defaultChurnWorkers)
-	ctx := context.Background()
 	local := testenv.Start(b, testenv.Options{Audit: true}, "local")[0]
 	remotes := testenv.Start(b, testenv.Options{}, "quiet", "churn")
 	quiet, churn := remotes[0], remotes[1]
-	_, quietSlices := populate(b, quiet, quietServices, map[string]string{mirrorLabel: "true"},
+	quietSrc := populate(b, quiet, quietServices, map[string]string{mirrorLabel: "true"},
 		func(i, e int) string { return fmt.Sprintf("10.1.%d.%d", i, e+1) })
-	_, churnSlices := populate(b, churn, nChurn, map[string]string{mirrorLabel: "true"},
+	churnSrc := populate(b, churn, nChurn, map[string]string{mirrorLabel: "true"},
 		func(i, e int) string { return fmt.Sprintf("10.2.%d.%d", i/25, (i%25)*10+e+1) })
 
-	if err := local.EnsureNamespace(ctx, mirrorNS); err != nil {
-		b.Fatal(err)
-	}
+	measure.Namespaces(b, local, mirrorNS)
 	view := watchMirrorNamespace(b, local.Client)
-	admin := freeAddr(b)
+	admin := measure.FreeAdmin(b)
 	proc := measure.BinaryReading(b, "github.com/kube-semaphore/semaphore/components/service-mirror", userAgent, b.TempDir(),
-		local, remotes, mirrorNS, "SEMAPHORE_MIRROR_NAMESPACE="+mirrorNS, "SEMAPHORE_ADMIN_ADDR="+admin)
+		local, remotes, mirrorNS, "SEMAPHORE_MIRROR_NAMESPACE="+mirrorNS, admin.Setting())
 	n := quietServices + nChurn
 	convergence, _ := proc.Converge(b, convergeWait, func() (bool, string) {
 		return converged(view, n), fmt.Sprintf("%d of %d services, %d slices complete", view.serviceCount(), n, view.completeSlices())
 	})
 
-	// Directly, not through the proxy the controller reads through: what is measured is the
-	// controller, not the proxy.
-	quietClient := kubernetes.NewForConfigOrDie(measure.Unthrottled(quiet))
+	// A quiet slice is changed again 2.5 s later (50 slices, 20 changes a second): when its
+	// mirror lags more than that, a change of the same endpoint would replace the marker not
+	// yet seen, which would then never arrive. Each change of a slice takes the next endpoint,
+	// so each marker stays until it is seen.
 	quietChanges := func(v *localView, prefix string) {
-		paced(nChanges, changeEvery, func(i int) {
-			j, e := i%len(quietSlices), (i/len(quietSlices))%endpoints
-			quietSlices[j] = v.changeEndpoint(b, quietClient, quietSlices[j], e, fmt.Sprintf("%s.%d.%d", prefix, i/250, i%250+1))
+		measure.Paced(nChanges, changeEvery, func(i int) {
+			j, e := i%quietServices, (i/quietServices)%endpoints
+			v.changeEndpoint(b, quietSrc, j, e, fmt.Sprintf("%s.%d.%d", prefix, i/250, i%250+1))
 		})
 		v.latencies.Wait(b, nChanges, proc.Log)
 	}
@@ -86,7 +80,7 @@ func BenchmarkChurningRemote(b *testing.B) {
 	// Phase 2: the same while the other remote churns.
 	withChurn := watchMirrorNamespace(b, local.Client)
 	writes0 := proc.Writes(b)
-	c := startChurn(b, churn, churnSlices, nWorkers)
+	c := startChurn(b, churnSrc, nWorkers)
 	b.Cleanup(func() { c.stop() }) // before the clusters stop, when the benchmark fails
 	time.Sleep(churnWarmUp)
 	depth := sampleDepth(b, admin)
@@ -115,20 +109,6 @@ func BenchmarkChurningRemote(b *testing.B) {
 		rate, nWorkers, writeRate, maxDepth, round(c50), round(c99), round(cMax))
 }
 
-// changeEndpoint is localView.change on endpoint e of s. A quiet slice is changed again 2.5 s
-// later (50 slices, 20 changes a second): when its mirror lags more than that, a change of
-// the same endpoint would replace the marker not yet seen, which would then never arrive.
-// Each change of a slice takes the next endpoint, so each marker stays until it is seen.
-func (v *localView) changeEndpoint(b *testing.B, client kubernetes.Interface, s *discoveryv1.EndpointSlice, e int, marker string) *discoveryv1.EndpointSlice {
-	s.Endpoints[e].Addresses = []string{marker}
-	v.pending.Store(marker, time.Now())
-	out, err := client.DiscoveryV1().EndpointSlices(s.Namespace).Update(context.Background(), s, metav1.UpdateOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return out
-}
-
 // churning changes a remote's EndpointSlices from several goroutines as fast as the API server
 // takes it, until stop.
 type churning struct {
@@ -140,11 +120,11 @@ type churning struct {
 	took    time.Duration
 }
 
-// startChurn starts workers goroutines, each updating its share of slices (in remote, with an
+// startChurn starts workers goroutines, each updating its share of the slices of p (with its
 // unthrottled client) one after the other, round and round, replacing the first endpoint's
 // address.
-func startChurn(b *testing.B, remote *testenv.Cluster, slices []*discoveryv1.EndpointSlice, workers int) *churning {
-	client := kubernetes.NewForConfigOrDie(measure.Unthrottled(remote))
+func startChurn(b *testing.B, p *populated, workers int) *churning {
+	client, slices := p.client, p.slices
 	c := &churning{done: make(chan struct{}), start: time.Now()}
 	for w := range workers {
 		c.wg.Go(func() {
@@ -187,7 +167,7 @@ type depthSampler struct {
 	max           float64
 }
 
-func sampleDepth(b *testing.B, admin string) *depthSampler {
+func sampleDepth(b *testing.B, admin measure.Admin) *depthSampler {
 	const name = "semaphore_service_mirror_workqueue_depth"
 	s := &depthSampler{done: make(chan struct{}), stopped: make(chan struct{})}
 	go func() {
@@ -195,13 +175,12 @@ func sampleDepth(b *testing.B, admin string) *depthSampler {
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			samples, err := testbed.Scrape(context.Background(), http.DefaultClient, "http://"+admin+"/metrics", name)
+			samples, err := admin.Metrics(name)
 			if err != nil {
 				b.Error(err)
 				return
 			}
-			d, _ := testbed.SampleSum(samples, name, map[string]string{"name": mirrorsQueue})
-			s.max = max(s.max, d)
+			s.max = max(s.max, samples.Sum(name, map[string]string{"name": mirrorsQueue}))
 			select {
 			case <-s.done:
 				return

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,10 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
@@ -45,24 +40,20 @@ func BenchmarkGlobalServices(b *testing.B) {
 	dir := b.TempDir()
 	clusters := testenv.Start(b, testenv.Options{Audit: true}, globalClusters...)
 	local := clusters[0]
-	ctx := context.Background()
 
 	start := time.Now()
-	svcs := make([][]*corev1.Service, len(clusters))
-	sources := make([][]*discoveryv1.EndpointSlice, len(clusters))
+	sources := make([]*populated, len(clusters))
 	for ci, c := range clusters {
-		svcs[ci], sources[ci] = populate(b, c, globalServices, map[string]string{global.LabelGlobalService: "true"},
+		sources[ci] = populate(b, c, globalServices, map[string]string{global.LabelGlobalService: "true"},
 			func(i, e int) string { return fmt.Sprintf("10.%d.%d.%d", ci+1, i/25, (i%25)*10+e+1) })
 	}
 	b.Logf("created %d global Services with %d endpoints each in each of %d clusters in %v",
 		globalServices, endpoints, len(clusters), time.Since(start).Round(time.Millisecond))
 
 	// The reference: the same objects, written by a bare client, then removed.
-	bare := bareReference(b, local, svcs, sources)
+	bare := bareReference(b, local, sources)
 
-	if err := local.EnsureNamespace(ctx, mirrorNS); err != nil {
-		b.Fatal(err)
-	}
+	measure.Namespaces(b, local, mirrorNS)
 	// The local view: an informer on the mirror namespace, as a user's kubectl --watch would be.
 	view := watchMirrorNamespace(b, local.Client)
 	proc := measure.BinaryReading(b, "github.com/kube-semaphore/semaphore/components/service-mirror", userAgent, dir,
@@ -82,14 +73,10 @@ func BenchmarkGlobalServices(b *testing.B) {
 
 	// Phase 3: one endpoint change at a time in a remote slice, spread over the services and
 	// the two remotes.
-	remoteClients := []kubernetes.Interface{
-		kubernetes.NewForConfigOrDie(measure.Unthrottled(clusters[1])),
-		kubernetes.NewForConfigOrDie(measure.Unthrottled(clusters[2])),
-	}
 	steady0 := proc.Writes(b)
-	paced(globalChanges, changeEvery, func(i int) {
+	measure.Paced(globalChanges, changeEvery, func(i int) {
 		r, j := 1+i%2, (i*37)%globalServices
-		sources[r][j] = view.change(b, remoteClients[r-1], sources[r][j], fmt.Sprintf("10.200.%d.%d", i/250, i%250+1))
+		view.change(b, sources[r], j, fmt.Sprintf("10.200.%d.%d", i/250, i%250+1))
 	})
 	view.latencies.Wait(b, globalChanges, proc.Log)
 	time.Sleep(2 * time.Second)
@@ -114,53 +101,17 @@ func BenchmarkGlobalServices(b *testing.B) {
 }
 
 // bareReference writes the objects the controller will write, made by package global from the
-// same sources, into a scratch namespace of local with a client as the controller's (rate
-// limit, parallelism), and returns the time from the first write to the last acknowledged.
-// The objects are then deleted, before the controller starts.
-func bareReference(b *testing.B, local *testenv.Cluster, svcs [][]*corev1.Service, sources [][]*discoveryv1.EndpointSlice) time.Duration {
-	ctx := context.Background()
-	if err := local.EnsureNamespace(ctx, bareNS); err != nil {
-		b.Fatal(err)
-	}
-	cfg := rest.CopyConfig(local.Config)
-	cfg.QPS, cfg.Burst, cfg.UserAgent = bareQPS, bareBurst, bareAgent
-	client := kubernetes.NewForConfigOrDie(cfg)
-	type objects struct {
-		svc    *corev1.Service
-		slices []*discoveryv1.EndpointSlice
-	}
-	want := make([]objects, globalServices)
+// same sources, as bareWrite does, and returns the time it took.
+func bareReference(b *testing.B, local *testenv.Cluster, sources []*populated) time.Duration {
+	want := make([]bareObjects, globalServices)
 	for i := range globalServices {
-		k := global.Key{Namespace: svcs[0][i].Namespace, Name: svcs[0][i].Name}
-		want[i].svc = global.Service(k, bareNS, global.DefinitionOf(globalClusters[1], svcs[1][i]))
+		k := global.Key{Namespace: sources[0].svcs[i].Namespace, Name: sources[0].svcs[i].Name}
+		want[i].svc = global.Service(k, bareNS, global.DefinitionOf(globalClusters[1], sources[1].svcs[i]))
 		for ci, name := range globalClusters {
-			want[i].slices = append(want[i].slices, global.EndpointSlices(k, bareNS, name, sources[ci][i:i+1], nil)...)
+			want[i].slices = append(want[i].slices, global.EndpointSlices(k, bareNS, name, sources[ci].slices[i:i+1], nil)...)
 		}
 	}
-
-	t0 := time.Now()
-	measure.InWorkers(b, bareWorkers, globalServices, func(i int) error {
-		if _, err := client.CoreV1().Services(bareNS).Create(ctx, want[i].svc, metav1.CreateOptions{}); err != nil {
-			return err
-		}
-		for _, s := range want[i].slices {
-			if _, err := client.DiscoveryV1().EndpointSlices(bareNS).Create(ctx, s, metav1.CreateOptions{}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	took := time.Since(t0)
-
-	unthrottled := kubernetes.NewForConfigOrDie(measure.Unthrottled(local))
-	measure.InParallel(b, globalServices, func(i int) error {
-		for _, s := range want[i].slices {
-			if err := unthrottled.DiscoveryV1().EndpointSlices(bareNS).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
-				return err
-			}
-		}
-		return unthrottled.CoreV1().Services(bareNS).Delete(ctx, want[i].svc.Name, metav1.DeleteOptions{})
-	})
+	took, _ := bareWrite(b, local, want)
 	return took
 }
 

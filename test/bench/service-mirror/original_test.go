@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -43,21 +42,19 @@ type originalRun struct {
 	services, ready int
 }
 
-// runOriginal runs the original against local, mirroring the n Services of remote (made by
-// populate, with their slices), and measures it as ours is measured.
-func runOriginal(b *testing.B, dir string, local, remote *testenv.Cluster, svcs []*corev1.Service, slices []*discoveryv1.EndpointSlice) originalRun {
+// runOriginal runs the original against local, mirroring the Services of remote, and measures
+// it as ours is measured.
+func runOriginal(b *testing.B, dir string, local *testenv.Cluster, remote *populated) originalRun {
 	bin := buildOriginal(b, dir)
 	// The original mirrors Endpoints, which the endpoints controller of a real remote keeps
 	// next to the slices, with the Service's labels.
-	populateEndpoints(b, remote, svcs, slices)
-	if err := local.EnsureNamespace(context.Background(), originalNS); err != nil {
-		b.Fatal(err)
-	}
+	populateEndpoints(b, remote)
+	measure.Namespaces(b, local, originalNS)
 	view := watchOriginal(b, local)
 	proc := measure.Command(b, bin,
-		[]string{"-config", originalConfig(b, dir, local, remote), "-kube-config", local.DirectKubeconfig, "-log-level", "error"},
+		[]string{"-config", originalConfig(b, dir, local, remote.Cluster), "-kube-config", local.DirectKubeconfig, "-log-level", "error"},
 		originalBin, dir, local)
-	n := len(svcs)
+	n := len(remote.svcs)
 	converge, writes := proc.Converge(b, originalWait, func() (bool, string) {
 		s, r := view.counts()
 		return s >= n && r >= n, fmt.Sprintf("%d services, %d complete endpoints", s, r)
@@ -107,13 +104,14 @@ func originalConfig(b *testing.B, dir string, local, remote *testenv.Cluster) st
 	return path
 }
 
-// populateEndpoints creates in c an Endpoints object for each Service, labelled like it, with
+// populateEndpoints creates in p an Endpoints object for each Service, labelled like it, with
 // the addresses of its slice. Endpoints are deprecated, and the API server says so on every
 // write: the client does not pass that on.
 //
 //nolint:staticcheck // the original reads and writes Endpoints: they are its input.
-func populateEndpoints(b *testing.B, c *testenv.Cluster, svcs []*corev1.Service, slices []*discoveryv1.EndpointSlice) {
-	cfg := measure.Unthrottled(c)
+func populateEndpoints(b *testing.B, p *populated) {
+	cfg := measure.Unthrottled(p.Cluster)
+	svcs, slices := p.svcs, p.slices
 	cfg.WarningHandler = rest.NoWarnings{}
 	client := kubernetes.NewForConfigOrDie(cfg)
 	measure.InParallel(b, len(svcs), func(i int) error {

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"runtime"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/internal/testenv/measure"
 )
@@ -57,16 +55,14 @@ func BenchmarkManyRemotes(b *testing.B) {
 		b.Fatalf("%s=%d: the slow remote needs others to compare with", remotesEnv, nr)
 	}
 	local, remotes := startRemotes(b, nr)
-	svcs, sources := populateRemotes(b, remotes, ns)
-	bare, bareCPU := bareMirrors(b, local, remotes, svcs, sources)
+	sources := populateRemotes(b, remotes, ns)
+	bare, bareCPU := bareMirrors(b, local, sources)
 
-	if err := local.EnsureNamespace(context.Background(), mirrorNS); err != nil {
-		b.Fatal(err)
-	}
+	measure.Namespaces(b, local, mirrorNS)
 	view := watchMirrorNamespace(b, local.Client)
-	admin := freeAddr(b)
+	admin := measure.FreeAdmin(b)
 	proc := measure.BinaryReading(b, "github.com/kube-semaphore/semaphore/components/service-mirror", userAgent, b.TempDir(),
-		local, remotes, mirrorNS, "SEMAPHORE_MIRROR_NAMESPACE="+mirrorNS, "SEMAPHORE_ADMIN_ADDR="+admin)
+		local, remotes, mirrorNS, "SEMAPHORE_MIRROR_NAMESPACE="+mirrorNS, admin.Setting())
 
 	// Phase 1: a fresh local cluster converges on every remote.
 	n := nr * ns
@@ -82,7 +78,7 @@ func BenchmarkManyRemotes(b *testing.B) {
 	// Phase 3: changes in all remotes but the first, then again with the first one slow, then
 	// with it flapping.
 	steady0 := proc.Writes(b)
-	iso := isolation(b, local, remotes, sources, admin, proc.Log)
+	iso := isolation(b, local, sources, admin, proc.Log)
 	steadyWrites := proc.Writes(b) - steady0
 	rss := proc.PeakRSS(b)
 	// The flapping remote's mirrors are kept while it is cut off (and nothing is written for
@@ -136,70 +132,73 @@ func startRemotes(b *testing.B, nr int) (*testenv.Cluster, []*testenv.Cluster) {
 
 // populateRemotes fills each remote with ns labelled Services, the same names in every remote
 // (their mirrors' names hold the remote's) but distinct endpoint addresses.
-func populateRemotes(b *testing.B, remotes []*testenv.Cluster, ns int) ([][]*corev1.Service, [][]*discoveryv1.EndpointSlice) {
+func populateRemotes(b *testing.B, remotes []*testenv.Cluster, ns int) []*populated {
 	start := time.Now()
-	svcs := make([][]*corev1.Service, len(remotes))
-	sources := make([][]*discoveryv1.EndpointSlice, len(remotes))
+	sources := make([]*populated, len(remotes))
 	for ri, r := range remotes {
-		svcs[ri], sources[ri] = populate(b, r, ns, map[string]string{mirrorLabel: "true"},
+		sources[ri] = populate(b, r, ns, map[string]string{mirrorLabel: "true"},
 			func(i, e int) string { return fmt.Sprintf("10.%d.%d.%d", ri+1, i/25, (i%25)*10+e+1) })
 	}
 	b.Logf("created %d Services with %d endpoints each in each of %d remotes in %v", ns, endpoints, len(remotes), time.Since(start).Round(time.Millisecond))
-	return svcs, sources
+	return sources
 }
 
 // bareMirrors writes the objects the controller will write, made by package mirror from the
-// same sources, into a scratch namespace of local with a client as the controller's (rate
-// limit, parallelism), and returns the time from the first write to the last acknowledged,
-// and the processor time the machine was busy meanwhile.
-// The objects are then deleted, before the controller starts. A view watches them as the
-// controller's are watched: the API server sends each to a watcher in both runs.
-func bareMirrors(b *testing.B, local *testenv.Cluster, remotes []*testenv.Cluster, svcs [][]*corev1.Service, sources [][]*discoveryv1.EndpointSlice) (time.Duration, float64) {
-	ctx := context.Background()
-	if err := local.EnsureNamespace(ctx, bareNS); err != nil {
-		b.Fatal(err)
-	}
+// same sources, as bareWrite does. A view watches them as the controller's are watched: the
+// API server sends each to a watcher in both runs.
+func bareMirrors(b *testing.B, local *testenv.Cluster, sources []*populated) (time.Duration, float64) {
+	measure.Namespaces(b, local, bareNS)
 	watchNamespace(b, local.Client, bareNS)
-	var wantSvcs []*corev1.Service
-	var wantSlices []*discoveryv1.EndpointSlice
-	for ri, r := range remotes {
-		for i, svc := range svcs[ri] {
+	var want []bareObjects
+	for _, r := range sources {
+		for i, svc := range r.svcs {
 			src := mirror.Source{Cluster: r.Name, Namespace: svc.Namespace, Name: svc.Name}
-			wantSvcs = append(wantSvcs, mirror.Service(src, bareNS, svc))
-			wantSlices = append(wantSlices, mirror.EndpointSlices(src, bareNS, sources[ri][i:i+1])...)
+			want = append(want, bareObjects{mirror.Service(src, bareNS, svc), mirror.EndpointSlices(src, bareNS, r.slices[i:i+1])})
 		}
 	}
+	return bareWrite(b, local, want)
+}
+
+// bareObjects are a Service and its slices as the controller writes them.
+type bareObjects struct {
+	svc    *corev1.Service
+	slices []*discoveryv1.EndpointSlice
+}
+
+// bareWrite writes objs into a scratch namespace of local with a client as the controller's
+// (rate limit, parallelism), and returns the time from the first write to the last
+// acknowledged, and the processor time the machine was busy meanwhile. The objects are then
+// deleted, before the controller starts.
+func bareWrite(b *testing.B, local *testenv.Cluster, objs []bareObjects) (time.Duration, float64) {
+	ctx := context.Background()
+	measure.Namespaces(b, local, bareNS)
 	cfg := rest.CopyConfig(local.Config)
 	cfg.QPS, cfg.Burst, cfg.UserAgent = bareQPS, bareBurst, bareAgent
 	client := kubernetes.NewForConfigOrDie(cfg)
 	t0, cpu0 := time.Now(), measure.MachineCPUSeconds(b)
-	measure.InWorkers(b, bareWorkers, len(wantSvcs), func(i int) error {
-		if _, err := client.CoreV1().Services(bareNS).Create(ctx, wantSvcs[i], metav1.CreateOptions{}); err != nil {
+	measure.InWorkers(b, bareWorkers, len(objs), func(i int) error {
+		if _, err := client.CoreV1().Services(bareNS).Create(ctx, objs[i].svc, metav1.CreateOptions{}); err != nil {
 			return err
 		}
-		_, err := client.DiscoveryV1().EndpointSlices(bareNS).Create(ctx, wantSlices[i], metav1.CreateOptions{})
-		return err
+		for _, s := range objs[i].slices {
+			if _, err := client.DiscoveryV1().EndpointSlices(bareNS).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	took, busy := time.Since(t0), measure.MachineCPUSeconds(b)-cpu0
 
-	unthrottled := kubernetes.NewForConfigOrDie(measure.Unthrottled(local))
-	measure.InParallel(b, len(wantSvcs), func(i int) error {
-		if err := unthrottled.DiscoveryV1().EndpointSlices(bareNS).Delete(ctx, wantSlices[i].Name, metav1.DeleteOptions{}); err != nil {
-			return err
+	unthrottled := measure.Client(local)
+	measure.InParallel(b, len(objs), func(i int) error {
+		for _, s := range objs[i].slices {
+			if err := unthrottled.DiscoveryV1().EndpointSlices(bareNS).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+				return err
+			}
 		}
-		return unthrottled.CoreV1().Services(bareNS).Delete(ctx, wantSvcs[i].Name, metav1.DeleteOptions{})
+		return unthrottled.CoreV1().Services(bareNS).Delete(ctx, objs[i].svc.Name, metav1.DeleteOptions{})
 	})
 	return took, busy
-}
-
-// freeAddr is a loopback address free a moment ago, for the binary's admin server: the
-// benchmark scrapes its metrics, so it cannot let the binary pick a port.
-func freeAddr(b *testing.B) string {
-	addr, err := testbed.FreeAddr()
-	if err != nil {
-		b.Fatal(err)
-	}
-	return addr
 }
 
 // cost is what the remotes cost the controller at rest.
@@ -228,13 +227,9 @@ func (c cost) maxConns() int {
 // measureCost reads the goroutines of the binary (process pid) from its metrics at admin and
 // counts its connections to each remote (through the remote's proxy) and to the local API
 // server.
-func measureCost(b *testing.B, admin string, pid int, local *testenv.Cluster, remotes []*testenv.Cluster) cost {
-	samples, err := testbed.Scrape(context.Background(), http.DefaultClient, "http://"+admin+"/metrics", "go_goroutines")
-	if err != nil {
-		b.Fatal(err)
-	}
+func measureCost(b *testing.B, admin measure.Admin, pid int, local *testenv.Cluster, remotes []*testenv.Cluster) cost {
 	var c cost
-	c.goroutines, _ = testbed.SampleSum(samples, "go_goroutines", nil)
+	c.goroutines = admin.MustMetrics(b, "go_goroutines").Sum("go_goroutines", nil)
 	byPort := connectionsByPeerPort(b, pid)
 	for _, r := range remotes {
 		c.conns = append(c.conns, byPort[serverPort(b, r.Kubeconfig)])
@@ -306,16 +301,11 @@ type requests struct{ all, failed float64 }
 
 // requestsTo counts the API requests the binary with admin server admin made to the API server
 // of the kubeconfig file at path: all, and those that got no answer.
-func requestsTo(b *testing.B, admin, path string) requests {
+func requestsTo(b *testing.B, admin measure.Admin, path string) requests {
 	const name = "semaphore_service_mirror_client_requests_total"
-	samples, err := testbed.Scrape(context.Background(), http.DefaultClient, "http://"+admin+"/metrics", name)
-	if err != nil {
-		b.Fatal(err)
-	}
+	samples := admin.MustMetrics(b, name)
 	host := serverURL(b, path).Host
-	all, _ := testbed.SampleSum(samples, name, map[string]string{"host": host})
-	failed, _ := testbed.SampleSum(samples, name, map[string]string{"host": host, "code": "<error>"})
-	return requests{all, failed}
+	return requests{samples.Sum(name, map[string]string{"host": host}), samples.Sum(name, map[string]string{"host": host, "code": "<error>"})}
 }
 
 // isolated are the delays of the isolation phase: changes in the other remotes before, while
@@ -333,36 +323,33 @@ const slowChanges = (remoteChanges + slowChangeEvery - 1) / slowChangeEvery
 // slows the first one and makes as many again, with a few in the slow remote among them, then
 // as many again while the first one is cut off and restored every flapEvery. Each batch has a
 // view of its own, so that each has its own delays.
-func isolation(b *testing.B, local *testenv.Cluster, remotes []*testenv.Cluster, sources [][]*discoveryv1.EndpointSlice, admin, log string) isolated {
-	clients := make([]kubernetes.Interface, len(remotes))
-	for i, r := range remotes {
-		// Directly, not through the proxy: the change itself is not slowed, only its mirroring.
-		clients[i] = kubernetes.NewForConfigOrDie(measure.Unthrottled(r))
-	}
+func isolation(b *testing.B, local *testenv.Cluster, sources []*populated, admin measure.Admin, log string) isolated {
+	// The changes are made directly, not through the proxies (populated): the change itself is
+	// not slowed, only its mirroring.
+	slowed := sources[0]
 	baseline := watchMirrorNamespace(b, local.Client)
-	spreadChanges(b, baseline, clients[1:], sources[1:], "198.18", nil)
+	spreadChanges(b, baseline, sources[1:], "198.18", nil)
 	baseline.latencies.Wait(b, remoteChanges, log)
 
-	remotes[0].SetLatency(slowLatency)
+	slowed.SetLatency(slowLatency)
 	others, slow := watchMirrorNamespace(b, local.Client), watchMirrorNamespace(b, local.Client)
-	spreadChanges(b, others, clients[1:], sources[1:], "198.19", func(i int) {
+	spreadChanges(b, others, sources[1:], "198.19", func(i int) {
 		if i%slowChangeEvery == 0 {
 			k := i / slowChangeEvery
-			j := (k * 37) % len(sources[0])
-			sources[0][j] = slow.change(b, clients[0], sources[0][j], fmt.Sprintf("198.20.0.%d", k+1))
+			slow.change(b, slowed, (k*37)%len(slowed.slices), fmt.Sprintf("198.20.0.%d", k+1))
 		}
 	})
 	others.latencies.Wait(b, remoteChanges, log)
 	slow.latencies.Wait(b, slowChanges, log)
-	remotes[0].SetLatency(0)
+	slowed.SetLatency(0)
 
 	flapping := watchMirrorNamespace(b, local.Client)
-	before := requestsTo(b, admin, remotes[0].Kubeconfig)
-	stopFlapping := flap(b, remotes[0], flapEvery)
-	spreadChanges(b, flapping, clients[1:], sources[1:], "198.21", nil)
+	before := requestsTo(b, admin, slowed.Kubeconfig)
+	stopFlapping := flap(b, slowed.Cluster, flapEvery)
+	spreadChanges(b, flapping, sources[1:], "198.21", nil)
 	flapping.latencies.Wait(b, remoteChanges, log)
 	stopFlapping()
-	after := requestsTo(b, admin, remotes[0].Kubeconfig)
+	after := requestsTo(b, admin, slowed.Kubeconfig)
 	time.Sleep(2 * time.Second) // what the controller does once the remote is back
 	return isolated{
 		baseline: &baseline.latencies, withSlow: &others.latencies, slow: &slow.latencies, withFlapping: &flapping.latencies,
@@ -397,14 +384,13 @@ func flap(b *testing.B, remote *testenv.Cluster, period time.Duration) (stop fun
 	return func() { close(done); <-stopped }
 }
 
-// spreadChanges makes remoteChanges endpoint changes through v, 50 ms apart, spread over the
-// remotes of clients and their Services, each marked with an address under prefix; between is
-// called after each, when set.
-func spreadChanges(b *testing.B, v *localView, clients []kubernetes.Interface, sources [][]*discoveryv1.EndpointSlice, prefix string, between func(i int)) {
-	paced(remoteChanges, changeEvery, func(i int) {
-		r := i % len(clients)
-		j := (i * 37) % len(sources[r])
-		sources[r][j] = v.change(b, clients[r], sources[r][j], fmt.Sprintf("%s.%d.%d", prefix, i/250, i%250+1))
+// spreadChanges makes remoteChanges endpoint changes through v, 50 ms apart, spread over
+// sources and their Services, each marked with an address under prefix; between is called
+// after each, when set.
+func spreadChanges(b *testing.B, v *localView, sources []*populated, prefix string, between func(i int)) {
+	measure.Paced(remoteChanges, changeEvery, func(i int) {
+		r := sources[i%len(sources)]
+		v.change(b, r, (i*37)%len(r.slices), fmt.Sprintf("%s.%d.%d", prefix, i/250, i%250+1))
 		if between != nil {
 			between(i)
 		}

@@ -3,17 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/internal/testenv/measure"
 )
@@ -37,14 +33,14 @@ type handover struct {
 // restart stops proc as the kubelet does and starts it again, as replica-a, against n mirrors
 // in sync; it returns the new process.
 func restart(b *testing.B, local *testenv.Cluster, proc *measure.Process, n int) (*measure.Process, handover) {
-	admin := freeAddr(b)
-	next := proc.Again(b, "restarted", "SEMAPHORE_ADMIN_ADDR="+admin, "SEMAPHORE_LEADER_ELECT_IDENTITY=replica-a")
+	admin := measure.FreeAdmin(b)
+	next := proc.Again(b, "restarted", admin.Setting(), "SEMAPHORE_LEADER_ELECT_IDENTITY=replica-a")
 	before := local.WritesBut(b, userAgent)
 	t0 := time.Now()
 	proc.Terminate()
 	next.Start(b)
 	var h handover
-	h.lead = waitSince(b, t0, next.Log, "leading", func() bool { return holder(b, local) == "replica-a" && ready(admin) })
+	h.lead = waitSince(b, t0, next.Log, "leading", func() bool { return holder(b, local) == "replica-a" && admin.Ready() })
 	h.caughtUp = waitSince(b, t0, next.Log, "caught up", func() bool { return caughtUp(admin, n) })
 	time.Sleep(2 * time.Second) // the last watch events
 	h.writes = local.WritesBut(b, userAgent)[len(before):]
@@ -55,10 +51,10 @@ func restart(b *testing.B, local *testenv.Cluster, proc *measure.Process, n int)
 // does while one remote slice changes, and times the standby's takeover of n mirrors; it
 // returns the standby, which logs to <name>.log.
 func failover(b *testing.B, local *testenv.Cluster, leader *measure.Process, id, name string, n int, change func() *localChange) (*measure.Process, handover) {
-	admin := freeAddr(b)
-	standby := leader.Again(b, name, "SEMAPHORE_ADMIN_ADDR="+admin, "SEMAPHORE_LEADER_ELECT_IDENTITY="+id)
+	admin := measure.FreeAdmin(b)
+	standby := leader.Again(b, name, admin.Setting(), "SEMAPHORE_LEADER_ELECT_IDENTITY="+id)
 	standby.Start(b)
-	waitSince(b, time.Now(), standby.Log, "standby ready", func() bool { return ready(admin) })
+	waitSince(b, time.Now(), standby.Log, "standby ready", admin.Ready)
 	time.Sleep(3 * time.Second) // it has found the Lease held
 	before := local.WritesBut(b, userAgent)
 	t0 := time.Now()
@@ -84,26 +80,16 @@ func waitSince(b *testing.B, t0 time.Time, log, what string, done func() bool) t
 	return time.Since(t0)
 }
 
-// ready reports whether the admin server at admin answers /readyz with 200.
-func ready(admin string) bool {
-	resp, err := http.Get("http://" + admin + "/readyz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
 // caughtUp reports whether the service mirror at admin has reconciled n remote Services with
 // success (or more: some twice; a remote Service reconciled before its remote's caches synced
 // is skipped, not counted) and has nothing queued.
-func caughtUp(admin string, n int) bool {
-	samples, err := testbed.Scrape(context.Background(), http.DefaultClient, "http://"+admin+"/metrics", "semaphore_service_mirror_")
+func caughtUp(admin measure.Admin, n int) bool {
+	samples, err := admin.Metrics("semaphore_service_mirror_")
 	if err != nil {
 		return false
 	}
-	reconciled, _ := testbed.SampleSum(samples, "semaphore_service_mirror_reconcile_total", map[string]string{"result": "success"})
-	depth, _ := testbed.SampleSum(samples, "semaphore_service_mirror_workqueue_depth", map[string]string{"name": "service_mirror"})
+	reconciled := samples.Sum("semaphore_service_mirror_reconcile_total", map[string]string{"result": "success"})
+	depth := samples.Sum("semaphore_service_mirror_workqueue_depth", map[string]string{"name": "service_mirror"})
 	return reconciled >= float64(n) && depth == 0
 }
 
@@ -126,10 +112,11 @@ type localChange struct {
 	at     time.Time
 }
 
-// changeOne makes one change through v, as change does, and returns it to wait for.
-func changeOne(b *testing.B, v *localView, client kubernetes.Interface, s **discoveryv1.EndpointSlice, marker string) *localChange {
+// changeOne makes one change of the first slice of p through v, as change does, and returns
+// it to wait for.
+func changeOne(b *testing.B, v *localView, p *populated, marker string) *localChange {
 	c := &localChange{view: v, marker: marker, at: time.Now()}
-	*s = v.change(b, client, *s, marker)
+	v.change(b, p, 0, marker)
 	return c
 }
 

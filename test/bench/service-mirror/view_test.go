@@ -95,38 +95,41 @@ func (v *localView) completeSlices() int { return int(v.complete.Load()) }
 // serviceCount is the number of Services in the view.
 func (v *localView) serviceCount() int { return int(v.nServices.Load()) }
 
-// paced calls f(0), ..., f(n-1), f(i) at i*every from the start, so that the rate holds
-// however long each call takes.
-func paced(n int, every time.Duration, f func(i int)) {
-	start := time.Now()
-	for i := range n {
-		time.Sleep(time.Until(start.Add(time.Duration(i) * every)))
-		f(i)
-	}
+// change replaces the last endpoint of source slice j of p with marker, as changeEndpoint does.
+func (v *localView) change(b *testing.B, p *populated, j int, marker string) {
+	v.changeEndpoint(b, p, j, endpoints-1, marker)
 }
 
-// change replaces the last endpoint of source slice s (in client's cluster) with marker, notes
-// when, and returns the updated slice; the view times the change when a local slice shows the
-// marker.
-func (v *localView) change(b *testing.B, client kubernetes.Interface, s *discoveryv1.EndpointSlice, marker string) *discoveryv1.EndpointSlice {
-	s.Endpoints[endpoints-1].Addresses = []string{marker}
+// changeEndpoint replaces endpoint e of source slice j of p with marker and notes when; the
+// view times the change when a local slice shows the marker.
+func (v *localView) changeEndpoint(b *testing.B, p *populated, j, e int, marker string) {
+	s := p.slices[j]
+	s.Endpoints[e].Addresses = []string{marker}
 	v.pending.Store(marker, time.Now())
-	out, err := client.DiscoveryV1().EndpointSlices(s.Namespace).Update(context.Background(), s, metav1.UpdateOptions{})
+	out, err := p.client.DiscoveryV1().EndpointSlices(s.Namespace).Update(context.Background(), s, metav1.UpdateOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return out
+	p.slices[j] = out
+}
+
+// populated is a cluster populate filled: its labelled Services, one slice of endpoints each,
+// and an unthrottled client to change them with. The client reaches the API server directly,
+// not through the cluster's proxy: what is measured is the controller, not the proxy.
+type populated struct {
+	*testenv.Cluster
+	client kubernetes.Interface
+	svcs   []*corev1.Service
+	slices []*discoveryv1.EndpointSlice
 }
 
 // populate creates n Services with labels in c, spread over the namespaces team-*, each with
-// one slice of endpoints at addr(i, e), and returns them and their slices.
-func populate(b *testing.B, c *testenv.Cluster, n int, labels map[string]string, addr func(i, e int) string) ([]*corev1.Service, []*discoveryv1.EndpointSlice) {
+// one slice of endpoints at addr(i, e).
+func populate(b *testing.B, c *testenv.Cluster, n int, labels map[string]string, addr func(i, e int) string) *populated {
 	ctx := context.Background()
-	client := kubernetes.NewForConfigOrDie(measure.Unthrottled(c))
+	client := measure.Client(c)
 	for ns := range namespaces {
-		if err := c.EnsureNamespace(ctx, fmt.Sprintf("team-%d", ns)); err != nil {
-			b.Fatal(err)
-		}
+		measure.Namespaces(b, c, fmt.Sprintf("team-%d", ns))
 	}
 	svcs := make([]*corev1.Service, n)
 	slices := make([]*discoveryv1.EndpointSlice, n)
@@ -157,5 +160,5 @@ func populate(b *testing.B, c *testenv.Cluster, n int, labels map[string]string,
 		slices[i], err = client.DiscoveryV1().EndpointSlices(ns).Create(ctx, s, metav1.CreateOptions{})
 		return err
 	})
-	return svcs, slices
+	return &populated{Cluster: c, client: client, svcs: svcs, slices: slices}
 }

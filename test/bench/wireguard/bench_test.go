@@ -31,12 +31,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
+	"github.com/kube-semaphore/semaphore/components/wireguard/controller/controllertest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
-	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/remote"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/internal/testenv/measure"
 )
@@ -82,7 +81,7 @@ func BenchmarkWireGuard(b *testing.B) {
 	testenv.RequireNamespaces(b)
 	b.StopTimer()
 	// The remote has Calico's IPAMBlock CRD for the calico-ipam half.
-	crds := filepath.Join(testbed.RepoRoot(), "components", "wireguard", "testdata", "crds")
+	crds := testenv.CRDs("wireguard")
 	clusters := testenv.Start(b, testenv.Options{CRDDirs: []string{crds}}, localName, remoteName)
 	local, aws := clusters[0], clusters[1]
 	ctx := context.Background()
@@ -124,7 +123,7 @@ func BenchmarkWireGuard(b *testing.B) {
 
 	// Phase 3: one node at a time gets a new endpoint; each must reach the device as exactly
 	// one peer operation, leaving the other 499 peers and all routes as they are.
-	sync0, syncN0 := testenv.HistogramSeries(b, run.reg, "semaphore_wg_reconcile_duration_seconds", nil)
+	sync0, syncN0 := testenv.HistogramSeries(b, run.Registry, "semaphore_wg_reconcile_duration_seconds", nil)
 	var latencies []time.Duration
 	var peerOps, deviceWrites, routeWrites, others float64
 	var firstOps, firstWrites float64
@@ -170,7 +169,7 @@ func BenchmarkWireGuard(b *testing.B) {
 			b.Errorf("change %d (node %d): the device differs from the desired peers: %v", k, i, diff)
 		}
 	}
-	sync1, syncN1 := testenv.HistogramSeries(b, run.reg, "semaphore_wg_reconcile_duration_seconds", nil)
+	sync1, syncN1 := testenv.HistogramSeries(b, run.Registry, "semaphore_wg_reconcile_duration_seconds", nil)
 	syncMean := time.Duration((sync1 - sync0) / float64(syncN1-syncN0) * float64(time.Second))
 	readStart := time.Now()
 	for range 10 {
@@ -262,11 +261,10 @@ func waitComplete(b *testing.B, reader *device.Manager, dev string, want map[wgt
 
 // running is the controller under test, assembled as app.New does it.
 type running struct {
+	*controllertest.Running
 	devices *device.Manager
-	reg     *prometheus.Registry
-	cancel  context.CancelFunc
-	done    chan struct{}
 	marks   *marks
+	stopped bool
 }
 
 // marks is a log handler that passes errors on and notes when the controller logs that the
@@ -313,16 +311,13 @@ func (m *marks) syncedAfter(t0 time.Time) time.Duration {
 // keeping the device manager at hand for its write counters: key, device manager, clients,
 // controller, device and node annotation, informers and worker.
 func startController(b *testing.B, local, aws *testenv.Cluster, src controller.Source) *running {
-	dir := b.TempDir()
-	remotesDir := filepath.Join(dir, "remotes")
-	testenv.WriteRemoteKubeconfig(b, remotesDir, remoteName, aws.DirectKubeconfig)
 	// wireguard-go reports every failed handshake (nothing answers at the endpoints) as a
 	// warning; only errors are worth seeing here.
 	mk := &marks{errors: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})}
 	log := slog.New(marksHandler{mk, mk.errors})
 
 	dev := peers.DeviceName(remoteName)
-	key, _, err := device.LoadOrCreateKey(filepath.Join(dir, "keys"), dev)
+	key, _, err := device.LoadOrCreateKey(filepath.Join(b.TempDir(), "keys"), dev)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -332,51 +327,42 @@ func startController(b *testing.B, local, aws *testenv.Cluster, src controller.S
 	}
 	// The component's defaults: client QPS 200, burst 400.
 	opts := remote.ClientOptions{UserAgent: userAgent, QPS: 200, Burst: 400}
-	remotes, err := remote.LoadRemotes(remotesDir, []string{remoteName}, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
+	remotes := controllertest.Remotes(b, opts, map[string]string{remoteName: aws.DirectKubeconfig})
 	localCfg, err := remote.LocalConfig(local.DirectKubeconfig, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	in := component.NewInstruments(reg, "semaphore_wg", 10*time.Second, log)
-	// The per-peer statistics are read from the device whenever their registry is gathered,
-	// as Prometheus would every 15 s or so; the benchmark gathers reg after every change and
-	// while it waits, so they get a registry of their own, lest each count read the device.
-	statsReg := prometheus.NewRegistry()
-	in.Health.AddClusters(remotes)
-	ctrl, err := controller.New(controller.Options{LocalCluster: localName, NodeName: nodeName, MTU: 1420, Keepalive: keepalive, ResyncPeriod: 10 * time.Minute,
-		PodCIDRsFrom: controller.Sources{All: src},
-		// The remote nodes publish no addresses (populate writes each node once) and a change
-		// moves an endpoint to another node's address: they are let in as a NAT's would be.
-		EndpointRanges: addrguard.Ranges{remoteName: {netip.MustParsePrefix("192.0.2.0/24")}}},
-		kubernetes.NewForConfigOrDie(localCfg), remotes,
-		[]controller.RemoteDevice{{Remote: remoteName, Device: dev, Key: key, ListenPort: listenPort}},
-		mgr, in.Health, controller.NewMetrics(in.Factory, statsReg), in.Queue, log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := ctrl.Setup(ctx); err != nil {
-		cancel()
-		b.Fatal(err)
-	}
-	r := &running{devices: mgr, reg: reg, cancel: cancel, done: make(chan struct{}), marks: mk}
-	go in.Health.Run(ctx)
-	go func() { ctrl.Run(ctx, 1); close(r.done) }()
-	return r
+	run := controllertest.Start(b, controllertest.Config{
+		Options: controller.Options{LocalCluster: localName, NodeName: nodeName, MTU: 1420, Keepalive: keepalive, ResyncPeriod: 10 * time.Minute,
+			PodCIDRsFrom: controller.Sources{All: src},
+			// The remote nodes publish no addresses (populate writes each node once) and a
+			// change moves an endpoint to another node's address: they are let in as a NAT's
+			// would be.
+			EndpointRanges: addrguard.Ranges{remoteName: {netip.MustParsePrefix("192.0.2.0/24")}}},
+		Local:   kubernetes.NewForConfigOrDie(localCfg),
+		Remotes: remotes,
+		Device:  controller.RemoteDevice{Remote: remoteName, Device: dev, Key: key, ListenPort: listenPort},
+		Devices: mgr,
+		// The per-peer statistics are read from the device whenever their registry is
+		// gathered, as Prometheus would every 15 s or so; the benchmark gathers Registry after
+		// every change and while it waits, so they get a registry of their own, lest each
+		// count read the device.
+		Stats:         prometheus.NewRegistry(),
+		ProbeInterval: 10 * time.Second,
+		Log:           log,
+	})
+	return &running{Running: run, devices: mgr, marks: mk}
 }
 
+// stop stops the controller, and the device with its manager (a userspace device goes with
+// it); later calls do nothing.
 func (r *running) stop() {
-	if r.cancel == nil {
+	if r.stopped {
 		return
 	}
-	r.cancel()
-	<-r.done
-	r.cancel = nil
-	_ = r.devices.Close() // a userspace device goes with its manager
+	r.stopped = true
+	r.Stop()
+	_ = r.devices.Close()
 }
 
 type counts struct{ peerOps, routeOps, reconciles float64 }
@@ -385,14 +371,14 @@ type counts struct{ peerOps, routeOps, reconciles float64 }
 func (r *running) counts(b *testing.B) counts {
 	var c counts
 	for _, op := range []string{"peer_add", "peer_update", "peer_remove"} {
-		v, _ := testenv.MetricSeries(b, r.reg, "semaphore_wg_device_changes_total", map[string]string{"remote": remoteName, "operation": op})
+		v, _ := testenv.MetricSeries(b, r.Registry, "semaphore_wg_device_changes_total", map[string]string{"remote": remoteName, "operation": op})
 		c.peerOps += v
 	}
 	for _, op := range []string{"route_add", "route_remove"} {
-		v, _ := testenv.MetricSeries(b, r.reg, "semaphore_wg_device_changes_total", map[string]string{"remote": remoteName, "operation": op})
+		v, _ := testenv.MetricSeries(b, r.Registry, "semaphore_wg_device_changes_total", map[string]string{"remote": remoteName, "operation": op})
 		c.routeOps += v
 	}
-	c.reconciles, _ = testenv.MetricSeries(b, r.reg, "semaphore_wg_reconcile_total", map[string]string{"remote": remoteName, "result": "success"})
+	c.reconciles, _ = testenv.MetricSeries(b, r.Registry, "semaphore_wg_reconcile_total", map[string]string{"remote": remoteName, "result": "success"})
 	return c
 }
 

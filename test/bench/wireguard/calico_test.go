@@ -222,7 +222,7 @@ func benchCalico(b *testing.B, local, aws *testenv.Cluster, awsClient kubernetes
 			ops1.peerOps-ops0.peerOps, ops1.routeOps-ops0.routeOps, dev0, dev1, restPeriod)
 	}
 
-	sync0, syncN0 := testenv.HistogramSeries(b, c.run.reg, "semaphore_wg_reconcile_duration_seconds", nil)
+	sync0, syncN0 := testenv.HistogramSeries(b, c.run.Registry, "semaphore_wg_reconcile_duration_seconds", nil)
 	for r := range blockRounds {
 		// add: spare block 2000+r, affine to node X with one pod of X.
 		x := remoteNode((97*r + 5) % remoteNodes)
@@ -248,7 +248,7 @@ func benchCalico(b *testing.B, local, aws *testenv.Cluster, awsClient kubernetes
 			*bl = nil
 		})
 	}
-	sync1, syncN1 := testenv.HistogramSeries(b, c.run.reg, "semaphore_wg_reconcile_duration_seconds", nil)
+	sync1, syncN1 := testenv.HistogramSeries(b, c.run.Registry, "semaphore_wg_reconcile_duration_seconds", nil)
 	c.syncMean = time.Duration((sync1 - sync0) / float64(syncN1-syncN0) * float64(time.Second))
 	if _, routes := countDevice(reader, dev); routes != c.routes {
 		b.Fatalf("%d routes after the block changes, want %d", routes, c.routes)

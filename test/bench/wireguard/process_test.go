@@ -3,9 +3,7 @@
 package bench
 
 import (
-	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/internal/testenv/measure"
 )
@@ -64,10 +61,7 @@ func benchBinary(b *testing.B, local, aws *testenv.Cluster, client kubernetes.In
 		keys = append(keys, more...)
 		b.Logf("the remote has %d nodes with /24 pod CIDRs from 100.64.0.0/10 (%d created in %v)",
 			n, len(more), time.Since(start).Round(time.Millisecond))
-		admin, err := testbed.FreeAddr()
-		if err != nil {
-			b.Fatal(err)
-		}
+		admin := measure.FreeAdmin(b)
 		proc := binaryProcess(b, first, local, aws, n, admin)
 		if first == nil {
 			first = proc
@@ -80,16 +74,16 @@ func benchBinary(b *testing.B, local, aws *testenv.Cluster, client kubernetes.In
 // binaryProcess prepares the binary as the chart runs it on a node without kernel WireGuard
 // (SEMAPHORE_WG_MODE=userspace, the implementation the in-process controller uses), with a key
 // directory of its own so that it starts cold; after the first, it is the same build again.
-func binaryProcess(b *testing.B, first *measure.Process, local, aws *testenv.Cluster, n int, admin string) *measure.Process {
+func binaryProcess(b *testing.B, first *measure.Process, local, aws *testenv.Cluster, n int, admin measure.Admin) *measure.Process {
 	keyDir := "SEMAPHORE_WG_KEY_DIR=" + filepath.Join(b.TempDir(), "keys")
 	if first != nil {
-		return first.Again(b, fmt.Sprintf("wireguard-%d", n), keyDir, "SEMAPHORE_ADMIN_ADDR="+admin)
+		return first.Again(b, fmt.Sprintf("wireguard-%d", n), keyDir, admin.Setting())
 	}
 	// No lease namespace: semaphore-wireguard runs on every node, without leader election.
 	// Errors only, as in-process: wireguard-go reports each failed handshake (nothing answers
 	// at the endpoints) as a warning, thousands a minute at 2,000 peers.
 	return measure.Binary(b, wireguardPkg, userAgent, b.TempDir(), local, aws, "",
-		"SEMAPHORE_WG_NODE_NAME="+nodeName, keyDir, "SEMAPHORE_WG_MODE=userspace", "SEMAPHORE_ADMIN_ADDR="+admin,
+		"SEMAPHORE_WG_NODE_NAME="+nodeName, keyDir, "SEMAPHORE_WG_MODE=userspace", admin.Setting(),
 		fmt.Sprintf("SEMAPHORE_WG_LISTEN_PORTS=%s:%d", remoteName, listenPort), "SEMAPHORE_LOG_LEVEL=error",
 		// The remote nodes publish no addresses: their endpoints are let in as a NAT's would be.
 		"SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES="+remoteName+":192.0.2.0/24")
@@ -99,7 +93,7 @@ func binaryProcess(b *testing.B, first *measure.Process, local, aws *testenv.Clu
 // device holds every peer and route; it reads the CPU used then and the peak RSS restPeriod
 // later, so that what the binary does right after converging counts too. Then it stops the
 // binary as the kubelet would and waits until its device is gone.
-func runBinary(b *testing.B, proc *measure.Process, admin string, reader *device.Manager, dev string, keys []wgtypes.Key) binaryRun {
+func runBinary(b *testing.B, proc *measure.Process, admin measure.Admin, reader *device.Manager, dev string, keys []wgtypes.Key) binaryRun {
 	want := map[wgtypes.Key]peerState{}
 	for i, k := range keys {
 		want[k] = peerState{endpoint: endpoint(i), allowedIPs: wideCIDR(i), keepalive: keepalive}
@@ -120,15 +114,9 @@ func runBinary(b *testing.B, proc *measure.Process, admin string, reader *device
 
 // goRuntime reads the goroutines and the heap and stack bytes in use from the metrics of the
 // binary whose admin server is at admin.
-func goRuntime(b *testing.B, admin string) (goroutines, heap, stacks float64) {
-	samples, err := testbed.Scrape(context.Background(), http.DefaultClient, "http://"+admin+"/metrics", "go_")
-	if err != nil {
-		b.Fatal(err)
-	}
-	goroutines, _ = testbed.SampleSum(samples, "go_goroutines", nil)
-	heap, _ = testbed.SampleSum(samples, "go_memstats_heap_inuse_bytes", nil)
-	stacks, _ = testbed.SampleSum(samples, "go_memstats_stack_inuse_bytes", nil)
-	return goroutines, heap, stacks
+func goRuntime(b *testing.B, admin measure.Admin) (goroutines, heap, stacks float64) {
+	samples := admin.MustMetrics(b, "go_")
+	return samples.Sum("go_goroutines", nil), samples.Sum("go_memstats_heap_inuse_bytes", nil), samples.Sum("go_memstats_stack_inuse_bytes", nil)
 }
 
 // logOnFailure shows the end of the binary's log if the benchmark fails: its file goes with
