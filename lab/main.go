@@ -12,8 +12,10 @@
 //	lab [-dir DIR] check  bring the lab up, check what it prints, tear it down; exit 0 or 1
 //	lab [-dir DIR] [-duration D] soak  bring the lab up, churn it for D, check it, tear it down
 //
-// Each piece is one part (see lab.parts); without root the lab runs without the nodes, and so
-// without pods, and says why.
+// This file holds the flags and the run loop only: lab/env brings the lab up and takes it
+// down, lab/status shows it and waits for it to be ready, and lab/scenarios holds what check
+// and soak do to it. Without root the lab runs without the nodes, and so without pods, and
+// says why.
 package main
 
 import (
@@ -22,13 +24,18 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/scenarios"
+	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
 const usage = `Usage: bash ci/lab [flags] [command]
@@ -46,6 +53,17 @@ Flags:
 
 func main() {
 	os.Exit(run(os.Args[1:]))
+}
+
+// options are what the flags say of a run that brings a lab up.
+type options struct {
+	dir       string
+	timeout   time.Duration
+	withNodes bool
+	// job names the run that checks the lab ("lab check", "lab soak"), "" for up; scenarios
+	// are what it runs once the lab is up.
+	job       string
+	scenarios []scenarios.Scenario
 }
 
 func run(args []string) int {
@@ -68,7 +86,7 @@ func run(args []string) int {
 	if fs.NArg() > 0 {
 		command, rest = fs.Arg(0), fs.Args()[1:]
 	}
-	if len(rest) > 0 && command != reaperCommand {
+	if len(rest) > 0 && command != env.ReaperCommand {
 		fs.Usage()
 		return 2
 	}
@@ -81,26 +99,118 @@ func run(args []string) int {
 	// logger was set; klog prints its errors and drops its chatter.
 	ctrllog.SetLogger(klog.NewKlogr())
 
+	opts := options{dir: abs, timeout: *timeout, withNodes: *nodes}
 	switch command {
 	case "up":
-		return up(abs, *timeout, *nodes, false, 0)
+		return up(opts)
 	case "check":
-		return up(abs, *timeout, *nodes, true, 0)
+		opts.job, opts.scenarios = "lab check", scenarios.All
+		return up(opts)
 	case "soak":
 		if *duration <= 0 {
 			fmt.Fprintf(os.Stderr, "lab: -duration must be positive, got %s\n", *duration)
 			return 2
 		}
-		return up(abs, *timeout, *nodes, true, *duration)
+		opts.job, opts.scenarios = "lab soak", scenarios.Soak(*duration)
+		return up(opts)
 	case "down":
-		return down(abs)
+		return env.Down(abs)
 	case "status":
-		return status(context.Background(), abs)
-	case reaperCommand:
-		return reap(abs, rest)
+		return status.Show(context.Background(), abs)
+	case env.ReaperCommand:
+		return env.Reap(abs, rest)
 	default:
 		fmt.Fprintf(os.Stderr, "lab: unknown command %q\n\n", command)
 		fs.Usage()
 		return 2
+	}
+}
+
+// up brings the lab up and prints its status. With a job (check, soak) it runs the job's
+// scenarios, tears the lab down and reports whether everything worked, nothing left behind
+// included; otherwise it keeps the lab running until a signal.
+func up(opts options) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	l, err := env.New(opts.dir, os.Stdout, opts.withNodes)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lab: %v\n", err)
+		return 1
+	}
+	defer l.Teardown() // also on a panic; it runs once
+	before := env.MachineNow()
+
+	code := runLab(ctx, l, opts)
+	l.Teardown()
+	if opts.job == "" {
+		return code
+	}
+	// Down means gone: no process, network namespace or host link of the lab is left.
+	if left := env.LeftBehind(opts.dir, before); len(left) > 0 {
+		status.PrintProblems(l.Out(), left)
+		code = 1
+	} else {
+		fmt.Fprintf(l.Out(), "%s: nothing left behind (processes, network namespaces, cgroups, links, sysctls, runtime files)\n", opts.job)
+	}
+	if code == 0 {
+		fmt.Fprintf(l.Out(), "%s: PASSED in %s\n", opts.job, l.Elapsed())
+	} else {
+		fmt.Fprintf(l.Out(), "%s: FAILED after %s\n", opts.job, l.Elapsed())
+	}
+	return code
+}
+
+// runLab brings the lab up, waits for its status to be good and prints it; then it runs the
+// job's scenarios, or keeps the lab running until ctx is done.
+func runLab(ctx context.Context, l *env.Lab, opts options) int {
+	err := l.Up(ctx)
+	if ctx.Err() != nil {
+		l.Logf("interrupted")
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lab: %v\n", err)
+		l.PrintLogTails()
+		return 1
+	}
+	l.Logf("waiting for the mirrors, network sets, DNS, controller readiness and Prometheus…")
+	s, problems := status.WaitReady(ctx, l.Record(), opts.timeout, l.Exited())
+	if ctx.Err() != nil {
+		l.Logf("interrupted")
+		return 1
+	}
+	l.MarkUp()
+	l.Logf("up")
+	fmt.Fprintln(l.Out())
+	s.Print(l.Out(), l.Record())
+	status.PrintProblems(l.Out(), problems)
+	if opts.job == "" {
+		keepRunning(ctx, l, len(problems) > 0)
+		return 0
+	}
+	if len(problems) == 0 {
+		problems = scenarios.Run(ctx, l, opts.scenarios)
+	}
+	if len(problems) > 0 {
+		l.PrintLogTails()
+		return 1
+	}
+	return 0
+}
+
+// keepRunning keeps the lab up until ctx is done, saying when one of its children exits.
+func keepRunning(ctx context.Context, l *env.Lab, unhealthy bool) {
+	if unhealthy {
+		fmt.Fprintf(l.Out(), "The lab stays up so you can look into it; the logs are in %s.\n", l.Path("logs"))
+	}
+	fmt.Fprintf(l.Out(), "Stop it with Ctrl-C, or `make lab-down` (bash ci/lab down) from another terminal.\n\n")
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(l.Out())
+			return
+		case c := <-l.Exited():
+			l.Logf("%s exited unexpectedly (%v); see %s", c.Name, c.Err, c.Log)
+		}
 	}
 }

@@ -2,8 +2,8 @@
 // returns errors rather than failing a test: real Kubernetes API servers (kube-apiserver + etcd,
 // through envtest), each a "cluster" behind a proxy that can be cut; CoreDNS; Linux network and
 // mount namespaces and helpers to dial, forward, ping and resolve inside them; Prometheus
-// scraping; WireGuard's UAPI; building Go binaries. It does not import testing, so the lab
-// binary does not link it; package testenv wraps it for tests.
+// scraping; WireGuard's UAPI; what /proc tells of processes; building Go binaries. It does not
+// import testing, so the lab binary does not link it; package testenv wraps it for tests.
 //
 // The API server binaries are built from the Go module proxy by ci/kube-binaries.sh and cached
 // on disk; KUBEBUILDER_ASSETS overrides where they are looked for.

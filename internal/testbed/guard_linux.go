@@ -56,12 +56,13 @@ func guardChildren() {
 		}
 	}
 	for pid, name := range guard.pids {
-		if comm(pid) != name {
+		if ProcessName(pid) != name {
 			delete(guard.pids, pid)
 		}
 	}
-	for _, pid := range children() {
-		if name := comm(pid); guardedPrograms[name] {
+	children, _ := ChildProcesses(os.Getpid())
+	for _, pid := range children {
+		if name := ProcessName(pid); guardedPrograms[name] {
 			guard.pids[pid] = name
 		}
 	}

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,16 +39,21 @@ var (
 // last line it prints: the path of what it built, or found in its cache. The script's progress
 // goes to stderr, as building can take minutes.
 func ciTool(script string) func() (string, error) {
-	return sync.OnceValues(func() (string, error) {
-		cmd := exec.Command("bash", filepath.Join(RepoRoot(), "ci", script))
-		cmd.Stderr = os.Stderr
-		out, err := cmd.Output()
-		if err != nil {
-			return "", fmt.Errorf("ci/%s: %w", script, err)
-		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		return lines[len(lines)-1], nil
-	})
+	return sync.OnceValues(func() (string, error) { return CIToolPath(os.Stderr, script) })
+}
+
+// CIToolPath runs the script ci/<script> with args and returns the last line it prints: the
+// path of what it built, or found in its cache. The script's progress goes to stderr (nil
+// drops it).
+func CIToolPath(stderr io.Writer, script string, args ...string) (string, error) {
+	cmd := exec.Command("bash", append([]string{filepath.Join(RepoRoot(), "ci", script)}, args...)...)
+	cmd.Stderr = stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", strings.Join(append([]string{"ci/" + script}, args...), " "), err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1], nil
 }
 
 // BuildBinary builds the command pkg (an import path) into dir, statically (CGO_ENABLED=0), as

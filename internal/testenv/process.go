@@ -3,12 +3,10 @@ package testenv
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,21 +60,11 @@ func RunBinary(t testing.TB, bin string, env []string, args ...string) Run {
 // PeakRSS reads the high-water mark of a running process's resident memory (VmHWM), in bytes.
 func PeakRSS(t testing.TB, pid int) float64 {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	rss, err := testbed.PeakRSS(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb * 1024
-		}
-	}
-	t.Fatal("no VmHWM in /proc status")
-	return 0
+	return rss
 }
 
 // ExpectConfigError fails the test unless r is how a component refuses bad configuration: a

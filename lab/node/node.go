@@ -212,6 +212,14 @@ func CgroupRoot(name string) string { return "/" + cgroupPrefix + name }
 
 // validate checks cfg and returns it cleaned.
 func (cfg Config) validate() (Config, error) {
+	errs := cfg.fieldErrors()
+	cfg, pathErrs := cfg.cleanPaths()
+	return cfg, errors.Join(append(errs, pathErrs...)...)
+}
+
+// fieldErrors are what is wrong with cfg's fields one by one: unset, or not a name, an
+// address or a network.
+func (cfg Config) fieldErrors() []error {
 	var errs []error
 	need := func(field, value string) {
 		if value == "" {
@@ -250,6 +258,13 @@ func (cfg Config) validate() (Config, error) {
 	if strings.ContainsAny(cfg.Registry, "/ \t\n") {
 		errs = append(errs, fmt.Errorf("registry %q is not host:port", cfg.Registry))
 	}
+	return errs
+}
+
+// cleanPaths makes cfg's paths absolute and clean, and says which cannot be, or lie in one of
+// the node's private directories.
+func (cfg Config) cleanPaths() (Config, []error) {
+	var errs []error
 	abs := func(field string, p *string) {
 		if *p == "" {
 			return
@@ -280,7 +295,7 @@ func (cfg Config) validate() (Config, error) {
 			}
 		}
 	}
-	return cfg, errors.Join(errs...)
+	return cfg, errs
 }
 
 // validatePodRange checks PodRangeStart and PodRangeEnd: neither, or both IPv4 addresses in

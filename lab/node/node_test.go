@@ -335,7 +335,7 @@ func TestNode(t *testing.T) {
 		// A zombie has exited; reaping it is its parent's business (init's, for the shims
 		// and containers).
 		if state := procState(pid); state != "" && state != "Z" && state != "X" {
-			errorf("process %d (%s) of the node still runs (state %s)", pid, comm(pid), state)
+			errorf("process %d (%s) of the node still runs (state %s)", pid, testbed.ProcessName(pid), state)
 		}
 	}
 	if pids := inMountNamespace(mntNS); len(pids) > 0 {
@@ -486,11 +486,6 @@ func inMountNamespace(ns string) []int {
 	return pids
 }
 
-func comm(pid int) string {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	return strings.TrimSpace(string(b))
-}
-
 // measureIdle logs what the idle node (one pod) costs: CPU over a few seconds and memory, from
 // its cgroups.
 func measureIdle(t *testing.T, n *Node) {
@@ -524,7 +519,7 @@ func measureIdle(t *testing.T, n *Node) {
 		if f := strings.Fields(string(b)); len(f) > 1 {
 			pages, _ := strconv.ParseInt(f[1], 10, 64)
 			rss += pages * int64(os.Getpagesize())
-			perComm[comm(pid)] += pages * int64(os.Getpagesize())
+			perComm[testbed.ProcessName(pid)] += pages * int64(os.Getpagesize())
 		}
 	}
 	var each []string

@@ -17,8 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/procfs"
-
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
@@ -158,13 +156,9 @@ func logTail(path string, n int) string {
 
 // procState is process pid's state (R, S, Z...), "" when there is no such process.
 func procState(pid int) string {
-	p, err := procfs.NewProc(pid)
+	s, err := testbed.ReadProcessStat(pid)
 	if err != nil {
 		return ""
 	}
-	st, err := p.Stat()
-	if err != nil {
-		return ""
-	}
-	return st.State
+	return s.State
 }

@@ -31,13 +31,9 @@ func SaveSysctls(path string) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
-	values := map[string]string{}
-	for _, s := range KubeletSysctls {
-		v, err := os.ReadFile(filepath.Join(procSys, s))
-		if err != nil {
-			return fmt.Errorf("reading sysctl %s: %w", s, err)
-		}
-		values[s] = strings.TrimSpace(string(v))
+	values, err := ReadSysctls()
+	if err != nil {
+		return err
 	}
 	data, err := json.MarshalIndent(values, "", "  ")
 	if err != nil {
@@ -48,6 +44,22 @@ func SaveSysctls(path string) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// ReadSysctls reads the values of KubeletSysctls, by name; those that cannot be read are left
+// out, and named in the error.
+func ReadSysctls() (map[string]string, error) {
+	values := map[string]string{}
+	var errs []error
+	for _, s := range KubeletSysctls {
+		v, err := os.ReadFile(filepath.Join(procSys, s))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading sysctl %s: %w", s, err))
+			continue
+		}
+		values[s] = strings.TrimSpace(string(v))
+	}
+	return values, errors.Join(errs...)
 }
 
 // RestoreSysctls sets the sysctls SaveSysctls recorded in the file at path back, and removes

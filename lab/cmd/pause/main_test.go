@@ -3,18 +3,17 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/lab/cmd/internal/cmdtest"
 )
@@ -85,20 +84,14 @@ func startHelper(mode string) (*exec.Cmd, error) {
 	return cmd, cmd.Start()
 }
 
-// procState is a process's state letter (R, S, Z...) and parent pid from /proc/PID/stat;
-// ok is false when there is no such process (any more).
+// procState is a process's state letter (R, S, Z...) and parent pid; ok is false when there is
+// no such process (any more).
 func procState(pid int) (state byte, ppid int, ok bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
+	s, err := testbed.ReadProcessStat(pid)
+	if err != nil || s.State == "" {
 		return 0, 0, false
 	}
-	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 2 {
-		return 0, 0, false
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	return f[0][0], ppid, true
+	return s.State[0], s.PPID, true
 }
 
 // waitFor polls cond until it holds or the timeout passes.

@@ -1,0 +1,103 @@
+package env
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/release"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-semaphore/semaphore/internal/helmchart"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
+)
+
+// The lab installs the charts the way the README tells users to: packaged, pushed to an OCI
+// registry (the lab's, on loopback) and installed from there with the helm CLI, one values file
+// per cluster and release. Its own Helm directories keep a user's Helm configuration out of it.
+
+// ChartsRepo is the repository of the registry that holds the charts (oci://<registry>/charts).
+const ChartsRepo = "charts"
+
+// helm runs the helm CLI with args and returns its standard output; its standard error goes
+// to logs/helm.log, and into the error when it fails.
+func (l *Lab) helm(ctx context.Context, args ...string) (string, error) {
+	home := l.Path("tmp", "helm")
+	cmd := exec.CommandContext(ctx, l.bin.helm, args...)
+	cmd.Env = append(os.Environ(),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"),
+	)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	l.appendLog("helm.log", "helm "+strings.Join(args, " "), stdout.String()+stderr.String())
+	if err != nil {
+		return "", fmt.Errorf("helm %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// appendLog appends to logs/<name> the command line command and what it printed.
+func (l *Lab) appendLog(name, command, output string) {
+	if f, err := os.OpenFile(l.Path("logs", name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err == nil {
+		fmt.Fprintf(f, "$ %s\n%s", command, output)
+		f.Close()
+	}
+}
+
+// pushCharts packages both charts and pushes them to the registry as OCI artifacts.
+func (l *Lab) pushCharts(ctx context.Context) error {
+	dir := l.Path("tmp", "charts")
+	for _, chart := range []string{helmchart.RemoteDir, helmchart.UmbrellaDir} {
+		out, err := l.helm(ctx, "package", filepath.Join(testbed.RepoRoot(), chart), "-d", dir)
+		if err != nil {
+			return err
+		}
+		// "Successfully packaged chart and saved it to: <path>"
+		_, pkg, ok := strings.Cut(strings.TrimSpace(out), "saved it to: ")
+		if !ok {
+			return fmt.Errorf("helm package %s: no package in its output: %s", chart, out)
+		}
+		if _, err := l.helm(ctx, "push", pkg, "oci://"+l.registry+"/"+ChartsRepo, "--plain-http"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// helmInstall installs chart (the name of a chart in the registry) into cluster as release name in
+// namespace, with vals written to a values file of the cluster's, and returns what the release
+// rendered, with its NOTES.
+func (l *Lab) helmInstall(ctx context.Context, cluster, chart, name, namespace string, vals map[string]any) (*helmchart.Manifest, error) {
+	data, err := yaml.Marshal(vals)
+	if err != nil {
+		return nil, err
+	}
+	values := l.Path("clusters", cluster, name+"-values.yaml")
+	if err := os.WriteFile(values, data, 0o644); err != nil {
+		return nil, err
+	}
+	target := []string{"--kubeconfig", l.Path(KubeconfigFile), "--kube-context", cluster, "-n", namespace}
+	install := append([]string{"install", name, "oci://" + l.registry + "/" + ChartsRepo + "/" + chart,
+		"--plain-http", "--create-namespace", "-f", values}, target...)
+	if _, err := l.helm(ctx, install...); err != nil {
+		return nil, fmt.Errorf("%s: %w", cluster, err)
+	}
+	manifest, err := l.helm(ctx, append([]string{"get", "manifest", name}, target...)...)
+	if err != nil {
+		return nil, err
+	}
+	notes, err := l.helm(ctx, append([]string{"get", "notes", name}, target...)...)
+	if err != nil {
+		return nil, err
+	}
+	// `helm get notes` heads the text with "NOTES:".
+	notes = strings.TrimPrefix(notes, "NOTES:\n")
+	return helmchart.Parse(&release.Release{Name: name, Namespace: namespace, Manifest: manifest, Info: &release.Info{Notes: notes}})
+}

@@ -1,0 +1,321 @@
+package env
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-semaphore/semaphore/internal/helmchart"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/lab/node"
+)
+
+// The lab's nodes. Every node of every cluster is a network namespace running containerd,
+// kubelet and kube-proxy (lab/node), joined to the others by an underlay (a bridge in a
+// namespace of its own). Its pods get addresses from its pod CIDR on a CNI bridge; the nodes of
+// a cluster route each other's pod CIDRs over the underlay, and nothing routes one cluster's
+// pods to another's: that traffic only goes through the WireGuard devices semaphore-wireguard
+// sets up on each node. The underlay also holds each cluster's API server address (APIAddr),
+// forwarded to the API server on this machine's loopback: the kubernetes Service's endpoint,
+// for the kubelets, kube-proxy, pods, and other clusters' pods. Nothing is created in the host's
+// network namespace: every link is created directly in the namespace it belongs to, so deleting
+// the namespaces deletes everything.
+//
+// The nodes need root (and Linux); without, the lab runs without nodes, and so without pods, and
+// says so.
+
+const (
+	// NodesPerCluster is how many nodes every cluster has: two, so that every remote is more
+	// than one peer.
+	NodesPerCluster = 2
+	// NetnsPrefix starts the name of every network namespace of the lab, in `ip netns list`.
+	// The names are the same for every lab directory: one lab with nodes per machine.
+	NetnsPrefix = "semaphore-lab-"
+	// UnderlayNetns is the network namespace of the underlay, the bridge that joins the nodes,
+	// where every node's and pod's address routes.
+	UnderlayNetns = NetnsPrefix + "underlay"
+	// UnderlayCIDR is the network the nodes reach each other on (their InternalIPs): like the
+	// pod CIDRs, a part of 198.18.0.0/15, the benchmark range, apart from them.
+	UnderlayCIDR = "198.19.0.0/24"
+	// linkPrefix starts the name of every link of the lab (at most 15 bytes), so that one
+	// ending up where it should not would be easy to tell.
+	linkPrefix = "semlab-"
+	bridgeLink = linkPrefix + "br"
+	// nodeLink is a node's end of its veth to the underlay bridge.
+	nodeLink = linkPrefix + "ul"
+	// silentUpstreamDNS is the upstream resolver of the clusters' CoreDNS: an address on the
+	// underlay that no link has, so that a query for a name outside the clusters goes nowhere
+	// (and never leaves the machine).
+	silentUpstreamDNS = "198.19.0.254"
+	// sysctlsFile (in the lab directory) keeps the machine's sysctls that kubelet changes, as
+	// they were before the first node started, until they are restored.
+	sysctlsFile = "nodes/sysctls.json"
+	// clusterDomain is every cluster's DNS domain.
+	clusterDomain = "cluster.local"
+)
+
+// Nodes is the lab's nodes, or why it runs without them.
+type Nodes struct {
+	// Skipped says why there are no nodes (and so no pods).
+	Skipped  string `json:"skipped,omitempty"`
+	Underlay string `json:"underlay,omitempty"`
+	Nodes    []Node `json:"nodes,omitempty"`
+}
+
+// Node is one node: a Node in its cluster, and a network namespace on this machine.
+type Node struct {
+	Name    string `json:"name"`
+	Cluster string `json:"cluster"`
+	Netns   string `json:"netns"`
+	// Underlay is the node's address on the underlay, its InternalIP.
+	Underlay string `json:"underlay"`
+	// PodCIDR is the range the node's CNI hands out addresses from (the Calico-way cluster's
+	// nodes: within it, see CalicoBorrowed), and its Node's pod CIDR (but for those).
+	PodCIDR string `json:"podCIDR"`
+	// Dir holds the node's state: containerd's, kubelet's, the pods' logs (lab/node).
+	Dir string `json:"dir"`
+	// Zone is the node's topology.kubernetes.io/zone: each node of a cluster in a zone of its
+	// own, which kube-proxy and the global services' local-first hints go by.
+	Zone string `json:"zone"`
+}
+
+// veth is the underlay's end of node n's veth: linkPrefix and the namespace's name after
+// NetnsPrefix (semlab-aws-1).
+func (n Node) veth() string {
+	return linkPrefix + strings.TrimPrefix(n.Netns, NetnsPrefix)
+}
+
+// startNodes creates the nodes where the machine allows: the underlay with the API servers'
+// addresses, a network namespace per node with routes to its cluster's other nodes' pods, and
+// in each a real node (containerd, kubelet, kube-proxy) registered as the Node the lab made
+// with its pod CIDR (none in the Calico-way cluster).
+func (l *Lab) startNodes(ctx context.Context) error {
+	nodes := LabNodes(l.Path("nodes"))
+	reason := nodesUnsupported()
+	if !l.withNodes {
+		reason = "-nodes=false: the control-plane part only, as without root"
+	}
+	if reason != "" {
+		l.skipNodes(reason)
+		return nil
+	}
+	if err := namespacesFree(nodes); err != nil {
+		return err
+	}
+	var stops []func()
+	l.onTeardown(func() {
+		for _, stop := range slices.Backward(stops) {
+			stop()
+		}
+		l.deleteNamespaces()
+	})
+	if err := l.addNetns(UnderlayNetns); err != nil {
+		// The first namespace tells whether this machine lets us create any: a container
+		// without CAP_SYS_ADMIN does not, even as root.
+		l.skipNodes(fmt.Sprintf("cannot create network namespaces: %v", err))
+		return nil
+	}
+	if err := l.createNetwork(nodes, &stops); err != nil {
+		return err
+	}
+	if err := l.createNodeObjects(ctx, nodes); err != nil {
+		return err
+	}
+	stop, err := l.runNodes(ctx, nodes)
+	stops = append(stops, stop)
+	if err != nil {
+		return err
+	}
+	l.update(func(rec *Record) { rec.Nodes = &Nodes{Underlay: UnderlayCIDR, Nodes: nodes} })
+	return l.waitNodesReady(ctx, nodes)
+}
+
+// runNodes starts containerd, kubelet and kube-proxy on every node, each kubelet with its
+// node's credentials (system:node:<name>, which the Node authorizer limits to its own node and
+// pods) and kube-proxy with system:kube-proxy's. stop stops them all and restores the
+// machine-wide settings kubelet changes.
+func (l *Lab) runNodes(ctx context.Context, nodes []Node) (stop func(), err error) {
+	var running []*node.Node
+	sysctls := l.Path(sysctlsFile)
+	stop = func() {
+		l.keepPodLogs()
+		var wg sync.WaitGroup
+		for _, n := range running {
+			wg.Go(func() {
+				if err := n.Stop(); err != nil {
+					l.Logf("stopping a node: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if err := node.RestoreSysctls(sysctls); err != nil {
+			l.Logf("restoring the machine's sysctls: %v", err)
+		}
+		l.Logf("stopped the nodes")
+	}
+	if err := os.MkdirAll(l.Path("nodes"), 0o755); err != nil {
+		return stop, err
+	}
+	if err := node.SaveSysctls(sysctls); err != nil {
+		return stop, err
+	}
+	keyDir, err := wireguardKeyDir()
+	if err != nil {
+		return stop, err
+	}
+	for _, n := range nodes {
+		started, err := l.startNode(ctx, n, keyDir)
+		if err != nil {
+			return stop, fmt.Errorf("%s: %w", n.Name, err)
+		}
+		running = append(running, started)
+		for _, pid := range started.PIDs() {
+			l.recordProcess("node-"+n.Name, pid)
+		}
+	}
+	l.Logf("started containerd, kubelet and kube-proxy on %d nodes (network namespaces %s*, underlay %s)", len(nodes), NetnsPrefix, UnderlayCIDR)
+	return stop, nil
+}
+
+// startNode starts node n with its credentials, and keyDir private to it.
+func (l *Lab) startNode(ctx context.Context, n Node, keyDir string) (*node.Node, error) {
+	spec := SpecOf(n.Cluster)
+	c, server := l.clusters[n.Cluster], l.apiServerOnUnderlay(n.Cluster)
+	kubeletKubeconfig := filepath.Join(n.Dir+"-credentials", "kubelet.kubeconfig")
+	proxyKubeconfig := filepath.Join(n.Dir+"-credentials", "kube-proxy.kubeconfig")
+	if err := os.MkdirAll(filepath.Dir(kubeletKubeconfig), 0o700); err != nil {
+		return nil, err
+	}
+	if err := c.AddUser(kubeletKubeconfig, "system:node:"+n.Name, []string{"system:nodes"}, server); err != nil {
+		return nil, err
+	}
+	if err := c.AddUser(proxyKubeconfig, "system:kube-proxy", nil, server); err != nil {
+		return nil, err
+	}
+	start, end, _ := CalicoBorrowed(n.Name)
+	return node.Start(ctx, node.Config{
+		Name:            n.Name,
+		Netns:           n.Netns,
+		IP:              n.Underlay,
+		PodCIDR:         n.PodCIDR,
+		PodRangeStart:   start,
+		PodRangeEnd:     end,
+		ClusterCIDR:     spec.PodCIDR,
+		ClusterDNS:      spec.dnsServiceIP(),
+		ClusterDomain:   clusterDomain,
+		Kubeconfig:      kubeletKubeconfig,
+		ProxyKubeconfig: proxyKubeconfig,
+		// The CA of the API server's client certificate for kubelets (clusterPKI).
+		ClientCAFile: l.Path("clusters", n.Cluster, "pki", caFile),
+		Registry:     l.registry,
+		SandboxImage: l.imageRef(pauseImage),
+		Dir:          n.Dir,
+		LogDir:       l.Path("logs"),
+		BinDir:       l.bin.kube,
+		// semaphore-wireguard's keys (the chart's hostPath) are each node's own.
+		PrivateDirs: []string{keyDir},
+	})
+}
+
+// wireguardKeyDir is where semaphore-wireguard keeps its keys on a node (the chart's keyDir,
+// a hostPath): each node's own.
+func wireguardKeyDir() (string, error) {
+	path := filepath.Join(testbed.RepoRoot(), helmchart.UmbrellaDir, "charts", "wireguard", "values.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var values struct {
+		KeyDir string `json:"keyDir"`
+	}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if values.KeyDir == "" {
+		return "", fmt.Errorf("%s: no keyDir", path)
+	}
+	return values.KeyDir, nil
+}
+
+// keepPodLogs copies the logs of the lab's pods into logs/pods/<cluster>_<namespace>_<pod>.log
+// before the nodes, and their /var/log/pods, go.
+func (l *Lab) keepPodLogs() {
+	dir := l.Path("logs", "pods")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return
+	}
+	for _, p := range l.Record().Pods {
+		data, err := os.ReadFile(p.Log)
+		if err != nil {
+			continue
+		}
+		_ = os.WriteFile(filepath.Join(dir, p.Cluster+"_"+p.Namespace+"_"+p.Name+".log"), data, 0o644)
+	}
+}
+
+// waitNodesReady waits until every node is Ready.
+func (l *Lab) waitNodesReady(ctx context.Context, nodes []Node) error {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, n := range nodes {
+			// An error (the API server busy) is asked again, like a node not Ready yet.
+			obj, err := l.clusters[n.Cluster].Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if ready := err == nil && nodeReady(obj); !ready {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the nodes are not Ready (see logs/kubelet-*.log): %w", err)
+	}
+	l.Logf("the %d nodes are Ready", len(nodes))
+	return nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// skipNodes records that the lab runs without nodes, and why.
+func (l *Lab) skipNodes(reason string) {
+	l.Logf("skipping the nodes (and so every pod: controllers, CoreDNS, sample workloads): %s", reason)
+	l.update(func(rec *Record) { rec.Nodes = &Nodes{Skipped: reason} })
+}
+
+// createNodeObjects creates every node's Node with its pod CIDR, which no controller allocates
+// here (kube-controller-manager runs with --allocate-node-cidrs=false), and its zone, which a
+// cloud provider would set; the kubelet registers into it (keeping both) and sets its status. The Calico-way cluster's Nodes have none: its IPAM blocks say
+// where the pods are (calico.go).
+func (l *Lab) createNodeObjects(ctx context.Context, nodes []Node) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, n := range nodes {
+		spec := corev1.NodeSpec{PodCIDR: n.PodCIDR, PodCIDRs: []string{n.PodCIDR}}
+		if n.Cluster == CalicoCluster {
+			spec = corev1.NodeSpec{}
+		}
+		_, err := l.clusters[n.Cluster].Client.CoreV1().Nodes().Create(ctx, &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{corev1.LabelHostname: n.Name, corev1.LabelTopologyZone: n.Zone}},
+			Spec:       spec,
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("%s: node %s: %w", n.Cluster, n.Name, err)
+		}
+	}
+	return nil
+}

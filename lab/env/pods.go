@@ -1,0 +1,249 @@
+package env
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/lab/node"
+)
+
+// The lab's pods are the kubelets' and the scheduler's: the lab only waits for every workload
+// to be available, and then records where each pod runs, so that the status, Prometheus and
+// `lab check` can reach it. A pod's ports are on its node's network only: the lab forwards a
+// free port of this machine's loopback to each controller's admin port.
+
+// Pod is one pod of the lab's workloads.
+type Pod struct {
+	Cluster   string `json:"cluster"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	// App is the pod's app.kubernetes.io/name (or k8s-app) label: what it is a pod of.
+	App  string `json:"app"`
+	Node string `json:"node"`
+	IP   string `json:"ip"`
+	// Log is the file the kubelet writes the pod's (first) container's output to.
+	Log string `json:"log"`
+}
+
+// waitForPods waits until every Deployment and DaemonSet of every cluster is available with
+// all its replicas up to date, then records the pods and forwards to the controllers.
+func (l *Lab) waitForPods(ctx context.Context) error {
+	if rec := l.Record(); rec.Nodes == nil || rec.NodesSkipped() {
+		return nil // startNodes said why: without nodes, no pod runs
+	}
+	l.Logf("waiting for the scheduler and the kubelets to run every pod (images pulled from %s)…", l.registry)
+	if err := l.WaitAvailable(ctx, 3*time.Minute); err != nil {
+		return err
+	}
+	if err := l.RecordPods(ctx); err != nil {
+		return err
+	}
+	l.Logf("every pod runs: %d pods on %d nodes", len(l.Record().Pods), len(l.Record().Nodes.Nodes))
+	return nil
+}
+
+// WaitAvailable waits up to timeout until every Deployment and DaemonSet of every cluster is
+// available with all its replicas up to date.
+func (l *Lab) WaitAvailable(ctx context.Context, timeout time.Duration) error {
+	var pending []string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		pending = nil
+		for _, name := range ClusterNames() {
+			// An error (the API server busy) is asked again.
+			p, err := l.unavailable(ctx, name)
+			if err != nil {
+				pending = append(pending, fmt.Sprintf("%s (%v)", name, err))
+				continue
+			}
+			pending = append(pending, p...)
+		}
+		return len(pending) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("not available: %s (see logs/kubelet-*.log and the pods' events)", strings.Join(pending, ", "))
+	}
+	return nil
+}
+
+// unavailable names the workloads of cluster that are not fully available yet.
+func (l *Lab) unavailable(ctx context.Context, cluster string) ([]string, error) {
+	client := l.clusters[cluster].Client
+	var out []string
+	deployments, err := client.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range deployments.Items {
+		if DeploymentPending(&d) != "" {
+			out = append(out, fmt.Sprintf("%s/deployment/%s/%s (%d of %d available)", cluster, d.Namespace, d.Name, d.Status.AvailableReplicas, ptr.Deref(d.Spec.Replicas, 1)))
+		}
+	}
+	daemonSets, err := client.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range daemonSets.Items {
+		// One pod on every node.
+		if d.Status.DesiredNumberScheduled != NodesPerCluster || DaemonSetPending(&d) != "" {
+			out = append(out, fmt.Sprintf("%s/daemonset/%s/%s (%d of %d available)", cluster, d.Namespace, d.Name, d.Status.NumberAvailable, NodesPerCluster))
+		}
+	}
+	return out, nil
+}
+
+// DaemonSetPending says what keeps d's rollout from being complete, "" when it is: every pod
+// updated, ready and available, as `kubectl rollout status` waits for.
+func DaemonSetPending(d *appsv1.DaemonSet) string {
+	s := d.Status
+	if s.ObservedGeneration < d.Generation || s.UpdatedNumberScheduled != s.DesiredNumberScheduled ||
+		s.NumberReady != s.DesiredNumberScheduled || s.NumberAvailable != s.DesiredNumberScheduled {
+		return fmt.Sprintf("DaemonSet %s: %d desired, %d updated, %d ready, %d available", d.Name,
+			s.DesiredNumberScheduled, s.UpdatedNumberScheduled, s.NumberReady, s.NumberAvailable)
+	}
+	return ""
+}
+
+// DeploymentPending says what keeps d's rollout from being complete, "" when it is: every pod
+// updated, ready and available, and no other, as `kubectl rollout status` waits for.
+func DeploymentPending(d *appsv1.Deployment) string {
+	s := d.Status
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	if s.ObservedGeneration < d.Generation || s.UpdatedReplicas != want || s.Replicas != want ||
+		s.ReadyReplicas != want || s.AvailableReplicas != want {
+		return fmt.Sprintf("Deployment %s: %d wanted, %d updated, %d in all, %d ready, %d available", d.Name,
+			want, s.UpdatedReplicas, s.Replicas, s.ReadyReplicas, s.AvailableReplicas)
+	}
+	return ""
+}
+
+// RecordPods records every running pod of the lab's workloads, the controllers among them with
+// a forward to their admin port (the one they have when recorded before), and each cluster's
+// CoreDNS.
+func (l *Lab) RecordPods(ctx context.Context) error {
+	before := l.Record()
+	var pods []Pod
+	var controllers []Controller
+	var dns []DNSServer
+	for _, cluster := range ClusterNames() {
+		list, err := l.clusters[cluster].Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, pod := range list.Items {
+			if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
+				continue
+			}
+			p := before.PodOf(cluster, &pod)
+			pods = append(pods, p)
+			switch {
+			case strings.HasPrefix(p.App, "semaphore-") && pod.Namespace == SemaphoreNamespace:
+				c, err := l.controllerOf(before, &pod, p)
+				if err != nil {
+					return fmt.Errorf("%s: pod %s: %w", cluster, pod.Name, err)
+				}
+				controllers = append(controllers, c)
+			case p.App == "kube-dns" && pod.Namespace == dnsNamespace:
+				dns = append(dns, DNSServer{Cluster: cluster, Pod: pod.Name, Addr: net.JoinHostPort(p.IP, "53")})
+			}
+		}
+	}
+	slices.SortFunc(controllers, func(a, b Controller) int {
+		return cmp.Or(strings.Compare(a.Component, b.Component), strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.PodName, b.PodName))
+	})
+	l.update(func(rec *Record) { rec.Pods, rec.Controllers, rec.DNS = pods, controllers, dns })
+	return nil
+}
+
+// PodOf is what the record says of pod, in cluster: where it runs, and where the kubelet
+// writes its output.
+func (rec *Record) PodOf(cluster string, pod *corev1.Pod) Pod {
+	p := Pod{
+		Cluster: cluster, Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID),
+		App:  cmp.Or(pod.Labels["app.kubernetes.io/name"], pod.Labels["k8s-app"]),
+		Node: pod.Spec.NodeName, IP: pod.Status.PodIP,
+	}
+	if rec.Nodes != nil {
+		for _, n := range rec.Nodes.Nodes {
+			if n.Cluster == cluster && n.Name == pod.Spec.NodeName {
+				p.Log = PodLog(n.Dir, pod)
+			}
+		}
+	}
+	return p
+}
+
+// ReplacePods records pods in place of the pods of app in cluster.
+func (l *Lab) ReplacePods(cluster, app string, pods []Pod) {
+	l.update(func(rec *Record) {
+		rec.Pods = append(slices.DeleteFunc(slices.Clone(rec.Pods), func(p Pod) bool {
+			return p.Cluster == cluster && p.App == app
+		}), pods...)
+	})
+}
+
+// controllerOf is a Semaphore controller's pod, with a port of this machine's loopback
+// forwarded to its admin port (through the underlay, which routes every pod CIDR); as before
+// when it was recorded already.
+func (l *Lab) controllerOf(before *Record, pod *corev1.Pod, p Pod) (Controller, error) {
+	if i := slices.IndexFunc(before.Controllers, func(c Controller) bool { return c.PodUID == p.UID }); i >= 0 {
+		return before.Controllers[i], nil
+	}
+	c := Controller{
+		Component: p.App, Cluster: p.Cluster, PodName: pod.Name, PodUID: p.UID, PodIP: p.IP, Log: p.Log,
+	}
+	if pod.Spec.HostNetwork {
+		c.Node = pod.Spec.NodeName // a DaemonSet's pod: one per node
+	}
+	ctr := pod.Spec.Containers[0]
+	if q, ok := ctr.Resources.Limits[corev1.ResourceMemory]; ok {
+		c.MemoryLimit = q.Value()
+	}
+	for _, e := range ctr.Env {
+		switch e.Name {
+		case "SEMAPHORE_LEADER_ELECT_LEASE_NAME":
+			c.Lease = e.Value
+		case "SEMAPHORE_REMOTES_DIR":
+			c.RemotesDir = e.Value
+		}
+	}
+	port := 0
+	for _, cp := range ctr.Ports {
+		if cp.Name == "admin" {
+			port = int(cp.ContainerPort)
+		}
+	}
+	if port == 0 {
+		return c, fmt.Errorf("no admin port")
+	}
+	admin, stop, err := testbed.ForwardFrom(UnderlayNetns, net.JoinHostPort(p.IP, strconv.Itoa(port)))
+	if err != nil {
+		return c, err
+	}
+	l.onTeardown(stop)
+	c.Admin = admin
+	return c, nil
+}
+
+// PodLog is where the kubelet of the node whose state is in nodeDir writes the output of pod's
+// first container: /var/log/pods/<namespace>_<name>_<uid>/<container>/0.log in the node.
+func PodLog(nodeDir string, pod *corev1.Pod) string {
+	if nodeDir == "" || len(pod.Spec.Containers) == 0 {
+		return ""
+	}
+	return filepath.Join(node.HostPath(nodeDir, "/var/log/pods"), pod.Namespace+"_"+pod.Name+"_"+string(pod.UID), pod.Spec.Containers[0].Name, "0.log")
+}

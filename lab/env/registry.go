@@ -1,0 +1,115 @@
+package env
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+
+	"github.com/kube-semaphore/semaphore/internal/helmchart"
+	"github.com/kube-semaphore/semaphore/internal/images"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
+)
+
+// The lab's OCI registry: go-containerregistry's, in the lab's own process, on loopback. It
+// holds our images (built by internal/images, as `make images` builds them) and both charts
+// (pushed by the helm CLI); the nodes pull from it at the same address, which the lab forwards
+// into each of them. It keeps everything in memory: a new lab pushes everything again.
+
+// ImagesRepo is the repository path of our images in the registry, as the charts' default
+// registry has them (ghcr.io/kube-semaphore/semaphore-<component>): global.image.registry is
+// <registry>/kube-semaphore.
+const ImagesRepo = "kube-semaphore"
+
+// startRegistry serves the registry on a free port of 127.0.0.1 and pushes the charts to it.
+func (l *Lab) startRegistry(ctx context.Context) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	logf, err := os.Create(l.Path("logs", "registry.log"))
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{
+		Handler:           registry.New(registry.Logger(log.New(logf, "", log.LstdFlags))),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			l.Logf("registry: %v", err)
+		}
+	}()
+	l.onTeardown(func() {
+		_ = srv.Close()
+		logf.Close()
+	})
+	l.registry = ln.Addr().String()
+	l.update(func(rec *Record) { rec.Registry = l.registry })
+	if err := l.pushImages(ctx); err != nil {
+		return err
+	}
+	if err := l.pushCharts(ctx); err != nil {
+		return err
+	}
+	l.Logf("registry on %s holds the images (%s/...) and the charts (oci://%s/%s/...)", l.registry, ImagesRepo, l.registry, ChartsRepo)
+	return nil
+}
+
+// The lab's own images, besides the three components'.
+const (
+	// pauseImage is every pod's sandbox (containerd's sandbox_image): lab/cmd/pause.
+	pauseImage = "semaphore-lab-pause"
+	// sampleImage is the sample workloads' program: lab/cmd/sample.
+	sampleImage = "semaphore-lab-sample"
+	// corednsImage is CoreDNS as ci/coredns.sh builds it.
+	corednsImage = "coredns"
+)
+
+// pushImages builds our images for this machine's platform, as `make images` builds them for
+// every platform, and pushes them to the registry: the components' tagged as the charts expect
+// them (the charts' appVersion), and the lab's own.
+func (l *Lab) pushImages(ctx context.Context) error {
+	root := testbed.RepoRoot()
+	opts, err := images.DefaultOptions(ctx, root)
+	if err != nil {
+		return err
+	}
+	if l.imageTag, err = images.AppVersion(filepath.Join(root, helmchart.UmbrellaDir)); err != nil {
+		return err
+	}
+	platform := []string{"linux/" + runtime.GOARCH}
+	specs := images.Components()
+	specs = append(specs,
+		images.Spec{Name: pauseImage, Package: "./lab/cmd/pause"},
+		images.Spec{Name: sampleImage, Package: "./lab/cmd/sample"},
+		images.Spec{Name: corednsImage, Binaries: map[string]string{platform[0]: l.bin.coredns}},
+	)
+	for _, spec := range specs {
+		if spec.Binaries == nil {
+			spec.Platforms = platform
+		}
+		idx, err := images.Build(ctx, spec, opts)
+		if err != nil {
+			return fmt.Errorf("image %s: %w", spec.Name, err)
+		}
+		if err := images.Push(ctx, l.imageRef(spec.Name), idx, true); err != nil {
+			return fmt.Errorf("pushing %s: %w", l.imageRef(spec.Name), err)
+		}
+	}
+	return nil
+}
+
+// imageRef is the reference of image name in the lab's registry.
+func (l *Lab) imageRef(name string) string {
+	return l.registry + "/" + ImagesRepo + "/" + name + ":" + l.imageTag
+}

@@ -1,0 +1,155 @@
+package env
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/kube-semaphore/semaphore/internal/testbed"
+)
+
+// The sample workloads of the Semaphore blog post: fluentd in aws collects logs, and the
+// forwarder pods in gcp send it theirs, through fluentd's mirror in gcp. fluentd runs on the
+// aws node whose pods' addresses are borrowed from another node's IPAM block (calico.go). And
+// a global service, echo in every cluster, with a client in gcp (global.go).
+const (
+	SampleNamespace       = "sys-log"
+	FluentdCluster        = "aws"
+	FluentdName           = "fluentd"
+	fluentdReplicas int32 = 2
+	// FluentdPort is the port the forwarders send to.
+	FluentdPort            = 8888
+	ForwarderCluster       = "gcp"
+	ForwarderName          = "forwarder"
+	forwarderCount   int32 = 2
+
+	// MirrorLabel opts a Service in to mirroring; PolicyLabel names the network set of the pods
+	// that carry it.
+	MirrorLabel = "mirror.semaphore.uw.io/mirror-service"
+	PolicyLabel = "policy.semaphore.uw.io/name"
+)
+
+// fluentdPorts are the ports fluentd serves, by name.
+var fluentdPorts = []struct {
+	name string
+	port int32
+}{{"forward", FluentdPort}, {"http", 8889}}
+
+// createSampleWorkloads creates the sample workloads: Deployments of the lab's sample program
+// (lab/cmd/sample, in the lab's registry), spread over the nodes of their cluster.
+func (l *Lab) createSampleWorkloads(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := l.createFluentd(ctx); err != nil {
+		return fmt.Errorf("%s: %w", FluentdCluster, err)
+	}
+	if err := l.createForwarders(ctx); err != nil {
+		return fmt.Errorf("%s: %w", ForwarderCluster, err)
+	}
+	l.Logf("created %s/%s/%s (%d replicas, mirrored) and %s/%s/%s (%d replicas, in network sets)",
+		FluentdCluster, SampleNamespace, FluentdName, fluentdReplicas, ForwarderCluster, SampleNamespace, ForwarderName, forwarderCount)
+	if err := l.createGlobalService(ctx); err != nil {
+		return err
+	}
+	l.Logf("created %s/%s (%d replicas, a local-first global service) in %s, and %s/%s/%s",
+		SampleNamespace, GlobalName, GlobalReplicas, strings.Join(ClusterNames(), ", "), GlobalCluster, SampleNamespace, GlobalClientName)
+	return nil
+}
+
+// createFluentd creates fluentd: the sample program serving both ports and logging every
+// request with its client's address, and its Service, which opts in to mirroring.
+func (l *Lab) createFluentd(ctx context.Context) error {
+	c := l.clusters[FluentdCluster]
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   FluentdName,
+			Labels: map[string]string{"app.kubernetes.io/name": FluentdName, MirrorLabel: "true"},
+		},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app.kubernetes.io/name": FluentdName}},
+	}
+	var listen []string
+	var ports []corev1.ContainerPort
+	for _, p := range fluentdPorts {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
+			Name: p.name, Port: p.port, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString(p.name),
+		})
+		ports = append(ports, corev1.ContainerPort{Name: p.name, ContainerPort: p.port, Protocol: corev1.ProtocolTCP})
+		listen = append(listen, fmt.Sprintf(":%d", p.port))
+	}
+	ctr := l.SampleContainer(FluentdName, "serve", "-listen", strings.Join(listen, ","))
+	ctr.Ports = ports
+	ctr.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+		HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString(fluentdPorts[0].name)}}}
+	// On the node whose pods' addresses are borrowed (CalicoBorrowed): the forwarders' requests
+	// reach them through single-address routes inside another node's block.
+	onNode := map[string]string{corev1.LabelHostname: NodeName(CalicoCluster, NodesPerCluster-1)}
+	if err := l.CreateSampleDeployment(ctx, c, SampleNamespace, FluentdName, fluentdReplicas, nil, onNode, ctr); err != nil {
+		return err
+	}
+	_, err := c.Client.CoreV1().Services(SampleNamespace).Create(ctx, svc, metav1.CreateOptions{})
+	return err
+}
+
+// createForwarders creates the forwarders, which carry the policy label (semaphore-policy
+// turns them into a GlobalNetworkSet in each of the other clusters) and send requests to
+// fluentd in aws by the name docs/coredns.md gives its mirror.
+func (l *Lab) createForwarders(ctx context.Context) error {
+	url := fmt.Sprintf("http://%s.%s.svc.cluster.%s:%d/", FluentdName, SampleNamespace, FluentdCluster, FluentdPort)
+	ctr := l.SampleContainer(ForwarderName, "send", "-url", url, "-interval", "1s")
+	return l.CreateSampleDeployment(ctx, l.clusters[ForwarderCluster], SampleNamespace, ForwarderName, forwarderCount,
+		map[string]string{PolicyLabel: ForwarderName}, nil, ctr)
+}
+
+// SampleContainer is a container of the sample program with args.
+func (l *Lab) SampleContainer(name string, args ...string) corev1.Container {
+	return corev1.Container{
+		Name:  name,
+		Image: l.imageRef(sampleImage),
+		Args:  args,
+		Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+		SecurityContext: restrictedContainer(),
+	}
+}
+
+// CreateSampleDeployment creates a Deployment of replicas pods of ctr in namespace,
+// spread over the nodes nodeSelector selects (all when nil).
+func (l *Lab) CreateSampleDeployment(ctx context.Context, c *testbed.Cluster, namespace, name string, replicas int32, extraLabels, nodeSelector map[string]string, ctr corev1.Container) error {
+	if err := c.EnsureNamespace(ctx, namespace); err != nil {
+		return err
+	}
+	app := map[string]string{"app.kubernetes.io/name": name}
+	podLabels := maps.Clone(app)
+	maps.Copy(podLabels, extraLabels)
+	_, err := c.Client.AppsV1().Deployments(namespace).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: app},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: app},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec: corev1.PodSpec{
+					AutomountServiceAccountToken: ptr.To(false),
+					SecurityContext:              &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)},
+					Containers:                   []corev1.Container{ctr},
+					NodeSelector:                 nodeSelector,
+					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+						MaxSkew:           1,
+						TopologyKey:       corev1.LabelHostname,
+						WhenUnsatisfiable: corev1.DoNotSchedule,
+						LabelSelector:     &metav1.LabelSelector{MatchLabels: app},
+					}},
+				},
+			},
+		},
+	}, metav1.CreateOptions{})
+	return err
+}

@@ -1,0 +1,195 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/podlog"
+	"github.com/kube-semaphore/semaphore/lab/status"
+)
+
+// floodAddrs are the endpoint of a flooded EndpointSlice at its i-th update: in the remote's
+// range, so that the mirrors follow each one.
+func floodAddrs(i int) []string {
+	return []string{env.AddrAdd(netip.MustParsePrefix(env.SpecOf(env.HostileRemote).PodCIDR).Addr(), 200+i%2).String()}
+}
+
+// floodResult counts the flood's updates, and how often the consumers were looked at meanwhile.
+type floodResult struct{ ok, failed, looks int }
+
+// floodWatching floods the remote for d and meanwhile looks at the consumers again and again:
+// nothing refused may reach them at any moment. It returns the problems seen, each once.
+func (h *hostileRun) floodWatching(ctx context.Context, d time.Duration) (floodResult, []string) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	done := make(chan floodResult, 1)
+	go func() { done <- h.flood(ctx) }()
+	var seen []string
+	looks := 0
+	for ctx.Err() == nil {
+		looks++
+		for _, p := range h.leaks(ctx, expectNoLeak) {
+			if p = "during the flood: " + p; ctx.Err() == nil && !slices.Contains(seen, p) {
+				seen = append(seen, p)
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+	r := <-done
+	r.looks = looks
+	return r, seen
+}
+
+// flood updates the EndpointSlices of the hostile Services, one after the other, as fast as a
+// client without a rate limit gets answers, until ctx is done.
+func (h *hostileRun) flood(ctx context.Context) floodResult {
+	cfg := rest.CopyConfig(h.l.Cluster(h.remote).Config)
+	cfg.QPS = -1 // no client-side rate limit
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return floodResult{failed: 1}
+	}
+	var names []string
+	for _, n := range h.services {
+		if strings.HasPrefix(n, "svc-") {
+			names = append(names, n)
+		}
+	}
+	var r floodResult
+	for i := 0; ctx.Err() == nil; i++ {
+		patch := fmt.Appendf(nil, `{"endpoints":[{"addresses":[%q],"conditions":{"ready":true}}]}`, floodAddrs(i/len(names) + 1)[0])
+		_, err := client.DiscoveryV1().EndpointSlices(env.HostileNamespace).Patch(ctx, names[i%len(names)], types.MergePatchType, patch, metav1.PatchOptions{})
+		switch {
+		case err == nil:
+			r.ok++
+		case ctx.Err() == nil:
+			r.failed++
+		}
+	}
+	return r
+}
+
+// trafficStats are the attempts of senders in a window: how many, how many failed, and their
+// durations' median and 99th percentile.
+type trafficStats struct {
+	Sent, Failed int
+	P50, P99     time.Duration
+}
+
+func (t trafficStats) String() string {
+	return fmt.Sprintf("%d requests, %d failed, p50 %s, p99 %s", t.Sent, t.Failed, roundDuration(t.P50), roundDuration(t.P99))
+}
+
+// roundDuration keeps three digits or so.
+func roundDuration(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case d >= 10*time.Millisecond:
+		return d.Round(100 * time.Microsecond)
+	}
+	return d.Round(10 * time.Microsecond)
+}
+
+// sentStats are the statistics of the "sent" records in [from, to).
+func sentStats(records []podlog.Record, from, to time.Time) trafficStats {
+	var s trafficStats
+	var durations []time.Duration
+	for _, r := range records {
+		if r.Msg != "sent" || r.Time.Before(from) || !r.Time.Before(to) {
+			continue
+		}
+		s.Sent++
+		if r.Failed() {
+			s.Failed++
+		}
+		if d, err := time.ParseDuration(r.Duration); err == nil {
+			durations = append(durations, d)
+		}
+	}
+	slices.Sort(durations)
+	s.P50, s.P99 = percentile(durations, 0.50), percentile(durations, 0.99)
+	return s
+}
+
+// percentile is the q-th quantile of sorted (nearest rank), 0 for none.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*q+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// senderStats reads the logs of pods and returns the statistics of their attempts in the window.
+func senderStats(pods []env.Pod, from, to time.Time) (trafficStats, error) {
+	var all []podlog.Record
+	for _, p := range pods {
+		records, err := readLog(p.Log)
+		if err != nil {
+			return trafficStats{}, err
+		}
+		all = append(all, records...)
+	}
+	return sentStats(all, from, to), nil
+}
+
+// trafficDuring compares the honest traffic during the flood with the traffic before the
+// scenario, and returns the problems: a forwarder's request that failed during the flood, or
+// none that fluentd logged, and whatever the lab's traffic part finds.
+func (h *hostileRun) trafficDuring(rec *env.Record, start, from, to time.Time) []string {
+	forwarders := rec.PodsOf(env.ForwarderCluster, env.ForwarderName)
+	var problems []string
+	for _, s := range []struct {
+		what string
+		pods []env.Pod
+		// between tells whether the traffic goes to another cluster: the echo client's is
+		// served by its own cluster's echo, local-first, and is shown only.
+		between bool
+	}{
+		{fmt.Sprintf("%s/%s -> %s's %s", env.ForwarderCluster, env.ForwarderName, env.FluentdCluster, env.FluentdName), forwarders, true},
+		{fmt.Sprintf("%s/%s -> %s (local-first)", env.GlobalCluster, env.GlobalClientName, env.GlobalName), rec.PodsOf(env.GlobalCluster, env.GlobalClientName), false},
+	} {
+		before, err1 := senderStats(s.pods, start.Add(-hostileBaseline), start)
+		during, err2 := senderStats(s.pods, from, to)
+		if err := errors.Join(err1, err2); err != nil {
+			problems = append(problems, fmt.Sprintf("reading the logs of %s: %v", s.what, err))
+			continue
+		}
+		fmt.Fprintf(h.l.Out(), "  honest traffic %s: before, %s; during the flood, %s\n", s.what, before, during)
+		if s.between && (during.Failed > 0 || during.Sent == 0) {
+			problems = append(problems, fmt.Sprintf("honest traffic %s during the flood: %s", s.what, during))
+		}
+	}
+	served := 0
+	for _, f := range rec.PodsOf(env.FluentdCluster, env.FluentdName) {
+		records, err := readLog(f.Log)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("reading fluentd's log: %v", err))
+		}
+		for _, r := range records {
+			if r.Msg == "request" && !r.Time.Before(from) && r.Time.Before(to) && slices.ContainsFunc(forwarders, func(p env.Pod) bool { return p.IP == r.Client }) {
+				served++
+			}
+		}
+	}
+	fmt.Fprintf(h.l.Out(), "  %s logged %d requests of the forwarders during the flood\n", env.FluentdName, served)
+	if served == 0 {
+		problems = append(problems, fmt.Sprintf("%s logged no request of the forwarders during the flood", env.FluentdName))
+	}
+	return append(problems, status.TrafficProblems(rec)...)
+}

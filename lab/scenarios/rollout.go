@@ -1,0 +1,67 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kube-semaphore/semaphore/lab/env"
+)
+
+// rolloutTimeout bounds each rollout during the outage: a pod is replaced in seconds here, so
+// a stall (a new pod that never turns ready) shows well within it.
+const rolloutTimeout = 2 * time.Minute
+
+// checkRolloutDuringOutage restarts gcp's semaphore-wireguard DaemonSet and service-mirror
+// Deployment, as `kubectl rollout restart` does, while gcp cannot read aws (its token there is
+// revoked), and expects both rollouts to complete: readiness is local, so a remote outage must
+// not stall a rollout (a DaemonSet with maxUnavailable 1 would wait for ever on an unready pod).
+func checkRolloutDuringOutage(ctx context.Context, l *env.Lab) []string {
+	c := l.Cluster("gcp").Client
+	restartedAt := time.Now().UTC().Format(time.RFC3339)
+	patch := fmt.Appendf(nil, `{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`, restartedAt)
+	ds, deploy := env.WireGuardComponent, "semaphore-service-mirror"
+	if _, err := c.AppsV1().DaemonSets(env.SemaphoreNamespace).Patch(ctx, ds, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return []string{fmt.Sprintf("restarting DaemonSet %s in gcp: %v", ds, err)}
+	}
+	if _, err := c.AppsV1().Deployments(env.SemaphoreNamespace).Patch(ctx, deploy, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return []string{fmt.Sprintf("restarting Deployment %s in gcp: %v", deploy, err)}
+	}
+	start := time.Now()
+	var last string
+	for time.Since(start) < rolloutTimeout {
+		last = workloadPending(ctx, c, ds)
+		if last == "" {
+			last = workloadPending(ctx, c, deploy)
+		}
+		if last == "" {
+			fmt.Fprintf(l.Out(), "  gcp    DaemonSet %s and Deployment %s rolled out in %s while aws is unreadable from gcp\n",
+				ds, deploy, time.Since(start).Round(100*time.Millisecond))
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+	return []string{fmt.Sprintf("rollout in gcp while aws is unreadable from gcp did not complete in %s: %s", rolloutTimeout, last)}
+}
+
+// workloadPending says what keeps the rollout of component's workload from being complete ("" when
+// it is), as `kubectl rollout status` waits for: a DaemonSet for semaphore-wireguard, a
+// Deployment for the others.
+func workloadPending(ctx context.Context, client kubernetes.Interface, component string) string {
+	if component == env.WireGuardComponent {
+		d, err := client.AppsV1().DaemonSets(env.SemaphoreNamespace).Get(ctx, component, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		return env.DaemonSetPending(d)
+	}
+	d, err := client.AppsV1().Deployments(env.SemaphoreNamespace).Get(ctx, component, metav1.GetOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	return env.DeploymentPending(d)
+}

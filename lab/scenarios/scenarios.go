@@ -1,0 +1,50 @@
+// Package scenarios holds what the lab does to the mesh once it is up and its status is good,
+// and what it asserts meanwhile: every identity, the dashboards, a global service's failover, a
+// hostile remote, kubectl semaphore check with a revoked token and a rollout during the outage
+// (All, which `lab check` runs), and the soak (Soak, which `lab soak` runs): churn, remote cuts
+// and controller pods deleted, then the mesh compared with what the clusters hold.
+//
+// Each check is a Scenario: a name and a function of the running lab (env.Lab) that prints
+// what it measured and returns the problems it found. Adding one is a new file in this
+// package and a line in All: Run runs them in that order, each on the lab the ones before
+// left.
+package scenarios
+
+import (
+	"context"
+
+	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/status"
+)
+
+// Scenario is one check of the running lab: Run prints what it does and measures, and returns
+// the problems it found (none when the lab passes it).
+type Scenario struct {
+	Name string
+	Run  func(ctx context.Context, l *env.Lab) []string
+}
+
+// All are the scenarios of `lab check`, in the order they run.
+var All = []Scenario{
+	{"identities", checkIdentities},
+	{"dashboards", checkDashboards},
+	{"global service failover", checkGlobalFailover},
+	// Before the plugin's check, which cuts gcp off aws: the honest traffic between them must
+	// flow through the hostile remote's flood.
+	{"hostile remote", checkHostileRemote},
+	{"kubectl semaphore check", checkWithPlugin},
+}
+
+// Run runs the scenarios of list in order, printing the problems of each, and stops at the
+// first that finds any: the lab is not what the next ones expect then. It returns those
+// problems.
+func Run(ctx context.Context, l *env.Lab, list []Scenario) []string {
+	for _, s := range list {
+		problems := s.Run(ctx, l)
+		status.PrintProblems(l.Out(), problems)
+		if len(problems) > 0 {
+			return problems
+		}
+	}
+	return nil
+}

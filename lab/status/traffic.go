@@ -1,0 +1,263 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/netip"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/podlog"
+)
+
+// The user's path, end to end: gcp's forwarder pods send requests to
+// fluentd.sys-log.svc.cluster.aws:8888, which gcp's CoreDNS resolves to fluentd's mirror, whose
+// ClusterIP kube-proxy on the forwarder's node sends to a fluentd pod in aws, through the
+// node's WireGuard device for aws. fluentd logs every request with the address of the
+// connection's client: it must be the forwarder pod's own, which shows that nothing on the way
+// translated it. The kubelet writes fluentd's output to the node's /var/log/pods, read here.
+
+// TrafficStatus is what fluentd logged of one forwarder pod's requests.
+type TrafficStatus struct {
+	Forwarder env.Pod
+	// Requests is how many requests fluentd's pods logged with the forwarder's address as
+	// client; Fluentd are the pods that logged them.
+	Requests int
+	Fluentd  []string
+	// Device is the device the forwarder's node routes fluentd's pods through, ReturnDevice
+	// the one fluentd's nodes route the forwarder through.
+	Device, ReturnDevice string
+}
+
+// TrafficLog is what fluentd logged, by client address, and what could not be read.
+type TrafficLog struct {
+	Traffic []TrafficStatus
+	// Fluentd are fluentd's pods, with the IPAM block their addresses are from.
+	Fluentd []BlockAddr
+	// Reach are pings from the forwarders' nodes to a pod on a node that holds its own blocks.
+	Reach []ReachStatus
+	// Strangers are client addresses fluentd logged that are no forwarder pod's.
+	Strangers []string
+	Err       error
+}
+
+// BlockAddr is a pod of the Calico-way cluster and the IPAM block its address is from.
+type BlockAddr struct {
+	Pod   env.Pod
+	Block env.IPAMBlock
+}
+
+// Borrowed tells whether the pod's address is from a block affine to another node.
+func (b BlockAddr) Borrowed() bool { return b.Block.Node != "" && b.Block.Node != b.Pod.Node }
+
+// ReachStatus is a ping from a node of the forwarders' cluster (from its pods' gateway address,
+// in its pod CIDR, which the other side routes back) to a pod of the Calico-way cluster.
+type ReachStatus struct {
+	From, Src string
+	To        BlockAddr
+	RTT       time.Duration
+	Err       error
+}
+
+// collectTraffic reads fluentd's logs and the routes between the forwarders and fluentd.
+func collectTraffic(rec *env.Record) *TrafficLog {
+	if rec.Nodes == nil || rec.NodesSkipped() {
+		return nil
+	}
+	out := &TrafficLog{}
+	byClient := map[string]map[string]int{} // client -> fluentd pod -> requests
+	fluentd := rec.PodsOf(env.FluentdCluster, env.FluentdName)
+	for _, f := range fluentd {
+		if err := readRequests(f, byClient); err != nil {
+			out.Err = err
+		}
+	}
+	forwarders := rec.PodsOf(env.ForwarderCluster, env.ForwarderName)
+	for _, fw := range forwarders {
+		t := TrafficStatus{Forwarder: fw}
+		for pod, n := range byClient[fw.IP] {
+			t.Requests += n
+			t.Fluentd = append(t.Fluentd, pod)
+		}
+		slices.Sort(t.Fluentd)
+		if len(fluentd) > 0 {
+			t.Device = routeDevice(rec.NetnsOf(fw.Node), fluentd[0].IP)
+			t.ReturnDevice = routeDevice(rec.NetnsOf(fluentd[0].Node), fw.IP)
+		}
+		out.Traffic = append(out.Traffic, t)
+	}
+	for _, f := range fluentd {
+		a, _ := netip.ParseAddr(f.IP)
+		b, _ := env.BlockOf(a)
+		out.Fluentd = append(out.Fluentd, BlockAddr{f, b})
+	}
+	out.Reach = reachBlocks(rec, forwarders)
+	for client := range byClient {
+		if !slices.ContainsFunc(forwarders, func(p env.Pod) bool { return p.IP == client }) {
+			out.Strangers = append(out.Strangers, client)
+		}
+	}
+	slices.Sort(out.Strangers)
+	return out
+}
+
+// reachBlocks pings, from every node of the forwarders, a pod of the Calico-way cluster on its
+// first node (whose blocks are all its own): the way to the blocks beside the borrowed
+// addresses fluentd's traffic takes. None when no such pod has an address.
+func reachBlocks(rec *env.Record, forwarders []env.Pod) []ReachStatus {
+	var to *BlockAddr
+	for _, p := range rec.Pods {
+		a, err := netip.ParseAddr(p.IP)
+		if b, ok := env.BlockOf(a); err == nil && ok && p.Cluster == env.CalicoCluster && p.Node == env.NodeName(env.CalicoCluster, 0) && (to == nil || p.Name < to.Pod.Name) {
+			to = &BlockAddr{p, b}
+		}
+	}
+	if to == nil {
+		return nil
+	}
+	var out []ReachStatus
+	for _, n := range rec.Nodes.Nodes {
+		if slices.ContainsFunc(forwarders, func(f env.Pod) bool { return f.Node == n.Name }) {
+			gateway := env.AddrAdd(netip.MustParsePrefix(n.PodCIDR).Addr(), 1).String()
+			out = append(out, ReachStatus{From: n.Name, Src: gateway, To: *to})
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Go(func() {
+			out[i].RTT, out[i].Err = testbed.Ping(rec.NetnsOf(out[i].From), out[i].Src, out[i].To.Pod.IP, time.Second)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// readRequests counts the requests fluentd pod f logged, by client, into byClient.
+func readRequests(f env.Pod, byClient map[string]map[string]int) error {
+	records, err := podlog.Read(f.Log)
+	if err != nil {
+		return fmt.Errorf("fluentd's log: %w", err)
+	}
+	for _, r := range records {
+		if r.Msg != "request" {
+			continue
+		}
+		if byClient[r.Client] == nil {
+			byClient[r.Client] = map[string]int{}
+		}
+		byClient[r.Client][f.Name]++
+	}
+	return nil
+}
+
+// routeDevice is the device through which netns routes packets to dst, "" when ip cannot tell.
+func routeDevice(netns, dst string) string {
+	out, err := exec.Command("ip", "-n", netns, "-o", "route", "get", dst).Output()
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(out))
+	if i := slices.Index(f, "dev"); i >= 0 && i+1 < len(f) {
+		return f[i+1]
+	}
+	return ""
+}
+
+// TrafficProblems reads the traffic part of the status alone, and returns its problems.
+func TrafficProblems(rec *env.Record) []string {
+	t := &trafficStatus{}
+	t.collect(context.Background(), rec)
+	return t.problems(rec)
+}
+
+// trafficStatus is the traffic between the forwarders and fluentd (nil without nodes).
+type trafficStatus struct {
+	log *TrafficLog
+}
+
+func (s *trafficStatus) collect(_ context.Context, rec *env.Record) {
+	s.log = collectTraffic(rec)
+}
+
+// problems: fluentd logged requests from every forwarder pod, with the pod's own address, none
+// from any other address, and each way goes through the WireGuard device of the other cluster.
+func (s *trafficStatus) problems(*env.Record) []string {
+	t := s.log
+	if t == nil {
+		return nil
+	}
+	var problems []string
+	if t.Err != nil {
+		problems = append(problems, t.Err.Error())
+	}
+	for _, f := range t.Traffic {
+		if f.Requests == 0 {
+			problems = append(problems, fmt.Sprintf("fluentd logged no request from %s (%s) yet", f.Forwarder.Name, f.Forwarder.IP))
+		}
+		if want := peers.DeviceName(env.FluentdCluster); f.Device != want {
+			problems = append(problems, fmt.Sprintf("%s routes fluentd's pods through %q, not %s", f.Forwarder.Node, f.Device, want))
+		}
+		if want := peers.DeviceName(env.ForwarderCluster); f.ReturnDevice != want {
+			problems = append(problems, fmt.Sprintf("fluentd's node routes %s through %q, not %s", f.Forwarder.Name, f.ReturnDevice, want))
+		}
+	}
+	for _, f := range t.Fluentd {
+		if !f.Borrowed() {
+			problems = append(problems, fmt.Sprintf("fluentd pod %s (%s on %s) is in block %s of %s: not a borrowed address", f.Pod.Name, f.Pod.IP, f.Pod.Node, f.Block.CIDR, f.Block.Node))
+		}
+	}
+	for _, r := range t.Reach {
+		if r.Err != nil {
+			problems = append(problems, fmt.Sprintf("%s cannot reach %s (%s on %s, block %s): %v", r.From, r.To.Pod.Name, r.To.Pod.IP, r.To.Pod.Node, r.To.Block.CIDR, r.Err))
+		}
+	}
+	if len(t.Strangers) > 0 {
+		problems = append(problems, fmt.Sprintf("fluentd logged requests from %v, which is no forwarder pod's address: translated on the way", t.Strangers))
+	}
+	return problems
+}
+
+// print prints what fluentd logged of the forwarders' requests.
+func (s *trafficStatus) print(w io.Writer, rec *env.Record) {
+	if rec.Nodes == nil {
+		return
+	}
+	section(w, fmt.Sprintf("Traffic (%s/%s pods -> http://%s.%s.svc.cluster.%s:%d/, as logged by %s/%s)",
+		env.ForwarderCluster, env.ForwarderName, env.FluentdName, env.SampleNamespace, env.FluentdCluster, env.FluentdPort, env.FluentdCluster, env.FluentdName))
+	if rec.Nodes.Skipped != "" {
+		fmt.Fprintf(w, "  skipped: %s\n", rec.Nodes.Skipped)
+		return
+	}
+	logged := s.log
+	if logged == nil {
+		return
+	}
+	for _, t := range logged.Traffic {
+		fmt.Fprintf(w, "  %s (%s on %s): %d requests logged by %v with client %s, via %s, back via %s\n",
+			t.Forwarder.Name, t.Forwarder.IP, t.Forwarder.Node, t.Requests, t.Fluentd, t.Forwarder.IP, t.Device, t.ReturnDevice)
+	}
+	for _, f := range logged.Fluentd {
+		how := "its own block"
+		if f.Borrowed() {
+			how = "borrowed"
+		}
+		fmt.Fprintf(w, "  %s %s on %s: in IPAM block %s, affine to %s (%s)\n", f.Pod.Name, f.Pod.IP, f.Pod.Node, f.Block.CIDR, f.Block.Node, how)
+	}
+	for _, r := range logged.Reach {
+		result := fmt.Sprintf("ping %s", r.RTT.Round(10*time.Microsecond))
+		if r.Err != nil {
+			result = "error: " + r.Err.Error()
+		}
+		fmt.Fprintf(w, "  %s (%s) -> %s/%s %s on %s (block %s): %s\n", r.From, r.Src, r.To.Pod.Namespace, r.To.Pod.Name, r.To.Pod.IP, r.To.Pod.Node, r.To.Block.CIDR, result)
+	}
+	if logged.Err != nil {
+		fmt.Fprintf(w, "  error: %v\n", logged.Err)
+	}
+}
