@@ -83,12 +83,17 @@ func (l *Lab) startCalicoIPAM(ctx context.Context) error {
 			}
 		}
 	}()
+	l.Logf("%s runs the Calico way: Nodes without pod CIDRs, IPAM blocks %s kept by the lab as calico-ipam would (logs/calico-ipam.log)", CalicoCluster, blockNames())
+	return nil
+}
+
+// blockNames lists CalicoBlocks for a log line: "<cidr> (<node>), ...".
+func blockNames() string {
 	var names []string
 	for _, b := range CalicoBlocks() {
 		names = append(names, fmt.Sprintf("%s (%s)", b.CIDR, b.Node))
 	}
-	l.Logf("%s runs the Calico way: Nodes without pod CIDRs, IPAM blocks %s kept by the lab as calico-ipam would (logs/calico-ipam.log)", CalicoCluster, strings.Join(names, ", "))
-	return nil
+	return strings.Join(names, ", ")
 }
 
 // writeBlocks makes every block's allocations those of pods, writing the blocks whose
