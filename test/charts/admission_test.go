@@ -29,6 +29,7 @@ import (
 	wgapp "github.com/kube-semaphore/semaphore/components/wireguard/app"
 	wgcontroller "github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
+	"github.com/kube-semaphore/semaphore/components/wireguard/mtu"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
 	"github.com/kube-semaphore/semaphore/internal/component"
@@ -557,7 +558,7 @@ func setupController(t *testing.T, local kubernetes.Interface, remotes []remote.
 	log := testLogger(t)
 	reg := prometheus.NewRegistry()
 	in := component.NewInstruments(reg, wgapp.MetricsPrefix, time.Second, log)
-	ctrl, err := wgcontroller.New(wgcontroller.Options{LocalCluster: "gcp", NodeName: admissionNode, MTU: 1420, ResyncPeriod: time.Minute},
+	ctrl, err := wgcontroller.New(wgcontroller.Options{LocalCluster: "gcp", NodeName: admissionNode, MTU: mtu.Fixed(1420), ResyncPeriod: time.Minute},
 		local, remotes, devs, devicetest.New(), in.Health, wgcontroller.NewMetrics(in.Factory, reg), in.Queue, log)
 	if err != nil {
 		t.Fatal(err)

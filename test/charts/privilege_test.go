@@ -634,7 +634,7 @@ func wireguardScenario(t *testing.T, aws, gcp *testenv.Cluster, p *simulatedPod)
 	devs := devicetest.New()
 	device := peers.DeviceName("aws")
 	ctrl, err := wgcontroller.New(wgcontroller.Options{
-		LocalCluster: cfg.LocalCluster, NodeName: cfg.NodeName, EndpointAddress: cfg.EndpointAddress,
+		LocalCluster: cfg.LocalCluster, NodeName: cfg.NodeName, EndpointAddressTypes: cfg.EndpointAddressTypes,
 		MTU: cfg.MTU, Keepalive: cfg.Keepalive, ResyncPeriod: cfg.ResyncPeriod, PodCIDRsFrom: cfg.PodCIDRsFrom,
 	}, kubernetes.NewForConfigOrDie(localCfg), remotes,
 		[]wgcontroller.RemoteDevice{{Remote: "aws", Device: device, Key: key, ListenPort: port}},

@@ -16,6 +16,8 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
+	"github.com/kube-semaphore/semaphore/components/wireguard/endpoint"
+	"github.com/kube-semaphore/semaphore/components/wireguard/mtu"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/component"
@@ -35,16 +37,16 @@ const MetricsPrefix = "semaphore_wg"
 type Config struct {
 	config.Shared
 	config.RemoteRanges
-	NodeName        string             `envconfig:"SEMAPHORE_WG_NODE_NAME" required:"true" desc:"name of the Node this instance runs on (from the downward API)"`
-	KeyDir          string             `envconfig:"SEMAPHORE_WG_KEY_DIR" default:"/var/lib/semaphore-wireguard" desc:"host directory holding one private key per device (mode 0600), kept across restarts"`
-	ListenPorts     map[string]int     `envconfig:"SEMAPHORE_WG_LISTEN_PORTS" desc:"UDP listen port of each remote's device, as remote:port pairs, e.g. aws:51821,merit:51822 (required for every remote)"`
-	MTU             int                `envconfig:"SEMAPHORE_WG_MTU" default:"1420" desc:"MTU of the WireGuard devices"`
-	Mode            device.Mode        `envconfig:"SEMAPHORE_WG_MODE" default:"auto" desc:"WireGuard implementation: auto (kernel when available), kernel or userspace"`
-	Keepalive       time.Duration      `envconfig:"SEMAPHORE_WG_KEEPALIVE" default:"25s" desc:"persistent keepalive interval of every peer (0 disables)"`
-	EndpointAddress string             `envconfig:"SEMAPHORE_WG_ENDPOINT_ADDRESS" desc:"address remote nodes reach this node at (defaults to the Node's InternalIP)"`
-	PodCIDRsFrom    controller.Sources `envconfig:"SEMAPHORE_WG_POD_CIDRS_FROM" default:"node" desc:"where each remote node's pod addresses come from: node (its spec.podCIDRs) or calico-ipam (the remote's Calico IPAM blocks affine to it and the addresses it borrowed); one value for every remote or remote:source pairs, e.g. aws:calico-ipam,merit:node"`
-	EndpointRanges  addrguard.Ranges   `envconfig:"SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES" desc:"ranges a remote node's WireGuard endpoint may lie in without being one of the Node's own addresses (InternalIP, ExternalIP), as remote:CIDR pairs, e.g. aws:203.0.113.0/24,aws:2001:db8::/64: for remotes whose nodes sit behind a NAT and publish its public address. Outside them a remote node whose endpoint is not one of its addresses is not a peer"`
-	MaxPeers        int                `envconfig:"SEMAPHORE_WG_MAX_PEERS_PER_REMOTE" default:"5000" desc:"most peers of one remote's device (at least 1): of a remote with more nodes that could be peers, the first by name are, and the rest are skipped and counted as peer_limit"`
+	NodeName             string             `envconfig:"SEMAPHORE_WG_NODE_NAME" required:"true" desc:"name of the Node this instance runs on (from the downward API)"`
+	KeyDir               string             `envconfig:"SEMAPHORE_WG_KEY_DIR" default:"/var/lib/semaphore-wireguard" desc:"host directory holding one private key per device (mode 0600), kept across restarts"`
+	ListenPorts          map[string]int     `envconfig:"SEMAPHORE_WG_LISTEN_PORTS" desc:"UDP listen port of each remote's device, as remote:port pairs, e.g. aws:51821,merit:51822 (required for every remote)"`
+	MTU                  mtu.Settings       `envconfig:"SEMAPHORE_WG_MTU" default:"auto" desc:"MTU of each remote's WireGuard device: auto (the underlay path MTU toward the remote's nodes, the smaller of this node's route and what they publish, less 60 bytes to IPv4 endpoints or 80 to IPv6 ones, at least 1280) or a number of 1280-9000; one value for every remote, or remote:value items with a bare value for the remotes not named, e.g. aws:1380,auto"`
+	Mode                 device.Mode        `envconfig:"SEMAPHORE_WG_MODE" default:"auto" desc:"WireGuard implementation: auto (kernel when available), kernel or userspace"`
+	Keepalive            time.Duration      `envconfig:"SEMAPHORE_WG_KEEPALIVE" default:"25s" desc:"persistent keepalive interval of every peer (0 disables)"`
+	EndpointAddressTypes endpoint.Types     `envconfig:"SEMAPHORE_WG_ENDPOINT_ADDRESS_TYPES" default:"ExternalIP,InternalIP" desc:"Node address types (ExternalIP, InternalIP) this node publishes as its endpoint, in order of preference: the first address of the first type the Node lists; with none, it publishes no endpoint and the remote's nodes answer the handshakes it starts. One list for every remote, or remote:type items (a remote's list is its items in order), items without a remote being the list of the remotes not named, e.g. aws:InternalIP,ExternalIP,InternalIP. The Node's annotation wireguard.semaphore.uw.io/endpoint-address, an IP address, wins over it"`
+	PodCIDRsFrom         controller.Sources `envconfig:"SEMAPHORE_WG_POD_CIDRS_FROM" default:"node" desc:"where each remote node's pod addresses come from: node (its spec.podCIDRs) or calico-ipam (the remote's Calico IPAM blocks affine to it and the addresses it borrowed); one value for every remote or remote:source pairs, e.g. aws:calico-ipam,merit:node"`
+	EndpointRanges       addrguard.Ranges   `envconfig:"SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES" desc:"ranges a remote node's WireGuard endpoint may lie in without being one of the Node's own addresses (InternalIP, ExternalIP), as remote:CIDR pairs, e.g. aws:203.0.113.0/24,aws:2001:db8::/64: for remotes whose nodes sit behind a NAT and publish its public address. Outside them a remote node whose endpoint is not one of its addresses is not a peer"`
+	MaxPeers             int                `envconfig:"SEMAPHORE_WG_MAX_PEERS_PER_REMOTE" default:"5000" desc:"most peers of one remote's device (at least 1): of a remote with more nodes that could be peers, the first by name are, and the rest are skipped and counted as peer_limit"`
 }
 
 // Validate checks the configuration; each error names its variable.
@@ -89,13 +91,14 @@ func (c *Config) Validate() error {
 	if c.MaxPeers < 1 {
 		return fmt.Errorf("SEMAPHORE_WG_MAX_PEERS_PER_REMOTE: %d is not at least 1", c.MaxPeers)
 	}
-	for r := range c.PodCIDRsFrom.ByRemote {
-		if !slices.Contains(c.Remotes, r) {
-			return fmt.Errorf("SEMAPHORE_WG_POD_CIDRS_FROM: %q is not in SEMAPHORE_REMOTES", r)
-		}
+	if err := c.PodCIDRsFrom.CheckRemotes(c.Remotes); err != nil {
+		return fmt.Errorf("SEMAPHORE_WG_POD_CIDRS_FROM: %w", err)
 	}
-	if c.MTU < 1280 || c.MTU > 9000 {
-		return fmt.Errorf("SEMAPHORE_WG_MTU: %d is not 1280-9000", c.MTU)
+	if err := c.EndpointAddressTypes.CheckRemotes(c.Remotes); err != nil {
+		return fmt.Errorf("SEMAPHORE_WG_ENDPOINT_ADDRESS_TYPES: %w", err)
+	}
+	if err := c.MTU.CheckRemotes(c.Remotes); err != nil {
+		return fmt.Errorf("SEMAPHORE_WG_MTU: %w", err)
 	}
 	switch c.Mode {
 	case device.ModeAuto, device.ModeKernel, device.ModeUserspace:
@@ -203,16 +206,16 @@ func New(cfg Config, log *slog.Logger) (*WireGuard, error) {
 		return nil, err
 	}
 	a.ctrl, err = controller.New(controller.Options{
-		LocalCluster:      cfg.LocalCluster,
-		NodeName:          cfg.NodeName,
-		EndpointAddress:   cfg.EndpointAddress,
-		MTU:               cfg.MTU,
-		Keepalive:         cfg.Keepalive,
-		ResyncPeriod:      cfg.ResyncPeriod,
-		PodCIDRsFrom:      cfg.PodCIDRsFrom,
-		Guard:             guard,
-		EndpointRanges:    cfg.EndpointRanges,
-		MaxPeersPerRemote: cfg.MaxPeers,
+		LocalCluster:         cfg.LocalCluster,
+		NodeName:             cfg.NodeName,
+		EndpointAddressTypes: cfg.EndpointAddressTypes,
+		MTU:                  cfg.MTU,
+		Keepalive:            cfg.Keepalive,
+		ResyncPeriod:         cfg.ResyncPeriod,
+		PodCIDRsFrom:         cfg.PodCIDRsFrom,
+		Guard:                guard,
+		EndpointRanges:       cfg.EndpointRanges,
+		MaxPeersPerRemote:    cfg.MaxPeers,
 	}, base.Local, base.Remotes, devs, mgr, base.Health, controller.NewMetrics(base.Factory, base.Registry), base.Queue, log)
 	if err != nil {
 		return nil, err

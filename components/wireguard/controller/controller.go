@@ -6,13 +6,12 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -30,6 +28,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/calicoipam"
+	"github.com/kube-semaphore/semaphore/components/wireguard/endpoint"
+	"github.com/kube-semaphore/semaphore/components/wireguard/mtu"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
@@ -37,12 +37,21 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/remote"
 )
 
-// Devices is what the controller needs of the host's WireGuard devices and routes.
+// Devices is what the controller needs of the host's WireGuard devices, routes and underlay.
 type Devices interface {
 	Ensure(name string, key wgtypes.Key, listenPort, mtu int) error
 	Peers(name string) ([]wgtypes.Peer, error)
 	ConfigurePeers(name string, changes []wgtypes.PeerConfig) error
 	SyncRoutes(name string, want []net.IPNet) (added, removed int, err error)
+	// MTU reads the MTU of a device; SetMTU changes it when it differs.
+	MTU(name string) (int, error)
+	SetMTU(name string, mtu int) error
+	// PathMTU is the MTU of the underlay route toward dst; DefaultPathMTU that of the default
+	// route of local's family or, without one, of the link holding local.
+	PathMTU(dst netip.Addr) (int, error)
+	DefaultPathMTU(local netip.Addr) (int, error)
+	// Implementation is the devices' WireGuard: "kernel" or "userspace".
+	Implementation() string
 }
 
 // RemoteDevice is the device of one remote cluster.
@@ -57,12 +66,15 @@ type RemoteDevice struct {
 type Options struct {
 	LocalCluster string
 	NodeName     string
-	// EndpointAddress is the address other clusters reach this node at; empty means the
-	// node's first InternalIP.
-	EndpointAddress string
-	MTU             int
-	Keepalive       time.Duration
-	ResyncPeriod    time.Duration
+	// EndpointAddressTypes are, per remote, the Node address types this node publishes its
+	// endpoint from, in order of preference (endpoint.DefaultTypes for a remote without a list);
+	// the Node's endpoint.OverrideAnnotation wins over them.
+	EndpointAddressTypes endpoint.Types
+	// MTU is, per remote, the MTU of its device: a fixed one, or auto (the zero value: auto for
+	// every remote).
+	MTU          mtu.Settings
+	Keepalive    time.Duration
+	ResyncPeriod time.Duration
 	// PodCIDRsFrom says, per remote, where its nodes' pod addresses come from.
 	PodCIDRsFrom Sources
 	// Guard refuses the pod CIDRs a remote may not have routed to it; this node's own ranges
@@ -89,6 +101,12 @@ type Peering struct {
 	// localRanges are this cluster's own ranges as this node sees them (its pod CIDRs and
 	// addresses), which no remote's IPAM block may take over. Set by Setup, before Run.
 	localRanges []netip.Prefix
+	// node reads this node's Node from the local informer (publish.go).
+	node corelisters.NodeLister
+
+	mu sync.Mutex
+	// badOverride is the unusable endpoint override last logged, to log a new one once.
+	badOverride string
 }
 
 type remoteCache struct {
@@ -100,16 +118,29 @@ type remoteCache struct {
 	// from Calico IPAM; nil otherwise.
 	blocks cache.Store
 
-	// configured is the endpoint last given to the device for each peer (peers.Changes). Only
-	// the remote's sync reads and writes it, and the workqueue runs one sync of a key at a time.
-	configured map[wgtypes.Key]*net.UDPAddr
+	// path is what the own path MTU toward the remote was last read for (pathmtu.go). Only the
+	// remote's sync reads and writes it, and the workqueue runs one sync of a key at a time.
+	path pathReading
 
 	mu      sync.Mutex
-	byKey   map[wgtypes.Key]string // public key -> node name, of the last desired peers
-	skipped map[string]string      // node -> reason, to log a skip once
-	limited int                    // nodes skipped for the peer limit, to log a change once
+	byKey   map[wgtypes.Key]peerRecord // of the last desired peers
+	skipped map[string]string          // node -> reason, to log a skip once
+	limited int                        // nodes skipped for the peer limit, to log a change once
 	// skippedBlocks is block -> reason, to log a skipped IPAM block once.
 	skippedBlocks map[string]string
+	// unreachable is whether this node last published no endpoint for the remote, and
+	// badPathMTUs how many of its peers publish an unusable path MTU: to log a change once.
+	unreachable bool
+	badPathMTUs int
+}
+
+// peerRecord is what the controller knows of a desired peer, for its metrics.
+type peerRecord struct {
+	Node string
+	// EndpointPublished is whether the node publishes an endpoint (else it must reach us).
+	EndpointPublished bool
+	// Since is when this process first configured the peer.
+	Since time.Time
 }
 
 // New wires an informer on the Nodes of each remote, and one on its IPAM blocks when its pod
@@ -134,7 +165,7 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, dev
 		byName[d.Remote] = d
 	}
 	for _, r := range remotes {
-		rc := &remoteCache{Remote: c.base.AddRemote(r.Name), dev: byName[r.Name], byKey: map[wgtypes.Key]string{}, skipped: map[string]string{}, skippedBlocks: map[string]string{}}
+		rc := &remoteCache{Remote: c.base.AddRemote(r.Name), dev: byName[r.Name], byKey: map[wgtypes.Key]peerRecord{}, skipped: map[string]string{}, skippedBlocks: map[string]string{}}
 		handler := rc.Handler(func(any) { c.base.Queue.Add(r.Name) })
 		factory := informers.NewSharedInformerFactoryWithOptions(r.Client, opts.ResyncPeriod, informers.WithTransform(remoteNodeTransform(opts.LocalCluster)))
 		inf := factory.Core().V1().Nodes()
@@ -148,7 +179,9 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, dev
 			m.initBlocks(r.Name)
 		}
 		c.remotes[r.Name] = rc
+		m.deviceInfo.WithLabelValues(r.Name, rc.dev.Device, devices.Implementation()).Set(1)
 	}
+	c.watchLocalNode(local)
 	m.stats.source = c.stats
 	m.stats.log = log
 	return c, nil
@@ -173,76 +206,35 @@ func (rc *remoteCache) watchBlocks(r remote.Cluster, resync time.Duration, handl
 }
 
 // Setup creates the devices (leaving in-sync ones untouched) and publishes this node's public
-// keys and endpoints in its annotations, removing those of remotes no longer configured.
+// keys, endpoints and path MTUs in its annotations, removing those of remotes no longer
+// configured.
 func (c *Peering) Setup(ctx context.Context) error {
-	for _, rc := range c.remotes {
-		if err := c.devices.Ensure(rc.dev.Device, rc.dev.Key, rc.dev.ListenPort, c.opts.MTU); err != nil {
-			return fmt.Errorf("device %s for remote %s: %w", rc.dev.Device, rc.dev.Remote, err)
-		}
-	}
-	return c.annotateNode(ctx)
-}
-
-func (c *Peering) annotateNode(ctx context.Context) error {
 	node, err := c.local.CoreV1().Nodes().Get(ctx, c.opts.NodeName, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("SEMAPHORE_WG_NODE_NAME: node %s: %w", c.opts.NodeName, err)
 	}
-	addr, err := c.endpointAddress(node)
-	if err != nil {
-		return err
-	}
-	c.localRanges = localRanges(node, addr)
+	c.localRanges = localRanges(node, c.override(node))
 	c.opts.Guard.SetLocal("this node", c.localRanges)
 	want := map[string]*string{}
 	for _, rc := range c.remotes {
-		key := rc.dev.Key.PublicKey().String()
-		endpoint := netip.AddrPortFrom(addr, uint16(rc.dev.ListenPort)).String()
-		want[peers.PubKeyAnnotation(rc.dev.Remote)] = &key
-		want[peers.EndpointAnnotation(rc.dev.Remote)] = &endpoint
-	}
-	patch := map[string]*string{}
-	for k, v := range node.Annotations {
-		if w, ok := want[k]; ok {
-			if *w != v {
-				patch[k] = w
-			}
-			continue
+		addr, reachable := c.endpointAddress(node, rc.dev.Remote)
+		deviceMTU, own := c.startMTU(rc, addr)
+		if err := c.devices.Ensure(rc.dev.Device, rc.dev.Key, rc.dev.ListenPort, deviceMTU); err != nil {
+			return fmt.Errorf("device %s for remote %s: %w", rc.dev.Device, rc.dev.Remote, err)
 		}
-		if isOurAnnotation(k) {
-			patch[k] = nil // a remote no longer configured
-		}
+		c.noteReachability(rc, reachable)
+		maps.Copy(want, annotationsOf(rc, addr, reachable, own))
 	}
-	for k, w := range want {
-		if _, ok := node.Annotations[k]; !ok {
-			patch[k] = w
-		}
-	}
-	if len(patch) == 0 {
-		return nil
-	}
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
-	if err != nil {
-		return err
-	}
-	if _, err := c.local.CoreV1().Nodes().Patch(ctx, c.opts.NodeName, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("annotating node %s: %w", c.opts.NodeName, err)
-	}
-	c.log.Info("published public keys and endpoints", "node", c.opts.NodeName, "annotations", len(patch))
-	return nil
+	return c.patchAnnotations(ctx, node, want, true)
 }
 
-// isOurAnnotation matches <cluster>.wireguard.semaphore.uw.io/{pubKey,endpoint}.
-func isOurAnnotation(k string) bool {
-	prefix, name, ok := strings.Cut(k, "/")
-	cluster, domain, ok2 := strings.Cut(prefix, ".")
-	return ok && ok2 && cluster != "" && domain == "wireguard.semaphore.uw.io" &&
-		(k == peers.PubKeyAnnotation(cluster) || k == peers.EndpointAnnotation(cluster)) && name != ""
-}
-
-// localRanges are the node's pod CIDRs, its addresses and its endpoint address.
-func localRanges(node *corev1.Node, endpoint netip.Addr) []netip.Prefix {
-	out := []netip.Prefix{netip.PrefixFrom(endpoint, endpoint.BitLen())}
+// localRanges are the node's pod CIDRs, its addresses and its endpoint override (invalid when
+// it has none).
+func localRanges(node *corev1.Node, override netip.Addr) []netip.Prefix {
+	var out []netip.Prefix
+	if override.IsValid() {
+		out = append(out, netip.PrefixFrom(override, override.BitLen()))
+	}
 	for _, c := range podCIDRs(node) {
 		if p, err := netip.ParsePrefix(c); err == nil {
 			out = append(out, p.Masked())
@@ -256,38 +248,57 @@ func localRanges(node *corev1.Node, endpoint netip.Addr) []netip.Prefix {
 	return out
 }
 
-func (c *Peering) endpointAddress(node *corev1.Node) (netip.Addr, error) {
-	if c.opts.EndpointAddress != "" {
-		a, err := netip.ParseAddr(c.opts.EndpointAddress)
-		if err != nil {
-			return netip.Addr{}, fmt.Errorf("SEMAPHORE_WG_ENDPOINT_ADDRESS: %w", err)
-		}
-		return a, nil
-	}
-	for _, a := range node.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			if ip, err := netip.ParseAddr(a.Address); err == nil {
-				return ip, nil
-			}
-		}
-	}
-	return netip.Addr{}, fmt.Errorf("node %s has no InternalIP; set SEMAPHORE_WG_ENDPOINT_ADDRESS", node.Name)
-}
-
 // Run starts the informers and workers and blocks until ctx is done. A remote whose API server
 // is unreachable keeps its peers: nothing is removed until its cache has synced and says so.
 func (c *Peering) Run(ctx context.Context, workers int) { c.base.Run(ctx, workers) }
 
-// sync makes the device of one remote hold exactly the desired peers and routes.
-func (c *Peering) sync(_ context.Context, name string) (reconcile.Result, error) {
+// sync makes the device of one remote hold exactly the desired peers and routes, with the MTU
+// of the path to them, and publishes this node's annotations for the remote.
+func (c *Peering) sync(ctx context.Context, name string) (reconcile.Result, error) {
 	rc := c.remotes[name]
 	if rc == nil || !rc.Ready() {
 		return reconcile.Skipped, nil
 	}
-	nodes, err := c.remoteNodes(rc)
+	desired, err := c.desiredPeers(rc)
 	if err != nil {
 		return reconcile.Error, err
 	}
+	actual, err := c.devices.Peers(rc.dev.Device)
+	if err != nil {
+		return reconcile.Error, err
+	}
+	now := time.Now()
+	changes := peers.Changes(desired, actual, c.opts.Keepalive, now)
+	if len(changes) > 0 {
+		if err := c.devices.ConfigurePeers(rc.dev.Device, changes); err != nil {
+			return reconcile.Error, fmt.Errorf("configuring peers of %s: %w", rc.dev.Device, err)
+		}
+		c.countChanges(rc, actual, changes)
+	}
+	c.recordPeers(rc, desired, now)
+	if until, kept := peers.KeptUntil(desired, actual, now); kept {
+		// A roamed endpoint is kept while its session lives: look again when it may have ended.
+		c.base.Queue.AddAfter(name, until.Sub(now)+time.Second)
+	}
+	added, removed, err := c.devices.SyncRoutes(rc.dev.Device, peers.Routes(desired))
+	c.metrics.changes.WithLabelValues(name, "route_add").Add(float64(added))
+	c.metrics.changes.WithLabelValues(name, "route_remove").Add(float64(removed))
+	if err != nil {
+		return reconcile.Error, fmt.Errorf("routes of %s: %w", rc.dev.Device, err)
+	}
+	if err := c.syncNode(ctx, rc, desired, endpointsAfter(actual, changes), now); err != nil {
+		return reconcile.Error, err
+	}
+	return reconcile.Success, nil
+}
+
+// desiredPeers are the peers the remote's nodes make, its skipped nodes recorded.
+func (c *Peering) desiredPeers(rc *remoteCache) ([]peers.Peer, error) {
+	nodes, err := c.remoteNodes(rc)
+	if err != nil {
+		return nil, err
+	}
+	name := rc.dev.Remote
 	desired, skipped := peers.Desired(c.opts.LocalCluster, nodes, peers.Rules{
 		Guard:          c.opts.Guard.For(name),
 		EndpointRanges: c.opts.EndpointRanges[name],
@@ -304,34 +315,23 @@ func (c *Peering) sync(_ context.Context, name string) (reconcile.Result, error)
 		return false
 	})
 	c.recordSkips(rc, skipped)
+	return desired, nil
+}
 
-	actual, err := c.devices.Peers(rc.dev.Device)
-	if err != nil {
-		return reconcile.Error, err
-	}
-	changes := peers.Changes(desired, actual, c.opts.Keepalive, rc.configured)
-	if len(changes) > 0 {
-		if err := c.devices.ConfigurePeers(rc.dev.Device, changes); err != nil {
-			return reconcile.Error, fmt.Errorf("configuring peers of %s: %w", rc.dev.Device, err)
-		}
-		c.countChanges(rc, actual, changes)
-	}
-	rc.configured = peers.Configured(desired)
-	byKey := map[wgtypes.Key]string{}
-	for _, p := range desired {
-		byKey[p.PublicKey] = p.Node
-	}
+// recordPeers remembers the desired peers for the metrics, each with when it was first
+// configured.
+func (c *Peering) recordPeers(rc *remoteCache, desired []peers.Peer, now time.Time) {
 	rc.mu.Lock()
-	rc.byKey = byKey
-	rc.mu.Unlock()
-
-	added, removed, err := c.devices.SyncRoutes(rc.dev.Device, peers.Routes(desired))
-	c.metrics.changes.WithLabelValues(name, "route_add").Add(float64(added))
-	c.metrics.changes.WithLabelValues(name, "route_remove").Add(float64(removed))
-	if err != nil {
-		return reconcile.Error, fmt.Errorf("routes of %s: %w", rc.dev.Device, err)
+	defer rc.mu.Unlock()
+	byKey := make(map[wgtypes.Key]peerRecord, len(desired))
+	for _, p := range desired {
+		since := now
+		if prev, ok := rc.byKey[p.PublicKey]; ok {
+			since = prev.Since
+		}
+		byKey[p.PublicKey] = peerRecord{Node: p.Node, EndpointPublished: p.Endpoint != nil, Since: since}
 	}
-	return reconcile.Success, nil
+	rc.byKey = byKey
 }
 
 // remoteNodes are the remote's nodes with their pod CIDRs from the remote's source.
@@ -462,42 +462,8 @@ var allReasons = []string{peers.ReasonNotAnnotated, peers.ReasonBadKey, peers.Re
 	peers.ReasonInvalidName, peers.ReasonForeignEndpoint, peers.ReasonDuplicateEndpoint, peers.ReasonPeerLimit,
 	addrguard.ReasonSpecial, addrguard.ReasonOutsideRanges, addrguard.ReasonLocal, addrguard.ReasonTooWide}
 
-// stats reads every device's peers for the statistics collector.
-func (c *Peering) stats() []deviceStats {
-	names := make([]string, 0, len(c.remotes))
-	for n := range c.remotes {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	var out []deviceStats
-	for _, n := range names {
-		rc := c.remotes[n]
-		ps, err := c.devices.Peers(rc.dev.Device)
-		if err != nil {
-			c.log.Warn("reading device statistics", "device", rc.dev.Device, "err", err)
-			continue
-		}
-		rc.mu.Lock()
-		d := deviceStats{Device: rc.dev.Device, Remote: n}
-		for _, p := range ps {
-			node := rc.byKey[p.PublicKey]
-			if node == "" {
-				node = p.PublicKey.String()
-			}
-			hs := 0.0
-			if !p.LastHandshakeTime.IsZero() {
-				hs = float64(p.LastHandshakeTime.UnixNano()) / 1e9
-			}
-			d.Peers = append(d.Peers, peerStats{Node: node, LastHandshakeUnix: hs, ReceivedBytes: p.ReceiveBytes, Sent: p.TransmitBytes})
-		}
-		rc.mu.Unlock()
-		out = append(out, d)
-	}
-	return out
-}
-
-// LocalSynced reports whether the local caches have synced, for /readyz: there are none, the
-// devices and the node's annotations are set up before Run.
+// LocalSynced reports whether the local caches have synced, for /readyz: the one of this
+// node's Node (the devices and the node's annotations are set up before Run).
 func (c *Peering) LocalSynced() bool { return c.base.LocalSynced() }
 
 // ResyncRemotes reconciles again everything of every remote that synced: the local ranges

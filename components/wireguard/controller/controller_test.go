@@ -109,7 +109,7 @@ func startReading(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key, so
 	return startWith(t, devs, devKey, controller.Options{PodCIDRsFrom: sources})
 }
 
-// startWith is start with opts; the cluster, node, MTU and keepalive are start's.
+// startWith is start with opts; the cluster, node and keepalive are start's.
 func startWith(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key, opts controller.Options) *running {
 	t.Helper()
 	return startThrough(t, devs, devKey, opts, nil)
@@ -119,7 +119,7 @@ func startWith(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key, opts 
 // controller reads of aws, wrap may change.
 func startThrough(t *testing.T, devs *devicetest.Devices, devKey wgtypes.Key, opts controller.Options, wrap transport.WrapperFunc) *running {
 	t.Helper()
-	opts.LocalCluster, opts.NodeName, opts.MTU, opts.Keepalive = "gcp", "gcp-node-1", 1420, 25*time.Second
+	opts.LocalCluster, opts.NodeName, opts.Keepalive = "gcp", "gcp-node-1", 25*time.Second
 	log := slog.New(slog.NewTextHandler(testenv.LogWriter(t), nil))
 	remotes := controllertest.Remotes(t, remote.ClientOptions{UserAgent: "semaphore-wireguard", QPS: 100, Burst: 200}, map[string]string{aws.Name: aws.Kubeconfig})
 	if wrap != nil {
@@ -243,7 +243,7 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 	}
 
 	// A peer whose endpoint WireGuard moved (a NAT between the nodes, a roaming node) stays
-	// there when the device is synced again; a newly published endpoint is set, once.
+	// there while its session lives when the device is synced again.
 	devs.Roam("wg-aws", k2.PublicKey(), "203.0.113.7:40001")
 	ops = devs.Counts().PeerChanges
 	synced := func() float64 {
@@ -264,9 +264,18 @@ func TestPeersFollowRemoteNodes(t *testing.T) {
 	if now := devs.Counts().PeerChanges; now != ops {
 		t.Errorf("a sync after a roam took %d peer operations, want 0", now-ops)
 	}
-	// The node's new address (here an ExternalIP) is published before its endpoint there.
+	// Once the session at the roamed endpoint is over, the next sync (here for the node's new
+	// address, an ExternalIP, published before its endpoint there) sets the published endpoint
+	// again, once; a newly published endpoint is set, once.
+	devs.Handshake("wg-aws", k2.PublicKey(), time.Now().Add(-peers.SessionLifetime-time.Minute))
 	peerstest.SetAddresses(t, aws.Client, "aws-node-2", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.12"},
 		corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: "192.0.2.112"})
+	expect("published endpoint after the session", map[string]string{k1b.PublicKey().String(): "192.0.2.11:51822", k2.PublicKey().String(): "192.0.2.12:51822", k3.PublicKey().String(): "[fd00::13]:51822"},
+		"198.18.11.0/24", "198.18.12.0/24", "198.18.13.0/24", "fd00:198:12::/64")
+	if now := devs.Counts().PeerChanges; now-ops != 1 {
+		t.Errorf("setting the published endpoint back took %d peer operations, want 1", now-ops)
+	}
+	ops = devs.Counts().PeerChanges
 	annotate(t, aws, "aws-node-2", peers.EndpointAnnotation("gcp"), "192.0.2.112:51822")
 	expect("newly published endpoint", map[string]string{k1b.PublicKey().String(): "192.0.2.11:51822", k2.PublicKey().String(): "192.0.2.112:51822", k3.PublicKey().String(): "[fd00::13]:51822"},
 		"198.18.11.0/24", "198.18.12.0/24", "198.18.13.0/24", "fd00:198:12::/64")

@@ -3,7 +3,7 @@ package controller
 import (
 	"fmt"
 
-	"github.com/kube-semaphore/semaphore/internal/remotepairs"
+	"github.com/kube-semaphore/semaphore/components/wireguard/perremote"
 )
 
 // Source is where a remote node's pod addresses come from.
@@ -25,33 +25,24 @@ type Sources struct {
 	ByRemote map[string]Source
 }
 
-// Decode parses the variable's value (envconfig.Decoder).
+// Decode parses the variable's value (envconfig.Decoder). One source for every remote, or
+// pairs; not both.
 func (s *Sources) Decode(value string) error {
 	*s = Sources{}
-	items := remotepairs.Split(value)
-	if len(items) == 1 && !items[0].Pair {
-		if !isSource(items[0].Value) {
-			return fmt.Errorf("%q is not node or calico-ipam", items[0].Value)
-		}
-		s.All = Source(items[0].Value)
-		return nil
+	v, err := perremote.Parse(value, "source", parseSource)
+	if err != nil {
+		return err
 	}
-	for _, item := range items {
-		if item.Remote == "" {
-			return fmt.Errorf("%q is not remote:source", item.Text)
-		}
-		if !isSource(item.Value) {
-			return fmt.Errorf("source %q of %q is not node or calico-ipam", item.Value, item.Remote)
-		}
-		if _, dup := s.ByRemote[item.Remote]; dup {
-			return fmt.Errorf("remote %q is named twice", item.Remote)
-		}
-		if s.ByRemote == nil {
-			s.ByRemote = map[string]Source{}
-		}
-		s.ByRemote[item.Remote] = Source(item.Value)
+	if v.HasRest && len(v.ByRemote) > 0 {
+		return fmt.Errorf("%q: one source for every remote or remote:source pairs, not both", value)
 	}
+	s.All, s.ByRemote = v.Rest, v.ByRemote
 	return nil
+}
+
+// CheckRemotes reports a remote named in the pairs that is not one of remotes.
+func (s Sources) CheckRemotes(remotes []string) error {
+	return perremote.Values[Source]{ByRemote: s.ByRemote}.CheckRemotes(remotes)
 }
 
 // For returns the source of a remote.
@@ -65,6 +56,9 @@ func (s Sources) For(remote string) Source {
 	return SourceNode
 }
 
-func isSource(v string) bool {
-	return v == string(SourceNode) || v == string(SourceCalicoIPAM)
+func parseSource(v string) (Source, error) {
+	if v != string(SourceNode) && v != string(SourceCalicoIPAM) {
+		return "", fmt.Errorf("%q is not node or calico-ipam", v)
+	}
+	return Source(v), nil
 }

@@ -8,11 +8,11 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/trim"
 )
 
-// remoteNodeTransform is trim.RemoteNode keeping of a remote Node's metadata only the two
-// annotations it publishes for local (its public key and endpoint) and no label: a remote may
+// remoteNodeTransform is trim.RemoteNode keeping of a remote Node's metadata only the
+// annotations it publishes for local (its public key, endpoint and path MTU) and no label: a remote may
 // put up to 256 KiB of annotations on each of its Nodes, and none of the rest is read.
 func remoteNodeTransform(local string) cache.TransformFunc {
-	keep := []string{peers.PubKeyAnnotation(local), peers.EndpointAnnotation(local)}
+	keep := []string{peers.PubKeyAnnotation(local), peers.EndpointAnnotation(local), peers.PathMTUAnnotation(local)}
 	return func(obj any) (any, error) {
 		out, err := trim.RemoteNode(obj)
 		n, ok := out.(*corev1.Node)

@@ -11,7 +11,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 )
 
-// A remote Node's cached copy keeps its key and endpoint for this cluster, its pod CIDRs and
+// A remote Node's cached copy keeps its key, endpoint and path MTU for this cluster, its pod CIDRs and
 // addresses, and nothing else a remote can fill: not another cluster's annotations, not a
 // huge annotation, not its labels.
 func TestRemoteNodesAreCachedWithOnlyWhatPeersAreMadeOf(t *testing.T) {
@@ -21,6 +21,7 @@ func TestRemoteNodesAreCachedWithOnlyWhatPeersAreMadeOf(t *testing.T) {
 			Annotations: map[string]string{
 				peers.PubKeyAnnotation("gcp"):   "key",
 				peers.EndpointAnnotation("gcp"): "192.0.2.1:51821",
+				peers.PathMTUAnnotation("gcp"):  "1460",
 				peers.PubKeyAnnotation("merit"): "other key",
 				"huge":                          strings.Repeat("x", 200<<10),
 			}},
@@ -33,7 +34,7 @@ func TestRemoteNodesAreCachedWithOnlyWhatPeersAreMadeOf(t *testing.T) {
 	}
 	want := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "7", Annotations: map[string]string{
-			peers.PubKeyAnnotation("gcp"): "key", peers.EndpointAnnotation("gcp"): "192.0.2.1:51821",
+			peers.PubKeyAnnotation("gcp"): "key", peers.EndpointAnnotation("gcp"): "192.0.2.1:51821", peers.PathMTUAnnotation("gcp"): "1460",
 		}},
 		Spec:   corev1.NodeSpec{PodCIDRs: []string{"10.1.0.0/24"}},
 		Status: corev1.NodeStatus{Addresses: in.Status.Addresses},

@@ -23,18 +23,22 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 )
 
-// nodeConfig is one simulated node of the two-node test: its underlay interface and
-// address, its WireGuard device and the one peer it talks to.
+// nodeConfig is one simulated node of the two-node tests: its underlay interface, address and
+// gateway, its WireGuard device and the one peer it talks to.
 type nodeConfig struct {
-	Underlay       string
-	UnderlayAddr   string
-	Device         string
-	PrivateKey     string
-	ListenPort     int
-	TunnelAddrs    []string // on the device, host routes only: traffic needs our routes
-	PeerKey        string
+	Underlay     string
+	UnderlayAddr string
+	// Gateway, when set, is the node's default route: a router in front of it.
+	Gateway     string
+	Device      string
+	PrivateKey  string
+	ListenPort  int
+	TunnelAddrs []string // on the device, host routes only: traffic needs our routes
+	PeerKey     string
+	// PeerEndpoint is empty for a peer that publishes none.
 	PeerEndpoint   string
 	PeerAllowedIPs []string
+	PeerKeepalive  time.Duration
 	Routes         []string
 }
 
@@ -47,9 +51,40 @@ type peerStat struct {
 }
 
 // setupNode brings up a node's underlay, WireGuard device, peer, addresses and routes.
-// The two-node test runs it for node A in the test process and, through helperMain, for
+// The two-node tests run it for node A in the test process and, through helperMain, for
 // node B in its own namespaces.
 func setupNode(m *Manager, cfg nodeConfig) error {
+	if err := setupUnderlay(cfg); err != nil {
+		return err
+	}
+	key, err := wgtypes.ParseKey(cfg.PrivateKey)
+	if err != nil {
+		return err
+	}
+	if err := m.Ensure(cfg.Device, key, cfg.ListenPort, 1420); err != nil {
+		return err
+	}
+	peer, err := peerConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := m.ConfigurePeers(cfg.Device, []wgtypes.PeerConfig{peer}); err != nil {
+		return err
+	}
+	if err := addTunnelAddrs(cfg.Device, cfg.TunnelAddrs); err != nil {
+		return err
+	}
+	routes, err := parseCIDRs(cfg.Routes)
+	if err != nil {
+		return err
+	}
+	_, _, err = m.SyncRoutes(cfg.Device, routes)
+	return err
+}
+
+// setupUnderlay gives the underlay link its address, brings it up and adds the default route
+// via the gateway, if any.
+func setupUnderlay(cfg nodeConfig) error {
 	underlay, err := netlink.LinkByName(cfg.Underlay)
 	if err != nil {
 		return fmt.Errorf("underlay %s: %w", cfg.Underlay, err)
@@ -64,37 +99,44 @@ func setupNode(m *Manager, cfg nodeConfig) error {
 	if err := netlink.LinkSetUp(underlay); err != nil {
 		return err
 	}
+	if cfg.Gateway == "" {
+		return nil
+	}
+	if err := netlink.RouteAdd(&netlink.Route{LinkIndex: underlay.Attrs().Index, Gw: net.ParseIP(cfg.Gateway)}); err != nil {
+		return fmt.Errorf("default route via %s: %w", cfg.Gateway, err)
+	}
+	return nil
+}
 
-	key, err := wgtypes.ParseKey(cfg.PrivateKey)
-	if err != nil {
-		return err
-	}
-	if err := m.Ensure(cfg.Device, key, cfg.ListenPort, 1420); err != nil {
-		return err
-	}
+// peerConfig is the configuration of the node's one peer.
+func peerConfig(cfg nodeConfig) (wgtypes.PeerConfig, error) {
 	peerKey, err := wgtypes.ParseKey(cfg.PeerKey)
 	if err != nil {
-		return err
-	}
-	endpoint, err := net.ResolveUDPAddr("udp", cfg.PeerEndpoint)
-	if err != nil {
-		return err
+		return wgtypes.PeerConfig{}, err
 	}
 	allowed, err := parseCIDRs(cfg.PeerAllowedIPs)
 	if err != nil {
-		return err
+		return wgtypes.PeerConfig{}, err
 	}
-	if err := m.ConfigurePeers(cfg.Device, []wgtypes.PeerConfig{{
-		PublicKey: peerKey, Endpoint: endpoint, ReplaceAllowedIPs: true, AllowedIPs: allowed,
-	}}); err != nil {
-		return err
+	peer := wgtypes.PeerConfig{PublicKey: peerKey, ReplaceAllowedIPs: true, AllowedIPs: allowed}
+	if cfg.PeerKeepalive > 0 {
+		peer.PersistentKeepaliveInterval = &cfg.PeerKeepalive
 	}
+	if cfg.PeerEndpoint != "" {
+		if peer.Endpoint, err = net.ResolveUDPAddr("udp", cfg.PeerEndpoint); err != nil {
+			return wgtypes.PeerConfig{}, err
+		}
+	}
+	return peer, nil
+}
 
-	dev, err := netlink.LinkByName(cfg.Device)
+// addTunnelAddrs puts addrs on the device, without duplicate address detection.
+func addTunnelAddrs(device string, addrs []string) error {
+	dev, err := netlink.LinkByName(device)
 	if err != nil {
 		return err
 	}
-	for _, a := range cfg.TunnelAddrs {
+	for _, a := range addrs {
 		addr, err := netlink.ParseAddr(a)
 		if err != nil {
 			return err
@@ -104,12 +146,7 @@ func setupNode(m *Manager, cfg nodeConfig) error {
 			return fmt.Errorf("tunnel address %s: %w", a, err)
 		}
 	}
-	routes, err := parseCIDRs(cfg.Routes)
-	if err != nil {
-		return err
-	}
-	_, _, err = m.SyncRoutes(cfg.Device, routes)
-	return err
+	return nil
 }
 
 func parseCIDRs(ss []string) ([]net.IPNet, error) {
@@ -124,7 +161,7 @@ func parseCIDRs(ss []string) ([]net.IPNet, error) {
 	return out, nil
 }
 
-// helperMain is node B of the two-node test, running in namespaces of its own. It
+// helperMain is node B of the two-node tests, running in namespaces of its own. It
 // speaks lines on stdin/stdout: it says "ready <pid>" (so the test can move the veth
 // end into its network namespace), reads its nodeConfig as JSON, answers "configured"
 // or "error: ...", then answers "stats" with its peers as JSON until stdin closes, when
@@ -268,6 +305,19 @@ func (h *helperNode) send(line string) {
 	}
 }
 
+// configure sends the helper its node's configuration and waits until it is set up.
+func (h *helperNode) configure(cfg nodeConfig) {
+	h.t.Helper()
+	cfgJSON, err := json.Marshal(cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.send(string(cfgJSON))
+	if line := h.read(); line != "configured" {
+		h.t.Fatalf("helper node: %q", line)
+	}
+}
+
 func (h *helperNode) stats() []peerStat {
 	h.t.Helper()
 	h.send("stats")
@@ -387,14 +437,7 @@ func TestTwoNodesDataPath(t *testing.T) {
 		PeerEndpoint: "192.0.2.1:51820", PeerAllowedIPs: []string{"198.18.1.0/24", "fd00:1::/64"},
 		Routes: []string{"198.18.1.0/24", "fd00:1::/64"},
 	}
-	cfgJSON, err := json.Marshal(cfgB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.send(string(cfgJSON))
-	if line := b.read(); line != "configured" {
-		t.Fatalf("helper node: %q", line)
-	}
+	b.configure(cfgB)
 	if err := setupNode(mA, cfgA); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -60,6 +61,11 @@ type Host interface {
 	SyncRoutes(name string, want []net.IPNet) (added, removed int, err error)
 	Delete(name string) error
 	Devices(prefix string) ([]string, error)
+	MTU(name string) (int, error)
+	SetMTU(name string, mtu int) error
+	PathMTU(dst netip.Addr) (int, error)
+	DefaultPathMTU(local netip.Addr) (int, error)
+	Implementation() string
 }
 
 var _ Host = (*Manager)(nil)
@@ -218,8 +224,8 @@ func checkSettings(name string, listenPort, mtu int) error {
 	if listenPort < 0 || listenPort > 65535 {
 		return fmt.Errorf("device %s: invalid listen port %d", name, listenPort)
 	}
-	if mtu < 576 || mtu > 65535 {
-		return fmt.Errorf("device %s: invalid MTU %d", name, mtu)
+	if err := checkMTU(mtu); err != nil {
+		return fmt.Errorf("device %s: %w", name, err)
 	}
 	return nil
 }
@@ -303,12 +309,8 @@ func (m *Manager) configure(link netlink.Link, key wgtypes.Key, listenPort int) 
 // m.mu.
 func (m *Manager) raise(link netlink.Link, mtu int) error {
 	name := link.Attrs().Name
-	if link.Attrs().MTU != mtu {
-		m.linkChanges.Add(1)
-		if err := netlink.LinkSetMTU(link, mtu); err != nil {
-			return fmt.Errorf("set MTU %d: %w", mtu, err)
-		}
-		m.log.Info("WireGuard device MTU set", "device", name, "mtu", mtu)
+	if err := m.setMTU(link, mtu); err != nil {
+		return err
 	}
 	if link.Attrs().Flags&net.FlagUp == 0 {
 		m.linkChanges.Add(1)

@@ -6,7 +6,9 @@
 // touches nothing that is already right, [Manager.ConfigurePeers] applies only the peer
 // changes it is given (never ReplacePeers, which would reset every session), and
 // [Manager.SyncRoutes] only ever lists and deletes routes carrying [RouteProtocol] on the
-// device, so routes installed by anyone else are never touched.
+// device, so routes installed by anyone else are never touched. [Manager.SetMTU] changes a
+// device's MTU in place; [Manager.PathMTU] and [Manager.DefaultPathMTU] read the MTU of the
+// underlay routes it is derived from.
 //
 // # Kernel and userspace devices
 //

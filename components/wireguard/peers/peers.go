@@ -13,7 +13,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -23,11 +22,13 @@ import (
 )
 
 // Annotation key suffixes. A node publishes, for each remote cluster <remote> it peers with,
-// <remote>.wireguard.semaphore.uw.io/pubKey and .../endpoint.
+// <remote>.wireguard.semaphore.uw.io/pubKey, .../endpoint (unless it cannot be reached) and
+// .../path-mtu.
 const (
 	annotationDomain = "wireguard.semaphore.uw.io"
 	pubKeySuffix     = "pubKey"
 	endpointSuffix   = "endpoint"
+	pathMTUSuffix    = "path-mtu"
 )
 
 // PubKeyAnnotation is the annotation holding a node's public key for the device that peers
@@ -39,6 +40,21 @@ func PubKeyAnnotation(cluster string) string {
 // EndpointAnnotation is the annotation holding a node's host:port for cluster.
 func EndpointAnnotation(cluster string) string {
 	return cluster + "." + annotationDomain + "/" + endpointSuffix
+}
+
+// PathMTUAnnotation is the annotation holding the MTU of a node's underlay path toward cluster,
+// which cluster's nodes keep their devices' MTU within.
+func PathMTUAnnotation(cluster string) string {
+	return cluster + "." + annotationDomain + "/" + pathMTUSuffix
+}
+
+// IsOwnAnnotation reports whether k is one of the annotations a node publishes for some cluster:
+// <cluster>.wireguard.semaphore.uw.io/{pubKey,endpoint,path-mtu}.
+func IsOwnAnnotation(k string) bool {
+	prefix, _, ok := strings.Cut(k, "/")
+	cluster, domain, ok2 := strings.Cut(prefix, ".")
+	return ok && ok2 && cluster != "" && domain == annotationDomain &&
+		slices.Contains([]string{PubKeyAnnotation(cluster), EndpointAnnotation(cluster), PathMTUAnnotation(cluster)}, k)
 }
 
 // MaxDeviceName is Linux's limit on interface names (IFNAMSIZ - 1).
@@ -85,10 +101,15 @@ type Node struct {
 
 // Peer is one desired WireGuard peer: a remote node.
 type Peer struct {
-	Node       string
-	PublicKey  wgtypes.Key
+	Node      string
+	PublicKey wgtypes.Key
+	// Endpoint is where the node says it is reached; nil when it publishes none (it cannot be
+	// reached, and WireGuard learns its endpoint from the handshakes it starts).
 	Endpoint   *net.UDPAddr
 	AllowedIPs []net.IPNet
+	// PublishedPathMTU is the node's path-mtu annotation as published ("" when none), for the
+	// caller to read (package mtu).
+	PublishedPathMTU string
 }
 
 // Reasons a node is skipped, the reason label of the skipped-peers metric.
@@ -134,7 +155,8 @@ type Rules struct {
 
 // Desired returns the peers for the device of a cluster named local from the remote nodes,
 // sorted by node name, and the nodes it had to skip. A node is a peer when it carries a valid
-// public key and endpoint for local and at least one valid pod CIDR; it is skipped otherwise,
+// public key for local, a valid endpoint or none (a node that cannot be reached publishes none),
+// and at least one valid pod CIDR; it is skipped otherwise,
 // and so are nodes whose key or pod CIDRs another node already uses (WireGuard routes each
 // address to one peer only). The one overlap allowed is a single address inside another node's
 // larger range (an address borrowed from another node's Calico IPAM block): WireGuard and the
@@ -147,8 +169,8 @@ type Rules struct {
 // pod CIDR must pass rules.Guard (the remote's ranges, never the local cluster's own or a
 // special range, no wider than the minimum prefix length), with the guard's reason. Of the
 // nodes that pass, those sharing an endpoint are all skipped (nothing tells which one is
-// honest), and of the rest the first rules.MaxPeers by name are peers, so that one remote
-// cannot grow the device without bound.
+// honest; nodes without an endpoint share none), and of the rest the first rules.MaxPeers by name
+// are peers, so that one remote cannot grow the device without bound.
 func Desired(local string, nodes []Node, rules Rules) ([]Peer, []Skip) {
 	nodes = slices.Clone(nodes)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
@@ -158,7 +180,7 @@ func Desired(local string, nodes []Node, rules Rules) ([]Peer, []Skip) {
 	publishers := map[netip.AddrPort]int{}
 	for i, n := range nodes {
 		checked[i] = check(local, n, rules)
-		if checked[i].skip == nil {
+		if checked[i].skip == nil && checked[i].endpoint.IsValid() {
 			publishers[checked[i].endpoint]++
 		}
 	}
@@ -172,7 +194,7 @@ func Desired(local string, nodes []Node, rules Rules) ([]Peer, []Skip) {
 			skipped = append(skipped, *c.skip)
 			continue
 		}
-		if count := publishers[c.endpoint]; count > 1 {
+		if count := publishers[c.endpoint]; c.endpoint.IsValid() && count > 1 {
 			skipped = append(skipped, Skip{n.Name, ReasonDuplicateEndpoint, fmt.Sprintf("%d nodes publish the endpoint %s", count, c.endpoint)})
 			continue
 		}
@@ -192,22 +214,33 @@ func Desired(local string, nodes []Node, rules Rules) ([]Peer, []Skip) {
 		for _, p := range c.allowed {
 			taken.Add(p, n.Name)
 		}
-		peers = append(peers, Peer{Node: n.Name, PublicKey: c.key, Endpoint: net.UDPAddrFromAddrPort(c.endpoint), AllowedIPs: toIPNets(c.allowed)})
+		peers = append(peers, c.peer(n))
 	}
 	return peers, skipped
 }
 
-// candidate is what a node that passed check claims: its key, endpoint and pod CIDRs; or,
-// when it did not, why it is skipped.
+// peer is the peer a node that passed every rule becomes.
+func (c candidate) peer(n Node) Peer {
+	p := Peer{Node: n.Name, PublicKey: c.key, AllowedIPs: toIPNets(c.allowed), PublishedPathMTU: c.pathMTU}
+	if c.endpoint.IsValid() {
+		p.Endpoint = net.UDPAddrFromAddrPort(c.endpoint)
+	}
+	return p
+}
+
+// candidate is what a node that passed check claims: its key, endpoint (invalid when it
+// publishes none), pod CIDRs and published path MTU; or, when it did not, why it is skipped.
 type candidate struct {
 	key      wgtypes.Key
 	endpoint netip.AddrPort
 	allowed  []netip.Prefix
+	pathMTU  string
 	skip     *Skip
 }
 
-// check holds a node to the rules that need no other node: its name, its key, its endpoint
-// (one of its addresses or in rules.EndpointRanges) and its pod CIDRs (rules.Guard).
+// check holds a node to the rules that need no other node: its name, its key, its endpoint if
+// it publishes one (one of its addresses or in rules.EndpointRanges) and its pod CIDRs
+// (rules.Guard).
 func check(local string, n Node, rules Rules) candidate {
 	skip := func(node, reason, detail string) candidate {
 		return candidate{skip: &Skip{node, reason, detail}}
@@ -230,13 +263,9 @@ func check(local string, n Node, rules Rules) candidate {
 	if err != nil {
 		return skip(n.Name, ReasonBadKey, fmt.Sprintf("%s=%q: %v", PubKeyAnnotation(local), keyText, err))
 	}
-	endpoint, err := parseEndpoint(endpointText)
-	if err != nil {
-		return skip(n.Name, ReasonBadEndpoint, fmt.Sprintf("%s=%q: %v", EndpointAnnotation(local), endpointText, err))
-	}
-	if !ownAddress(endpoint.Addr(), n.Addresses) && !slices.ContainsFunc(rules.EndpointRanges, func(r netip.Prefix) bool { return r.Contains(endpoint.Addr()) }) {
-		return skip(n.Name, ReasonForeignEndpoint, fmt.Sprintf("%s=%q: %s is not one of the node's addresses %q, nor inside the remote's endpoint ranges %v",
-			EndpointAnnotation(local), endpointText, endpoint.Addr(), n.Addresses, rules.EndpointRanges))
+	endpoint, refusal := checkEndpoint(local, n, rules, endpointText, hasEndpoint)
+	if refusal != nil {
+		return candidate{skip: refusal}
 	}
 	if len(n.PodCIDRs) == 0 {
 		return skip(n.Name, ReasonNoPodCIDR, "no pod CIDR: spec.podCIDRs is empty, or (calico-ipam) no IPAM block is affine to the node and it holds no borrowed address")
@@ -248,7 +277,26 @@ func check(local string, n Node, rules Rules) candidate {
 	if refusal := refused(allowed, rules.Guard); refusal != nil {
 		return skip(n.Name, refusal.Reason, refusal.Detail)
 	}
-	return candidate{key: key, endpoint: endpoint, allowed: allowed}
+	return candidate{key: key, endpoint: endpoint, allowed: allowed, pathMTU: n.Annotations[PathMTUAnnotation(local)]}
+}
+
+// checkEndpoint reads the endpoint a node published, text, held to the rules: one of its own
+// addresses or inside rules.EndpointRanges. A node that publishes none (published is false)
+// cannot be reached and has the invalid AddrPort; one that publishes an empty or bad one is
+// skipped.
+func checkEndpoint(local string, n Node, rules Rules, text string, published bool) (netip.AddrPort, *Skip) {
+	if !published {
+		return netip.AddrPort{}, nil
+	}
+	endpoint, err := parseEndpoint(text)
+	if err != nil {
+		return netip.AddrPort{}, &Skip{n.Name, ReasonBadEndpoint, fmt.Sprintf("%s=%q: %v", EndpointAnnotation(local), text, err)}
+	}
+	if !ownAddress(endpoint.Addr(), n.Addresses) && !slices.ContainsFunc(rules.EndpointRanges, func(r netip.Prefix) bool { return r.Contains(endpoint.Addr()) }) {
+		return netip.AddrPort{}, &Skip{n.Name, ReasonForeignEndpoint, fmt.Sprintf("%s=%q: %s is not one of the node's addresses %q, nor inside the remote's endpoint ranges %v",
+			EndpointAnnotation(local), text, endpoint.Addr(), n.Addresses, rules.EndpointRanges)}
+	}
+	return endpoint, nil
 }
 
 // ownAddress reports whether a is one of addresses (IPv4-mapped IPv6 ones as IPv4).
@@ -342,86 +390,4 @@ func Routes(peers []Peer) []net.IPNet {
 		out = append(out, p.AllowedIPs...)
 	}
 	return out
-}
-
-// Changes returns the minimal peer configuration that turns actual into desired: new peers
-// added, peers whose endpoint, allowed IPs or keepalive differ updated (replacing their allowed
-// IPs), peers no longer wanted removed. A peer that matches is left out entirely, so its
-// session is never disturbed.
-//
-// configured holds, by peer, the endpoint this device was last given for it (nil when unknown,
-// e.g. after a restart). A peer's endpoint is only set again when the desired one differs from
-// that: WireGuard itself moves a peer's endpoint to wherever its authenticated packets come from
-// (a NAT in between, a roaming peer), and setting the published one back on every sync would
-// fight it for nothing. Without a record, the endpoint is compared with the device's.
-func Changes(desired []Peer, actual []wgtypes.Peer, keepalive time.Duration, configured map[wgtypes.Key]*net.UDPAddr) []wgtypes.PeerConfig {
-	have := map[wgtypes.Key]wgtypes.Peer{}
-	for _, a := range actual {
-		have[a.PublicKey] = a
-	}
-	want := map[wgtypes.Key]bool{}
-	var changes []wgtypes.PeerConfig
-	for _, d := range desired {
-		want[d.PublicKey] = true
-		a, ok := have[d.PublicKey]
-		endpointOK := ok && sameEndpoint(a.Endpoint, d.Endpoint)
-		if last, known := configured[d.PublicKey]; ok && known && a.Endpoint != nil {
-			// Set before: only a new published endpoint needs setting.
-			endpointOK = sameEndpoint(last, d.Endpoint)
-		}
-		if ok && endpointOK && sameNets(a.AllowedIPs, d.AllowedIPs) && a.PersistentKeepaliveInterval == keepalive {
-			continue
-		}
-		ka := keepalive
-		change := wgtypes.PeerConfig{
-			PublicKey:                   d.PublicKey,
-			PersistentKeepaliveInterval: &ka,
-			ReplaceAllowedIPs:           true,
-			AllowedIPs:                  d.AllowedIPs,
-		}
-		// An endpoint left out is left as it is (a roamed one included).
-		if !endpointOK {
-			change.Endpoint = d.Endpoint
-		}
-		changes = append(changes, change)
-	}
-	for _, a := range actual {
-		if !want[a.PublicKey] {
-			changes = append(changes, wgtypes.PeerConfig{PublicKey: a.PublicKey, Remove: true})
-		}
-	}
-	return changes
-}
-
-// Configured is the record Changes reads, brought up to date after desired was applied to the
-// device: the endpoint of every desired peer (what the device was given, or already had), and
-// nothing for peers no longer wanted.
-func Configured(desired []Peer) map[wgtypes.Key]*net.UDPAddr {
-	out := make(map[wgtypes.Key]*net.UDPAddr, len(desired))
-	for _, d := range desired {
-		out[d.PublicKey] = d.Endpoint
-	}
-	return out
-}
-
-func sameEndpoint(a, b *net.UDPAddr) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.AddrPort() == b.AddrPort() || (a.AddrPort().Addr().Unmap() == b.AddrPort().Addr().Unmap() && a.Port == b.Port)
-}
-
-func sameNets(a, b []net.IPNet) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	key := func(ns []net.IPNet) []string {
-		out := make([]string, 0, len(ns))
-		for _, n := range ns {
-			out = append(out, n.String())
-		}
-		sort.Strings(out)
-		return out
-	}
-	return slices.Equal(key(a), key(b))
 }

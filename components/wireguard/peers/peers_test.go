@@ -170,12 +170,12 @@ func validIfName(s string) bool {
 
 func TestAnnotations(t *testing.T) {
 	tests := []struct {
-		cluster          string
-		pubKey, endpoint string
+		cluster                   string
+		pubKey, endpoint, pathMTU string
 	}{
-		{"gcp", "gcp.wireguard.semaphore.uw.io/pubKey", "gcp.wireguard.semaphore.uw.io/endpoint"},
-		{"aws", "aws.wireguard.semaphore.uw.io/pubKey", "aws.wireguard.semaphore.uw.io/endpoint"},
-		{"merit-2", "merit-2.wireguard.semaphore.uw.io/pubKey", "merit-2.wireguard.semaphore.uw.io/endpoint"},
+		{"gcp", "gcp.wireguard.semaphore.uw.io/pubKey", "gcp.wireguard.semaphore.uw.io/endpoint", "gcp.wireguard.semaphore.uw.io/path-mtu"},
+		{"aws", "aws.wireguard.semaphore.uw.io/pubKey", "aws.wireguard.semaphore.uw.io/endpoint", "aws.wireguard.semaphore.uw.io/path-mtu"},
+		{"merit-2", "merit-2.wireguard.semaphore.uw.io/pubKey", "merit-2.wireguard.semaphore.uw.io/endpoint", "merit-2.wireguard.semaphore.uw.io/path-mtu"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.cluster, func(t *testing.T) {
@@ -185,18 +185,38 @@ func TestAnnotations(t *testing.T) {
 			if diff := cmp.Diff(tt.endpoint, peers.EndpointAnnotation(tt.cluster)); diff != "" {
 				t.Errorf("EndpointAnnotation(%q) mismatch (-want +got):\n%s", tt.cluster, diff)
 			}
-			// Both must be valid annotation keys for any cluster name (a DNS label).
-			for _, k := range []string{peers.PubKeyAnnotation(tt.cluster), peers.EndpointAnnotation(tt.cluster)} {
+			if diff := cmp.Diff(tt.pathMTU, peers.PathMTUAnnotation(tt.cluster)); diff != "" {
+				t.Errorf("PathMTUAnnotation(%q) mismatch (-want +got):\n%s", tt.cluster, diff)
+			}
+			// All must be valid annotation keys for any cluster name (a DNS label), and ours.
+			for _, k := range []string{peers.PubKeyAnnotation(tt.cluster), peers.EndpointAnnotation(tt.cluster), peers.PathMTUAnnotation(tt.cluster)} {
 				if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 					t.Errorf("%q is not a valid annotation key: %v", k, errs)
+				}
+				if !peers.IsOwnAnnotation(k) {
+					t.Errorf("IsOwnAnnotation(%q) = false", k)
 				}
 			}
 		})
 	}
 	long := strings.Repeat("a", 63)
-	for _, k := range []string{peers.PubKeyAnnotation(long), peers.EndpointAnnotation(long)} {
+	for _, k := range []string{peers.PubKeyAnnotation(long), peers.EndpointAnnotation(long), peers.PathMTUAnnotation(long)} {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 			t.Errorf("annotation key for a 63-character cluster name %q is not valid: %v", k, errs)
+		}
+	}
+}
+
+// Only the annotations a node publishes for a cluster are ours: never an operator's endpoint
+// override, nor anyone else's.
+func TestIsOwnAnnotationLeavesOthersAlone(t *testing.T) {
+	for _, k := range []string{
+		"wireguard.semaphore.uw.io/endpoint-address", "aws.wireguard.semaphore.uw.io/endpoint-address",
+		"aws.wireguard.semaphore.uw.io/", ".wireguard.semaphore.uw.io/pubKey", "aws.wireguard.example.com/pubKey",
+		"example.com/owner", "aws.wireguard.semaphore.uw.io/pubkey", "a.b.wireguard.semaphore.uw.io/pubKey",
+	} {
+		if peers.IsOwnAnnotation(k) {
+			t.Errorf("IsOwnAnnotation(%q) = true", k)
 		}
 	}
 }
@@ -533,18 +553,53 @@ func TestDesired(t *testing.T) {
 			wantPeers: []peers.Peer{peerA},
 		},
 		{
-			// Half-annotated nodes are not peers; the missing annotation counts as a bad one.
+			// A node with an endpoint and no key is not a peer: the missing key counts as a bad
+			// one. A node with a key and no endpoint cannot be reached: it is a peer without an
+			// endpoint, which WireGuard learns from the handshakes it starts.
 			name: "only one of the two annotations",
 			nodes: []peers.Node{
 				node("node-k", local, keyOf("node-k"), "", "198.18.2.0/24"),
 				node("node-e", local, "", "192.0.2.3:51821", "198.18.3.0/24"),
 				nodeA(),
 			},
-			wantPeers: []peers.Peer{peerA},
+			wantPeers: []peers.Peer{peerA, {Node: "node-k", PublicKey: pubKey("node-k"), AllowedIPs: cidrs("198.18.2.0/24")}},
 			wantSkips: []peers.Skip{
 				{Node: "node-e", Reason: peers.ReasonBadKey},
-				{Node: "node-k", Reason: peers.ReasonBadEndpoint},
 			},
+		},
+		{
+			// An empty endpoint is a bad one, not none.
+			name: "empty endpoint",
+			nodes: func() []peers.Node {
+				n := node("node-k", local, keyOf("node-k"), "", "198.18.2.0/24")
+				n.Annotations[peers.EndpointAnnotation(local)] = ""
+				return []peers.Node{n, nodeA()}
+			}(),
+			wantPeers: []peers.Peer{peerA},
+			wantSkips: []peers.Skip{{Node: "node-k", Reason: peers.ReasonBadEndpoint}},
+		},
+		{
+			// Nodes that publish no endpoint share none.
+			name: "several nodes without an endpoint",
+			nodes: []peers.Node{
+				node("node-k", local, keyOf("node-k"), "", "198.18.2.0/24"),
+				node("node-l", local, keyOf("node-l"), "", "198.18.3.0/24"),
+			},
+			wantPeers: []peers.Peer{
+				{Node: "node-k", PublicKey: pubKey("node-k"), AllowedIPs: cidrs("198.18.2.0/24")},
+				{Node: "node-l", PublicKey: pubKey("node-l"), AllowedIPs: cidrs("198.18.3.0/24")},
+			},
+		},
+		{
+			// What a node publishes of its path MTU is passed on as it is, for package mtu.
+			name: "published path MTU",
+			nodes: func() []peers.Node {
+				n := nodeA()
+				n.Annotations[peers.PathMTUAnnotation(local)] = "1460"
+				n.Annotations[peers.PathMTUAnnotation("aws")] = "9000"
+				return []peers.Node{n}
+			}(),
+			wantPeers: []peers.Peer{func() peers.Peer { p := peerA; p.PublishedPathMTU = "1460"; return p }()},
 		},
 		{
 			// The first node by name keeps the key, whatever the input order.
@@ -878,6 +933,9 @@ func TestRoutes(t *testing.T) {
 
 const keepalive = 25 * time.Second
 
+// later is long after the handshakes of actualOf: no session there is alive.
+var later = time.Unix(1700000000, 0).Add(time.Hour)
+
 func add(p peers.Peer, ka time.Duration) wgtypes.PeerConfig {
 	return wgtypes.PeerConfig{PublicKey: p.PublicKey, Endpoint: p.Endpoint, PersistentKeepaliveInterval: &ka, ReplaceAllowedIPs: true, AllowedIPs: p.AllowedIPs}
 }
@@ -985,7 +1043,7 @@ func TestChanges(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			desired := slices.Clone(tt.desired)
 			actual := slices.Clone(tt.actual)
-			got := peers.Changes(tt.desired, tt.actual, tt.keepalive, nil)
+			got := peers.Changes(tt.desired, tt.actual, tt.keepalive, later)
 			if diff := cmp.Diff(tt.want, got, netOpts, byKey, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Changes() mismatch (-want +got):\n%s", diff)
 			}
@@ -1004,7 +1062,7 @@ func TestChanges(t *testing.T) {
 				}
 			}
 			// Applying the changes brings the device in sync.
-			if again := peers.Changes(tt.desired, apply(tt.actual, got), tt.keepalive, nil); len(again) != 0 {
+			if again := peers.Changes(tt.desired, apply(tt.actual, got), tt.keepalive, later); len(again) != 0 {
 				t.Errorf("after applying the changes, Changes() = %+v, want none", again)
 			}
 			if diff := cmp.Diff(desired, tt.desired, netOpts); diff != "" {
@@ -1020,7 +1078,7 @@ func TestChanges(t *testing.T) {
 // Each change has its own keepalive value: changing one configuration's value must not change
 // another's.
 func TestChangesKeepaliveNotShared(t *testing.T) {
-	got := peers.Changes([]peers.Peer{peerA, peer("node-b", "192.0.2.2:51821", "198.18.2.0/24")}, nil, keepalive, nil)
+	got := peers.Changes([]peers.Peer{peerA, peer("node-b", "192.0.2.2:51821", "198.18.2.0/24")}, nil, keepalive, later)
 	if len(got) != 2 {
 		t.Fatalf("Changes() = %+v, want 2 adds", got)
 	}
@@ -1067,12 +1125,12 @@ func TestChangesOneNodeOf500(t *testing.T) {
 	}
 
 	// Cold start: every peer added, then in sync.
-	cold := peers.Changes(desired, nil, keepalive, nil)
+	cold := peers.Changes(desired, nil, keepalive, later)
 	if len(cold) != n {
 		t.Fatalf("cold start: %d changes, want %d", len(cold), n)
 	}
 	actual := apply(nil, cold)
-	if again := peers.Changes(desired, actual, keepalive, nil); len(again) != 0 {
+	if again := peers.Changes(desired, actual, keepalive, later); len(again) != 0 {
 		t.Fatalf("in sync: %d changes, want none", len(again))
 	}
 
@@ -1126,7 +1184,7 @@ func TestChangesOneNodeOf500(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			changed, _ := desiredPeers(local, tt.change(deepCopy(nodes)))
-			got := peers.Changes(changed, actual, keepalive, nil)
+			got := peers.Changes(changed, actual, keepalive, later)
 			adds, removes := 0, 0
 			for _, g := range got {
 				switch {
@@ -1140,7 +1198,7 @@ func TestChangesOneNodeOf500(t *testing.T) {
 				t.Errorf("Changes() = %d operations (%d adds, %d removes), want %d (%d adds, %d removes): %+v",
 					len(got), adds, removes, tt.want, tt.add, tt.remove, got)
 			}
-			if again := peers.Changes(changed, apply(actual, got), keepalive, nil); len(again) != 0 {
+			if again := peers.Changes(changed, apply(actual, got), keepalive, later); len(again) != 0 {
 				t.Errorf("after applying: %d more changes, want none", len(again))
 			}
 		})
@@ -1154,7 +1212,7 @@ func BenchmarkDesiredAndChanges500(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		d, _ := desiredPeers(local, nodes)
-		if len(peers.Changes(d, actual, keepalive, nil)) != 0 {
+		if len(peers.Changes(d, actual, keepalive, later)) != 0 {
 			b.Fatal("changes")
 		}
 	}
@@ -1193,39 +1251,96 @@ func TestDesiredRejectsUnusableValues(t *testing.T) {
 	}
 }
 
-// A peer whose endpoint WireGuard moved (a NAT, a roaming node) is left alone once its
-// published endpoint was given to the device; a newly published endpoint is set, once. Without
-// a record (after a restart) the device's endpoint is compared with the published one.
-func TestChangesLeaveRoamedEndpoints(t *testing.T) {
+// A peer whose endpoint WireGuard moved (a NAT, a node that cannot be reached at what it
+// publishes) keeps it while its session lives, whatever the device was given before and
+// whatever it publishes now: Changes remembers nothing, so a restarted controller keeps it too.
+// Once the session is over, the published endpoint is set; until then KeptUntil says when.
+func TestChangesKeepARoamedEndpointWhileItsSessionLives(t *testing.T) {
 	b := peer("node-b", "192.0.2.2:51821", "198.18.2.0/24")
 	desired := []peers.Peer{peerA, b}
-	configured := peers.Configured(desired)
 	roamed := actualOf(desired, keepalive)
 	roamed[0].Endpoint = udp("203.0.113.7:40001") // where node-a's packets now come from
+	handshake := roamed[0].LastHandshakeTime
+	alive, over := handshake.Add(30*time.Second), handshake.Add(peers.SessionLifetime+time.Second)
 
-	if got := peers.Changes(desired, roamed, keepalive, configured); len(got) != 0 {
-		t.Errorf("a roamed endpoint is set back: %+v", got)
+	if got := peers.Changes(desired, roamed, keepalive, alive); len(got) != 0 {
+		t.Errorf("a roamed endpoint with a live session is set back: %+v", got)
 	}
-	if got := peers.Changes(desired, roamed, keepalive, nil); len(got) != 1 || got[0].PublicKey != peerA.PublicKey || got[0].Endpoint.String() != "192.0.2.1:51821" {
-		t.Errorf("without a record, Changes() = %+v, want node-a's published endpoint set", got)
+	if until, ok := peers.KeptUntil(desired, roamed, alive); !ok || !until.Equal(handshake.Add(peers.SessionLifetime)) {
+		t.Errorf("KeptUntil = %v, %v; want the end of node-a's session, %v", until, ok, handshake.Add(peers.SessionLifetime))
 	}
-
-	moved := slices.Clone(desired)
-	moved[0].Endpoint = udp("192.0.2.101:51821") // node-a publishes a new endpoint
-	got := peers.Changes(moved, roamed, keepalive, configured)
-	if len(got) != 1 || got[0].PublicKey != peerA.PublicKey || got[0].Endpoint.String() != "192.0.2.101:51821" {
-		t.Fatalf("a newly published endpoint: Changes() = %+v, want it set for node-a only", got)
+	got := peers.Changes(desired, roamed, keepalive, over)
+	if len(got) != 1 || got[0].PublicKey != peerA.PublicKey || got[0].Endpoint.String() != "192.0.2.1:51821" {
+		t.Errorf("after the session: Changes() = %+v, want node-a's published endpoint set", got)
 	}
-	if again := peers.Changes(moved, apply(roamed, got), keepalive, peers.Configured(moved)); len(again) != 0 {
+	if _, ok := peers.KeptUntil(desired, roamed, over); ok {
+		t.Error("KeptUntil after the session: a kept endpoint")
+	}
+	if again := peers.Changes(desired, apply(roamed, got), keepalive, over); len(again) != 0 {
 		t.Errorf("after applying, Changes() = %+v, want none", again)
+	}
+
+	// Never a handshake: the published endpoint is set.
+	silent := slices.Clone(roamed)
+	silent[0].LastHandshakeTime = time.Time{}
+	if got := peers.Changes(desired, silent, keepalive, alive); len(got) != 1 || got[0].Endpoint.String() != "192.0.2.1:51821" {
+		t.Errorf("a moved endpoint without a handshake: Changes() = %+v, want the published one set", got)
+	}
+
+	// A newly published endpoint waits for the session at the roamed one to end.
+	moved := slices.Clone(desired)
+	moved[0].Endpoint = udp("192.0.2.101:51821")
+	if got := peers.Changes(moved, roamed, keepalive, alive); len(got) != 0 {
+		t.Errorf("a new endpoint while the roamed one works: Changes() = %+v, want none", got)
+	}
+	if got := peers.Changes(moved, roamed, keepalive, over); len(got) != 1 || got[0].Endpoint.String() != "192.0.2.101:51821" {
+		t.Errorf("a new endpoint after the session: Changes() = %+v, want it set", got)
 	}
 
 	// The rest of a roamed peer is still compared: a changed pod CIDR is applied.
 	cidr := slices.Clone(desired)
 	cidr[0].AllowedIPs = cidrs("198.18.101.0/24")
-	got = peers.Changes(cidr, roamed, keepalive, configured)
+	got = peers.Changes(cidr, roamed, keepalive, alive)
 	if len(got) != 1 || got[0].PublicKey != peerA.PublicKey || got[0].Endpoint != nil {
 		t.Errorf("a roamed peer's new pod CIDR: Changes() = %+v, want one update that leaves the endpoint alone", got)
+	}
+}
+
+// A node that publishes no endpoint is added without one, and the endpoint WireGuard learns
+// from its handshakes is never replaced, its session alive or not.
+func TestChangesNeverSetAnEndpointForANodeThatPublishesNone(t *testing.T) {
+	hidden := peers.Peer{Node: "node-h", PublicKey: pubKey("node-h"), AllowedIPs: cidrs("198.18.8.0/24")}
+	got := peers.Changes([]peers.Peer{hidden}, nil, keepalive, later)
+	if len(got) != 1 || got[0].Endpoint != nil || got[0].Remove {
+		t.Fatalf("new node without an endpoint: Changes() = %+v, want it added without one", got)
+	}
+	learned := apply(nil, got)
+	learned[0].Endpoint = udp("203.0.113.9:41000")
+	for _, now := range []time.Time{{}, later} {
+		if again := peers.Changes([]peers.Peer{hidden}, learned, keepalive, now); len(again) != 0 {
+			t.Errorf("at %v: Changes() = %+v, want the learned endpoint left alone", now, again)
+		}
+	}
+	if _, ok := peers.KeptUntil([]peers.Peer{hidden}, learned, later); ok {
+		t.Error("KeptUntil: a peer without a published endpoint has nothing to wait for")
+	}
+}
+
+// Alive is a handshake within the session's lifetime, never the zero time.
+func TestAliveIsAHandshakeWithinTheSessionLifetime(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	for _, tc := range []struct {
+		handshake time.Time
+		want      bool
+	}{
+		{time.Time{}, false},
+		{now, true},
+		{now.Add(-peers.SessionLifetime + time.Second), true},
+		{now.Add(-peers.SessionLifetime), false},
+	} {
+		if got := peers.Alive(wgtypes.Peer{LastHandshakeTime: tc.handshake}, now); got != tc.want {
+			t.Errorf("Alive with a handshake at %v = %v, want %v", tc.handshake, got, tc.want)
+		}
 	}
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller/controllertest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
+	"github.com/kube-semaphore/semaphore/components/wireguard/mtu"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/remote"
@@ -333,7 +334,7 @@ func startController(b *testing.B, local, aws *testenv.Cluster, src controller.S
 		b.Fatal(err)
 	}
 	run := controllertest.Start(b, controllertest.Config{
-		Options: controller.Options{LocalCluster: localName, NodeName: nodeName, MTU: 1420, Keepalive: keepalive, ResyncPeriod: 10 * time.Minute,
+		Options: controller.Options{LocalCluster: localName, NodeName: nodeName, MTU: mtu.Fixed(1420), Keepalive: keepalive, ResyncPeriod: 10 * time.Minute,
 			PodCIDRsFrom: controller.Sources{All: src},
 			// The remote nodes publish no addresses (populate writes each node once) and a
 			// change moves an endpoint to another node's address: they are let in as a NAT's

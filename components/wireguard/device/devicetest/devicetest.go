@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
@@ -30,12 +31,18 @@ type Devices struct {
 	mu      sync.Mutex
 	devices map[string]*fakeDevice
 	counts  Counts
+	// paths are the MTUs of the underlay routes SetPathMTU set, by destination.
+	paths map[netip.Prefix]int
 }
 
 type fakeDevice struct {
 	peers  map[wgtypes.Key]wgtypes.Peer
 	routes []string // sorted
+	mtu    int
 }
+
+// DefaultPathMTU is the MTU of every underlay route SetPathMTU did not set: Ethernet's.
+const DefaultPathMTU = 1500
 
 // Counts are the writes a Devices was asked for.
 type Counts struct {
@@ -60,15 +67,80 @@ func Key(t testing.TB) wgtypes.Key {
 	return k
 }
 
-// Ensure creates device name when absent; an existing device is left as it is.
-func (d *Devices) Ensure(name string, _ wgtypes.Key, _, _ int) error {
+// Ensure creates device name when absent and sets its MTU; peers and routes of an existing
+// device are left as they are.
+func (d *Devices) Ensure(name string, _ wgtypes.Key, _, mtu int) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.devices[name] == nil {
 		d.devices[name] = &fakeDevice{peers: map[wgtypes.Key]wgtypes.Peer{}}
 	}
+	d.devices[name].mtu = mtu
 	return nil
 }
+
+// MTU returns the MTU of device name.
+func (d *Devices) MTU(name string) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dev, err := d.device(name)
+	if err != nil {
+		return 0, err
+	}
+	return dev.mtu, nil
+}
+
+// SetMTU sets the MTU of device name.
+func (d *Devices) SetMTU(name string, mtu int) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dev, err := d.device(name)
+	if err != nil {
+		return err
+	}
+	dev.mtu = mtu
+	return nil
+}
+
+// SetPathMTU makes the underlay route toward the addresses of dst carry mtu bytes (the longest
+// prefix set wins); 0 removes it.
+func (d *Devices) SetPathMTU(dst netip.Prefix, mtu int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.paths == nil {
+		d.paths = map[netip.Prefix]int{}
+	}
+	if mtu == 0 {
+		delete(d.paths, dst)
+		return
+	}
+	d.paths[dst] = mtu
+}
+
+// PathMTU is the MTU SetPathMTU set for the longest prefix holding dst, else DefaultPathMTU.
+func (d *Devices) PathMTU(dst netip.Addr) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	mtu, bits := DefaultPathMTU, -1
+	for p, m := range d.paths {
+		if p.Contains(dst) && p.Bits() > bits {
+			mtu, bits = m, p.Bits()
+		}
+	}
+	return mtu, nil
+}
+
+// DefaultPathMTU is PathMTU of the unspecified address of local's family: SetPathMTU of
+// 0.0.0.0/0 or ::/0 sets it.
+func (d *Devices) DefaultPathMTU(local netip.Addr) (int, error) {
+	if local.Is6() && !local.Is4In6() {
+		return d.PathMTU(netip.IPv6Unspecified())
+	}
+	return d.PathMTU(netip.IPv4Unspecified())
+}
+
+// Implementation is "userspace": the devices are in memory.
+func (d *Devices) Implementation() string { return "userspace" }
 
 // device returns the device called name; the caller holds d.mu.
 func (d *Devices) device(name string) (*fakeDevice, error) {
@@ -192,13 +264,25 @@ func (d *Devices) Devices(prefix string) ([]string, error) {
 	return names, nil
 }
 
-// Roam moves the endpoint of peer on device name to endpoint ("192.0.2.7:40001"), as
-// WireGuard does when the peer's packets start coming from elsewhere (a NAT, a roaming node).
+// Roam moves the endpoint of peer on device name to endpoint ("192.0.2.7:40001") with a
+// handshake now, as WireGuard does when the peer's authenticated packets start coming from
+// elsewhere (a NAT, a node that cannot be reached at what it publishes).
 func (d *Devices) Roam(name string, peer wgtypes.Key, endpoint string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	p := d.devices[name].peers[peer]
 	p.Endpoint = net.UDPAddrFromAddrPort(netip.MustParseAddrPort(endpoint))
+	p.LastHandshakeTime = time.Now()
+	d.devices[name].peers[peer] = p
+}
+
+// Handshake sets the time of the last handshake with peer on device name; the zero time is
+// none yet.
+func (d *Devices) Handshake(name string, peer wgtypes.Key, at time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p := d.devices[name].peers[peer]
+	p.LastHandshakeTime = at
 	d.devices[name].peers[peer] = p
 }
 
@@ -213,7 +297,7 @@ func (d *Devices) Endpoints(name string) map[string]string {
 	}
 	out := make(map[string]string, len(dev.peers))
 	for k, p := range dev.peers {
-		out[k.String()] = p.Endpoint.String()
+		out[k.String()] = p.Endpoint.String() // "<nil>" for none
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package devicetest_test
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -95,5 +96,52 @@ func TestRoutesAndDeviceLifecycle(t *testing.T) {
 	}
 	if got, _ := devs.Devices("wg-"); !cmp.Equal(got, []string{"wg-a"}) {
 		t.Errorf("devices %v, want only wg-a", got)
+	}
+}
+
+// A device keeps the MTU it was ensured or set with; the underlay's path MTU is the longest
+// prefix set, else DefaultPathMTU. A roam is a handshake now; Handshake sets another time.
+func TestMTUsPathsAndHandshakes(t *testing.T) {
+	devs := devicetest.New()
+	if _, err := devs.MTU("wg-a"); !errors.Is(err, device.ErrNotFound) {
+		t.Errorf("MTU of an absent device: %v, want ErrNotFound", err)
+	}
+	if err := devs.Ensure("wg-a", devicetest.Key(t), 51821, 1420); err != nil {
+		t.Fatal(err)
+	}
+	if err := devs.SetMTU("wg-a", 1380); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := devs.MTU("wg-a"); err != nil || got != 1380 {
+		t.Errorf("MTU = %d, %v; want 1380", got, err)
+	}
+	devs.SetPathMTU(netip.MustParsePrefix("192.0.2.0/24"), 1460)
+	devs.SetPathMTU(netip.MustParsePrefix("192.0.2.0/28"), 1400)
+	devs.SetPathMTU(netip.MustParsePrefix("::/0"), 1280)
+	for addr, want := range map[string]int{"192.0.2.1": 1400, "192.0.2.100": 1460, "198.51.100.1": devicetest.DefaultPathMTU, "2001:db8::1": 1280} {
+		if got, err := devs.PathMTU(netip.MustParseAddr(addr)); err != nil || got != want {
+			t.Errorf("PathMTU(%s) = %d, %v; want %d", addr, got, err, want)
+		}
+	}
+	if got, _ := devs.DefaultPathMTU(netip.MustParseAddr("2001:db8::5")); got != 1280 {
+		t.Errorf("DefaultPathMTU of an IPv6 node = %d, want ::/0's 1280", got)
+	}
+	if got, _ := devs.DefaultPathMTU(netip.Addr{}); got != devicetest.DefaultPathMTU {
+		t.Errorf("DefaultPathMTU = %d, want %d", got, devicetest.DefaultPathMTU)
+	}
+
+	peer := devicetest.Key(t).PublicKey()
+	if err := devs.ConfigurePeers("wg-a", []wgtypes.PeerConfig{{PublicKey: peer}}); err != nil {
+		t.Fatal(err)
+	}
+	devs.Roam("wg-a", peer, "203.0.113.7:40001")
+	ps, _ := devs.Peers("wg-a")
+	if len(ps) != 1 || time.Since(ps[0].LastHandshakeTime) > time.Minute {
+		t.Errorf("after a roam: %+v, want a handshake now", ps)
+	}
+	at := time.Unix(1700000000, 0)
+	devs.Handshake("wg-a", peer, at)
+	if ps, _ := devs.Peers("wg-a"); !ps[0].LastHandshakeTime.Equal(at) {
+		t.Errorf("handshake %v, want %v", ps[0].LastHandshakeTime, at)
 	}
 }
