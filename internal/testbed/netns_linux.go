@@ -17,7 +17,7 @@ import (
 const NetnsDir = "/run/netns"
 
 // InNetns runs f on an OS thread switched into the named network namespace (one made by
-// `ip netns add`). Sockets f creates stay in that namespace after f returns and can be used
+// `ip netns add`), or the one at an absolute path (a process's, /proc/<pid>/ns/net). Sockets f creates stay in that namespace after f returns and can be used
 // from any goroutine; everything else the program does stays in its own namespace.
 //
 // The thread is switched back afterwards; if that fails, the thread is left locked so that the
@@ -38,7 +38,11 @@ func InNetns(netns string, f func() error) error {
 			return
 		}
 		defer orig.Close()
-		target, err := os.Open(filepath.Join(NetnsDir, netns))
+		path := netns
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(NetnsDir, netns)
+		}
+		target, err := os.Open(path)
 		if err != nil {
 			restored = true
 			errc <- fmt.Errorf("network namespace %s: %w", netns, err)

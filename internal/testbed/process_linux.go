@@ -131,6 +131,21 @@ func PodProcessRoot(uid, path string) (string, error) {
 	return "", fmt.Errorf("no process of pod %s with %s on this machine", uid, path)
 }
 
+// PodNetns is the network namespace of the pod with uid, as a path InNetns takes: that of
+// one of its processes (/proc/<pid>/ns/net). A host-network pod's is its node's.
+func PodNetns(uid string) (string, error) {
+	pids, err := Processes()
+	if err != nil {
+		return "", err
+	}
+	for _, pid := range pids {
+		if inPodCgroup(pid, uid) {
+			return fmt.Sprintf("/proc/%d/ns/net", pid), nil
+		}
+	}
+	return "", fmt.Errorf("no process of pod %s on this machine", uid)
+}
+
 // inPodCgroup tells whether process pid is in a cgroup of the pod with uid.
 func inPodCgroup(pid int, uid string) bool {
 	p, err := procfs.NewProc(pid)

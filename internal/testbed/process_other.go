@@ -38,6 +38,8 @@ func Processes() ([]int, error) { return nil, errNoProc }
 
 func ChildProcesses(int) ([]int, error) { return nil, errNoProc }
 
+func PodNetns(string) (string, error) { return "", errNoProc }
+
 func PeakRSS(int) (float64, error) { return 0, errNoProc }
 
 func PodProcessRoot(string, string) (string, error) { return "", errNoProc }

@@ -48,7 +48,7 @@ func (l *Lab) installRemoteCharts(ctx context.Context) error {
 		}
 		m, err := l.helmInstall(ctx, spec.Name, RemoteRelease, RemoteRelease, RemoteNamespace, map[string]any{
 			"clusterName": spec.Name,
-			"apiServer":   l.apiServerOnUnderlay(spec.Name),
+			"apiServer":   l.PublicAPIServer(spec.Name),
 			"consumers":   consumers,
 		})
 		if err != nil {
@@ -141,6 +141,11 @@ func (l *Lab) umbrellaValues(cluster string) map[string]any {
 		// As many peers per remote as it has nodes: the hostile remote's fake nodes
 		// (lab/scenarios) are beyond it.
 		"maxPeersPerRemote": NodesPerCluster,
+	}
+	if SpecOf(cluster).Network.NAT == SourceNAT {
+		// Its nodes have no public address and no way in: they publish none, and open the
+		// tunnels themselves (the other side learns their address from their handshakes).
+		wireguard["endpointAddressTypes"] = "ExternalIP"
 	}
 	if cluster != CalicoCluster {
 		// The Calico-way cluster's pod addresses are in its IPAM blocks (calico.go).

@@ -87,12 +87,12 @@ func (l *Lab) recordClusters(clusters []*testbed.Cluster) {
 }
 
 // startAPIServer starts spec's API server with the certificates of clusterPKI, advertised at
-// the cluster's address on the underlay (the kubernetes Service's endpoint), with the Node and
+// the cluster's private address (the kubernetes Service's endpoint), with the Node and
 // RBAC authorizers and the ServiceAccount admission plugin of a real cluster.
 func (l *Lab) startAPIServer(spec ClusterSpec) (*testbed.Cluster, error) {
 	certs := l.Path("clusters", spec.Name, "pki")
 	ca, err := clusterPKI(certs, spec.Name, []net.IP{
-		net.ParseIP("127.0.0.1"), net.ParseIP(spec.apiServiceIP()), net.ParseIP(spec.APIAddr),
+		net.ParseIP("127.0.0.1"), net.ParseIP(spec.apiServiceIP()), net.ParseIP(spec.APIAddr), net.ParseIP(spec.PublicAPIAddr),
 	})
 	if err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func (l *Lab) startAPIServer(spec ClusterSpec) (*testbed.Cluster, error) {
 	if spec.Name == CalicoCluster {
 		crds = append(crds, ipamBlockCRD) // the Calico-way cluster's IPAM blocks (calico.go)
 	}
-	egress, err := l.writeEgressSelectorConfig(l.Path("clusters", spec.Name))
+	egress, err := l.writeEgressSelectorConfig(spec.Name, l.Path("clusters", spec.Name))
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (l *Lab) startAPIServer(spec ClusterSpec) (*testbed.Cluster, error) {
 			"enable-admission-plugins":  "NodeRestriction",
 			// What it dials in the cluster goes through the egress proxy (egress.go).
 			"egress-selector-config-file": egress,
-			// The kubelets at their underlay addresses (the Nodes' host names resolve nowhere),
+			// The kubelets at their private addresses (the Nodes' host names resolve nowhere),
 			// with a client certificate they trust.
 			"kubelet-preferred-address-types": "InternalIP,Hostname",
 			"kubelet-client-certificate":      filepath.Join(certs, kubeletClientCertFile),

@@ -112,7 +112,7 @@ func (l *Lab) dnsPodSpec() corev1.PodSpec {
 		ServiceAccountName: dnsName,
 		// The Corefile forwards what is not the cluster's to the resolvers of resolv.conf. The
 		// lab's nodes have none (nothing may leave the machine), and CoreDNS refuses to start
-		// without one: it gets an address on the underlay that nothing answers.
+		// without one: it gets an address on the lab's internet that nothing answers.
 		DNSPolicy: corev1.DNSNone,
 		DNSConfig: &corev1.PodDNSConfig{Nameservers: []string{silentUpstreamDNS}},
 		SecurityContext: &corev1.PodSecurityContext{

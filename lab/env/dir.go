@@ -90,7 +90,16 @@ func acquire(dir string, out io.Writer) error {
 
 // runtimePaths are what only a running lab needs, in its directory. The binaries and the logs
 // are not among them: they stay.
-var runtimePaths = []string{KubeconfigFile, "clusters", "coredns", "nodes", "pods", "prometheus", "tmp", recordFile, recordFile + ".tmp", pidFile, egressSocket}
+var runtimePaths = append([]string{KubeconfigFile, "clusters", "coredns", "nodes", "pods", "prometheus", "tmp", recordFile, recordFile + ".tmp", pidFile}, egressSockets()...)
+
+// egressSockets are the egress proxies' sockets, one per cluster.
+func egressSockets() []string {
+	var out []string
+	for _, name := range ClusterNames() {
+		out = append(out, egressSocket(name))
+	}
+	return out
+}
 
 // removeRuntimeState removes the runtime paths.
 func removeRuntimeState(dir string) error {

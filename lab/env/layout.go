@@ -21,9 +21,14 @@ type ClusterSpec struct {
 	// PodCIDR is where the sample pods' IPs come from: a part of 198.18.0.0/15, the benchmark
 	// range, so nothing in the lab ever names a real address.
 	PodCIDR string
-	// APIAddr is the API server's address on the underlay, where nodes and pods reach it: the
-	// endpoint of the cluster's kubernetes Service.
+	// APIAddr is the API server's private address, on the provider's network, where the
+	// cluster's nodes and pods reach it: the endpoint of the cluster's kubernetes Service.
 	APIAddr string
+	// PublicAPIAddr is the API server's published address on the internet, where the other
+	// clusters' controllers and the user's workstation reach it.
+	PublicAPIAddr string
+	// Network is the provider network the cluster's nodes sit on.
+	Network ProviderNetwork
 }
 
 // apiServiceIP is the ClusterIP of the cluster's kubernetes Service: the first of its range.
@@ -38,10 +43,16 @@ func (c ClusterSpec) dnsServiceIP() string {
 
 // ClusterSpecs are the lab's clusters, named as in the Semaphore blog post: two clouds and an
 // on-prem data centre.
+// aws and gcp are clouds: private VPC networks whose nodes each have a public address by 1:1
+// NAT (gcp's network carrying 1460-byte packets, GCP's default); merit is on-prem, behind
+// one source-NAT address with no way in.
 var ClusterSpecs = []ClusterSpec{
-	{Name: "aws", ServiceCIDR: "10.101.0.0/16", PodCIDR: "198.18.1.0/24", APIAddr: "198.19.0.1"},
-	{Name: "gcp", ServiceCIDR: "10.102.0.0/16", PodCIDR: "198.18.2.0/24", APIAddr: "198.19.0.2"},
-	{Name: "merit", ServiceCIDR: "10.103.0.0/16", PodCIDR: "198.18.3.0/24", APIAddr: "198.19.0.3"},
+	{Name: "aws", ServiceCIDR: "10.101.0.0/16", PodCIDR: "198.18.1.0/24", APIAddr: "198.19.1.2", PublicAPIAddr: "203.0.113.1",
+		Network: ProviderNetwork{Provider: "AWS VPC", CIDR: "198.19.1.0/24", NAT: OneToOneNAT, MTU: 1500, Uplink: "198.51.100.0/30"}},
+	{Name: "gcp", ServiceCIDR: "10.102.0.0/16", PodCIDR: "198.18.2.0/24", APIAddr: "198.19.2.2", PublicAPIAddr: "203.0.113.2",
+		Network: ProviderNetwork{Provider: "GCP VPC", CIDR: "198.19.2.0/24", NAT: OneToOneNAT, MTU: 1460, Uplink: "198.51.100.4/30"}},
+	{Name: "merit", ServiceCIDR: "10.103.0.0/16", PodCIDR: "198.18.3.0/24", APIAddr: "198.19.3.2", PublicAPIAddr: "203.0.113.3",
+		Network: ProviderNetwork{Provider: "on-prem", CIDR: "198.19.3.0/24", NAT: SourceNAT, MTU: 1500, Uplink: "198.51.100.8/30", SourceNATAddr: "203.0.113.30"}},
 }
 
 // SemaphoreNamespace is the namespace the umbrella chart is installed in: the controllers'
@@ -109,21 +120,25 @@ func AddrAdd(a netip.Addr, n int) netip.Addr {
 // LabNodes are the lab's nodes: NodesPerCluster in every cluster, each keeping its state in a
 // directory of dir.
 func LabNodes(dir string) []Node {
-	underlay := netip.MustParsePrefix(UnderlayCIDR).Addr()
 	var out []Node
 	for ci, c := range ClusterSpecs {
 		for i := range NodesPerCluster {
 			name := NodeName(c.Name, i)
-			out = append(out, Node{
-				Name:    name,
-				Cluster: c.Name,
-				Netns:   fmt.Sprintf("%s%s-%d", NetnsPrefix, c.Name, i+1),
-				// aws-node-1 is .11, gcp-node-2 .22: the address tells the node.
-				Underlay: AddrAdd(underlay, 10*(ci+1)+i+1).String(),
-				PodCIDR:  NodePodCIDR(c.Name, i).String(),
-				Dir:      filepath.Join(dir, name),
-				Zone:     nodeZone(c.Name, i),
-			})
+			// aws-node-1 is .11, gcp-node-2 .22: the address tells the node.
+			host := 10*(ci+1) + i + 1
+			n := Node{
+				Name:       name,
+				Cluster:    c.Name,
+				Netns:      fmt.Sprintf("%s%s-%d", NetnsPrefix, c.Name, i+1),
+				InternalIP: AddrAdd(netip.MustParsePrefix(c.Network.CIDR).Addr(), host).String(),
+				PodCIDR:    NodePodCIDR(c.Name, i).String(),
+				Dir:        filepath.Join(dir, name),
+				Zone:       nodeZone(c.Name, i),
+			}
+			if c.Network.NAT == OneToOneNAT {
+				n.ExternalIP = AddrAdd(netip.MustParsePrefix(InternetCIDR).Addr(), host).String()
+			}
+			out = append(out, n)
 		}
 	}
 	return out

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"net/url"
+	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
@@ -16,16 +17,22 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
-// The nodes' network: the underlay (a bridge in a network namespace of its own) that joins
-// them, each node's namespace on it, and the forwards that make the API servers and the
-// registry reachable from there.
+// The nodes' network: the lab's internet, each provider's router with its private network
+// (providers.go), every node's namespace on its provider's network, and the forwards that make
+// the API servers and the registry reachable from there.
 
-// namespacesFree checks that none of the nodes' network namespaces exists, and that their
+// namespacesFree checks that none of the lab's network namespaces exists, and that their
 // links' names are short enough. No lab may take over namespaces it did not create: those of
 // another lab, or of one that died in another directory (a lab that died in this one was
 // cleaned up after already).
 func namespacesFree(nodes []Node) error {
-	all := []string{UnderlayNetns}
+	all := []string{InternetNetns}
+	for _, spec := range ClusterSpecs {
+		all = append(all, VPCNetns(spec.Name))
+		if len(internetLink(spec.Name)) > peers.MaxDeviceName {
+			return fmt.Errorf("link name %s is longer than %d bytes", internetLink(spec.Name), peers.MaxDeviceName)
+		}
+	}
 	for _, n := range nodes {
 		all = append(all, n.Netns)
 		if len(n.veth()) > peers.MaxDeviceName {
@@ -40,100 +47,183 @@ func namespacesFree(nodes []Node) error {
 	return nil
 }
 
-// createNetwork creates the underlay (its namespace exists), the egress proxy on it, every
-// node's namespace on it, and the forwards into them, adding what stops them to stops.
+// internetLink is the internet's end of cluster's uplink.
+func internetLink(cluster string) string { return linkPrefix + cluster }
+
+// createNetwork creates the internet (its namespace exists), each provider's router with its
+// egress proxy, every node's namespace on its provider's network, and the forwards into them,
+// adding what stops them to stops.
 func (l *Lab) createNetwork(nodes []Node, stops *[]func()) error {
-	if err := l.createUnderlay(nodes); err != nil {
-		return err
-	}
-	egress, err := l.startEgress()
-	if egress != nil {
-		*stops = append(*stops, egress)
-	}
-	if err != nil {
-		return err
+	for _, spec := range ClusterSpecs {
+		if err := l.createProviderNetwork(spec, nodes); err != nil {
+			return fmt.Errorf("%s: %w", spec.Name, err)
+		}
+		egress, err := l.startEgress(spec.Name)
+		if egress != nil {
+			*stops = append(*stops, egress)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	for _, n := range nodes {
 		if err := l.createNodeNetns(n, nodes); err != nil {
 			return fmt.Errorf("%s: %w", n.Name, err)
 		}
 	}
-	// The underlay works: the first node reaches every other one.
-	for _, n := range nodes[1:] {
-		if _, err := testbed.Ping(nodes[0].Netns, nodes[0].Underlay, n.Underlay, 2*time.Second); err != nil {
-			return fmt.Errorf("underlay: %s cannot reach %s: %w", nodes[0].Name, n.Name, err)
+	// Each provider's network works: its router reaches every node.
+	for _, n := range nodes {
+		spec := SpecOf(n.Cluster)
+		if _, err := testbed.Ping(VPCNetns(n.Cluster), spec.Network.gateway(), n.InternalIP, 2*time.Second); err != nil {
+			return fmt.Errorf("%s: %s cannot reach %s: %w", spec.Network.Provider, VPCNetns(n.Cluster), n.Name, err)
 		}
 	}
 	forwards, err := l.forwardIntoNodes(nodes)
 	*stops = append(*stops, forwards...)
-	return err
-}
-
-// createUnderlay makes the bridge that joins the nodes, with every cluster's API server
-// address on it, and routes every node's pod CIDR to the node: the way back for pods that
-// talk to an API server.
-func (l *Lab) createUnderlay(nodes []Node) error {
-	var apiAddrs []string
-	for _, c := range ClusterSpecs {
-		apiAddrs = append(apiAddrs, onUnderlay(c.APIAddr))
-	}
-	if err := underlay.AddBridge(apiAddrs...); err != nil {
+	if err != nil {
 		return err
 	}
-	var routes [][]string
-	for _, n := range nodes {
-		routes = append(routes, []string{n.PodCIDR, "via", n.Underlay})
+	return l.applyInternetRules()
+}
+
+// createProviderNetwork makes spec's router: a namespace with the private network's bridge
+// (the gateway and the API server's private address on it, the provider's MTU), its uplink to
+// the internet, routes to every node's pods, forwarding, the NAT and the firewall.
+func (l *Lab) createProviderNetwork(spec ClusterSpec, nodes []Node) error {
+	vpc, net := VPCNetns(spec.Name), spec.Network
+	if err := l.addNetns(vpc); err != nil {
+		return err
 	}
-	return netnstopo.AddRoutes(UnderlayNetns, routes...)
+	bridge := netnstopo.Underlay{Netns: vpc, Bridge: bridgeLink}
+	if err := bridge.AddBridge(withBits(net.gateway(), net.CIDR), withBits(spec.APIAddr, net.CIDR)); err != nil {
+		return err
+	}
+	mtu := strconv.Itoa(net.MTU)
+	err := netnstopo.IP(
+		[]string{"-n", vpc, "link", "set", bridgeLink, "mtu", mtu},
+		[]string{"-n", vpc, "link", "add", uplinkLink, "type", "veth", "peer", "name", internetLink(spec.Name), "netns", InternetNetns},
+		[]string{"-n", vpc, "addr", "add", withBits(net.routerEnd(), net.Uplink), "dev", uplinkLink},
+		[]string{"-n", vpc, "link", "set", uplinkLink, "up"},
+		[]string{"-n", InternetNetns, "addr", "add", withBits(net.internetEnd(), net.Uplink), "dev", internetLink(spec.Name)},
+		[]string{"-n", InternetNetns, "link", "set", internetLink(spec.Name), "up"},
+	)
+	if err != nil {
+		return err
+	}
+	routes := [][]string{{"default", "via", net.internetEnd()}}
+	for _, n := range nodes {
+		if n.Cluster == spec.Name {
+			routes = append(routes, []string{n.PodCIDR, "via", n.InternalIP})
+		}
+	}
+	if err := netnstopo.AddRoutes(vpc, routes...); err != nil {
+		return err
+	}
+	var internetRoutes [][]string
+	for _, a := range PublicAddrs(spec, nodes) {
+		internetRoutes = append(internetRoutes, []string{a + "/32", "via", net.routerEnd()})
+	}
+	if err := netnstopo.AddRoutes(InternetNetns, internetRoutes...); err != nil {
+		return err
+	}
+	if err := enableForwarding(vpc); err != nil {
+		return err
+	}
+	return iptablesRestoreIn(vpc, routerRules(spec, nodes))
 }
 
-// underlay is the bridge that joins the nodes.
-var underlay = netnstopo.Underlay{Netns: UnderlayNetns, Bridge: bridgeLink}
-
-// onUnderlay is addr with the underlay's prefix length, as an address of a link on it.
-func onUnderlay(addr string) string {
-	return addr + "/" + strconv.Itoa(netip.MustParsePrefix(UnderlayCIDR).Bits())
+// applyInternetRules makes the lab's internet a router with its firewall, its API servers'
+// published addresses its own.
+func (l *Lab) applyInternetRules() error {
+	ports := map[string]string{}
+	for _, spec := range ClusterSpecs {
+		ports[spec.Name] = l.apiServerPort(spec.Name)
+	}
+	if err := enableForwarding(InternetNetns); err != nil {
+		return err
+	}
+	return iptablesRestoreIn(InternetNetns, internetRules(ports))
 }
 
-// createNodeNetns makes node n's network namespace on the underlay, with routes to the pod
-// CIDRs of the other nodes of its cluster.
+// enableForwarding makes the namespace netns route between its links.
+func enableForwarding(netns string) error {
+	out, err := exec.Command("ip", "netns", "exec", netns, "sysctl", "-qw", "net.ipv4.ip_forward=1").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: forwarding: %w: %s", netns, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// iptablesRestoreIn replaces the tables of rules in netns with rules.
+func iptablesRestoreIn(netns, rules string) error {
+	cmd := exec.Command("ip", "netns", "exec", netns, "iptables-restore", "-w")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: iptables-restore: %w: %s\n%s", netns, err, strings.TrimSpace(string(out)), rules)
+	}
+	return nil
+}
+
+// createNodeNetns makes node n's network namespace on its provider's network, with its
+// provider's MTU, its router as default route, routes to the pod CIDRs of the other nodes of
+// its cluster, and the masquerade of its pods' traffic to anything outside the cluster's pods
+// (ip-masq-agent's, a cloud CNI's): only the node's address may leave for its router, which
+// translates it. What goes to another cluster's pods leaves through WireGuard, untranslated.
 func (l *Lab) createNodeNetns(n Node, nodes []Node) error {
+	spec := SpecOf(n.Cluster)
 	if err := l.addNetns(n.Netns); err != nil {
 		return err
 	}
-	if err := underlay.Join(netnstopo.Node{Netns: n.Netns, Link: nodeLink, Port: n.veth(), Addr: onUnderlay(n.Underlay)}); err != nil {
+	bridge := netnstopo.Underlay{Netns: VPCNetns(n.Cluster), Bridge: bridgeLink}
+	if err := bridge.Join(netnstopo.Node{Netns: n.Netns, Link: nodeLink, Port: n.veth(), Addr: withBits(n.InternalIP, spec.Network.CIDR)}); err != nil {
 		return err
 	}
-	var routes [][]string
+	mtu := strconv.Itoa(spec.Network.MTU)
+	if err := netnstopo.IP(
+		[]string{"-n", n.Netns, "link", "set", nodeLink, "mtu", mtu},
+		[]string{"-n", VPCNetns(n.Cluster), "link", "set", n.veth(), "mtu", mtu},
+	); err != nil {
+		return err
+	}
+	routes := [][]string{{"default", "via", spec.Network.gateway()}}
 	for _, o := range nodes {
 		if o.Cluster == n.Cluster && o.Name != n.Name {
-			routes = append(routes, []string{o.PodCIDR, "via", o.Underlay})
+			routes = append(routes, []string{o.PodCIDR, "via", o.InternalIP})
 		}
 	}
-	// A process on the node's own network (a host-network pod) needs a route to the Service
-	// CIDR before kube-proxy's rules translate its ClusterIP: a node has a default route for
-	// that, the lab's nodes have none (nothing may leave the machine). Addresses kube-proxy
-	// does not translate die on the underlay.
-	routes = append(routes, []string{SpecOf(n.Cluster).ServiceCIDR, "dev", nodeLink})
-	return netnstopo.AddRoutes(n.Netns, routes...)
+	if err := netnstopo.AddRoutes(n.Netns, routes...); err != nil {
+		return err
+	}
+	masquerade := fmt.Sprintf("-A POSTROUTING -o %s -s %s ! -d %s -j MASQUERADE", nodeLink, spec.PodCIDR, spec.PodCIDR)
+	return iptablesRestoreIn(n.Netns, iptablesRestore(map[string][]string{"nat": {masquerade}}))
 }
 
-// forwardIntoNodes makes every API server reachable on the underlay at its cluster's APIAddr
-// (same port as on this machine's loopback, the port the API server advertises), and the
-// registry inside every node at the address it has on this machine, where containerd pulls
-// from. It returns what stops the forwarders.
+// forwardIntoNodes makes every API server reachable at its private address in its provider's
+// network and at its published address on the internet (same port as on this machine's
+// loopback, the port the API server advertises), and the registry inside every node at the
+// address it has on this machine, where containerd pulls from. It returns what stops the
+// forwarders.
 func (l *Lab) forwardIntoNodes(nodes []Node) ([]func(), error) {
 	var stops []func()
+	var public []string
+	for _, spec := range ClusterSpecs {
+		public = append(public, spec.PublicAPIAddr)
+	}
+	if err := netnstopo.AddLocalAddrs(InternetNetns, linkPrefix+"api", public...); err != nil {
+		return stops, err
+	}
 	for _, spec := range ClusterSpecs {
 		u, err := url.Parse(l.clusters[spec.Name].Config.Host)
 		if err != nil {
 			return stops, err
 		}
-		_, stop, err := testbed.ForwardInto(UnderlayNetns, net.JoinHostPort(spec.APIAddr, u.Port()), u.Host)
-		if err != nil {
-			return stops, fmt.Errorf("%s: the API server on the underlay: %w", spec.Name, err)
+		for netns, addr := range map[string]string{VPCNetns(spec.Name): spec.APIAddr, InternetNetns: spec.PublicAPIAddr} {
+			_, stop, err := testbed.ForwardInto(netns, net.JoinHostPort(addr, u.Port()), u.Host)
+			if err != nil {
+				return stops, fmt.Errorf("%s: the API server at %s: %w", spec.Name, addr, err)
+			}
+			stops = append(stops, stop)
 		}
-		stops = append(stops, stop)
 	}
 	for _, n := range nodes {
 		_, stop, err := testbed.ForwardInto(n.Netns, l.registry, l.registry)
@@ -145,12 +235,21 @@ func (l *Lab) forwardIntoNodes(nodes []Node) ([]func(), error) {
 	return stops, nil
 }
 
-// apiServerOnUnderlay is cluster's API server URL as nodes and pods (its own and other
-// clusters') reach it: what semaphore-remote's NOTES give the consumers.
-func (l *Lab) apiServerOnUnderlay(cluster string) string {
-	spec := SpecOf(cluster)
+// apiServerPort is the port of cluster's API server, the same at every address.
+func (l *Lab) apiServerPort(cluster string) string {
 	u, _ := url.Parse(l.clusters[cluster].Config.Host)
-	return "https://" + net.JoinHostPort(spec.APIAddr, u.Port())
+	return u.Port()
+}
+
+// privateAPIServer is cluster's API server URL as its own nodes and pods reach it.
+func (l *Lab) privateAPIServer(cluster string) string {
+	return "https://" + net.JoinHostPort(SpecOf(cluster).APIAddr, l.apiServerPort(cluster))
+}
+
+// PublicAPIServer is cluster's API server URL as the other clusters and a workstation on the
+// internet reach it: what semaphore-remote's NOTES give the consumers.
+func (l *Lab) PublicAPIServer(cluster string) string {
+	return "https://" + net.JoinHostPort(SpecOf(cluster).PublicAPIAddr, l.apiServerPort(cluster))
 }
 
 // addNetns creates a network namespace with its loopback up. It records the name in the state

@@ -21,15 +21,17 @@ import (
 )
 
 // The lab's nodes. Every node of every cluster is a network namespace running containerd,
-// kubelet and kube-proxy (lab/node), joined to the others by an underlay (a bridge in a
-// namespace of its own). Its pods get addresses from its pod CIDR on a CNI bridge; the nodes of
-// a cluster route each other's pod CIDRs over the underlay, and nothing routes one cluster's
-// pods to another's: that traffic only goes through the WireGuard devices semaphore-wireguard
-// sets up on each node. The underlay also holds each cluster's API server address (APIAddr),
-// forwarded to the API server on this machine's loopback: the kubernetes Service's endpoint,
-// for the kubelets, kube-proxy, pods, and other clusters' pods. Nothing is created in the host's
-// network namespace: every link is created directly in the namespace it belongs to, so deleting
-// the namespaces deletes everything.
+// kubelet and kube-proxy (lab/node), on its provider's private network (providers.go): a
+// bridge in the provider's router namespace, which translates between it and the internet.
+// Its pods get addresses from its pod CIDR on a CNI bridge; the nodes of a cluster route each
+// other's pod CIDRs over their private network, and nothing routes one cluster's pods to
+// another's: that traffic only goes through the WireGuard devices semaphore-wireguard sets up
+// on each node. Each cluster's API server, on this machine's loopback, is forwarded to at its
+// private address in its provider's network (the kubernetes Service's endpoint, for the
+// kubelets, kube-proxy and pods) and at its published address on the internet (for the other
+// clusters and the user's workstation). Nothing is created in the host's network namespace:
+// every link is created directly in the namespace it belongs to, so deleting the namespaces
+// deletes everything.
 //
 // The nodes need root (and Linux); without, the lab runs without nodes, and so without pods, and
 // says so.
@@ -41,22 +43,16 @@ const (
 	// NetnsPrefix starts the name of every network namespace of the lab, in `ip netns list`.
 	// The names are the same for every lab directory: one lab with nodes per machine.
 	NetnsPrefix = "semaphore-lab-"
-	// UnderlayNetns is the network namespace of the underlay, the bridge that joins the nodes,
-	// where every node's and pod's address routes.
-	UnderlayNetns = NetnsPrefix + "underlay"
-	// UnderlayCIDR is the network the nodes reach each other on (their InternalIPs): like the
-	// pod CIDRs, a part of 198.18.0.0/15, the benchmark range, apart from them.
-	UnderlayCIDR = "198.19.0.0/24"
 	// linkPrefix starts the name of every link of the lab (at most 15 bytes), so that one
 	// ending up where it should not would be easy to tell.
 	linkPrefix = "semlab-"
 	bridgeLink = linkPrefix + "br"
-	// nodeLink is a node's end of its veth to the underlay bridge.
+	// nodeLink is a node's end of its veth to its provider network's bridge.
 	nodeLink = linkPrefix + "ul"
 	// silentUpstreamDNS is the upstream resolver of the clusters' CoreDNS: an address on the
-	// underlay that no link has, so that a query for a name outside the clusters goes nowhere
-	// (and never leaves the machine).
-	silentUpstreamDNS = "198.19.0.254"
+	// lab's internet that no namespace has, so that a query for a name outside the clusters
+	// goes nowhere (and never leaves the machine).
+	silentUpstreamDNS = "203.0.113.254"
 	// sysctlsFile (in the lab directory) keeps the machine's sysctls that kubelet changes, as
 	// they were before the first node started, until they are restored.
 	sysctlsFile = "nodes/sysctls.json"
@@ -67,9 +63,8 @@ const (
 // Nodes is the lab's nodes, or why it runs without them.
 type Nodes struct {
 	// Skipped says why there are no nodes (and so no pods).
-	Skipped  string `json:"skipped,omitempty"`
-	Underlay string `json:"underlay,omitempty"`
-	Nodes    []Node `json:"nodes,omitempty"`
+	Skipped string `json:"skipped,omitempty"`
+	Nodes   []Node `json:"nodes,omitempty"`
 }
 
 // Node is one node: a Node in its cluster, and a network namespace on this machine.
@@ -77,8 +72,11 @@ type Node struct {
 	Name    string `json:"name"`
 	Cluster string `json:"cluster"`
 	Netns   string `json:"netns"`
-	// Underlay is the node's address on the underlay, its InternalIP.
-	Underlay string `json:"underlay"`
+	// InternalIP is the node's address on its provider's private network.
+	InternalIP string `json:"internalIP"`
+	// ExternalIP is the node's public address, which its provider's 1:1 NAT translates to
+	// InternalIP; empty behind a source NAT (no way in).
+	ExternalIP string `json:"externalIP,omitempty"`
 	// PodCIDR is the range the node's CNI hands out addresses from (the Calico-way cluster's
 	// nodes: within it, see CalicoBorrowed), and its Node's pod CIDR (but for those).
 	PodCIDR string `json:"podCIDR"`
@@ -89,14 +87,15 @@ type Node struct {
 	Zone string `json:"zone"`
 }
 
-// veth is the underlay's end of node n's veth: linkPrefix and the namespace's name after
-// NetnsPrefix (semlab-aws-1).
+// veth is the provider network's end of node n's veth: linkPrefix and the namespace's name
+// after NetnsPrefix (semlab-aws-1).
 func (n Node) veth() string {
 	return linkPrefix + strings.TrimPrefix(n.Netns, NetnsPrefix)
 }
 
-// startNodes creates the nodes where the machine allows: the underlay with the API servers'
-// addresses, a network namespace per node with routes to its cluster's other nodes' pods, and
+// startNodes creates the nodes where the machine allows: the providers' networks and the
+// internet with the API servers' addresses, a network namespace per node with routes to its
+// cluster's other nodes' pods, and
 // in each a real node (containerd, kubelet, kube-proxy) registered as the Node the lab made
 // with its pod CIDR (none in the Calico-way cluster).
 func (l *Lab) startNodes(ctx context.Context) error {
@@ -119,7 +118,7 @@ func (l *Lab) startNodes(ctx context.Context) error {
 		}
 		l.deleteNamespaces()
 	})
-	if err := l.addNetns(UnderlayNetns); err != nil {
+	if err := l.addNetns(InternetNetns); err != nil {
 		// The first namespace tells whether this machine lets us create any: a container
 		// without CAP_SYS_ADMIN does not, even as root.
 		l.skipNodes(fmt.Sprintf("cannot create network namespaces: %v", err))
@@ -136,7 +135,7 @@ func (l *Lab) startNodes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l.update(func(rec *Record) { rec.Nodes = &Nodes{Underlay: UnderlayCIDR, Nodes: nodes} })
+	l.update(func(rec *Record) { rec.Nodes = &Nodes{Nodes: nodes} })
 	return l.waitNodesReady(ctx, nodes)
 }
 
@@ -183,14 +182,14 @@ func (l *Lab) runNodes(ctx context.Context, nodes []Node) (stop func(), err erro
 			l.recordProcess("node-"+n.Name, pid)
 		}
 	}
-	l.Logf("started containerd, kubelet and kube-proxy on %d nodes (network namespaces %s*, underlay %s)", len(nodes), NetnsPrefix, UnderlayCIDR)
+	l.Logf("started containerd, kubelet and kube-proxy on %d nodes (network namespaces %s*, internet %s)", len(nodes), NetnsPrefix, InternetCIDR)
 	return stop, nil
 }
 
 // startNode starts node n with its credentials, and keyDir private to it.
 func (l *Lab) startNode(ctx context.Context, n Node, keyDir string) (*node.Node, error) {
 	spec := SpecOf(n.Cluster)
-	c, server := l.clusters[n.Cluster], l.apiServerOnUnderlay(n.Cluster)
+	c, server := l.clusters[n.Cluster], l.privateAPIServer(n.Cluster)
 	kubeletKubeconfig := filepath.Join(n.Dir+"-credentials", "kubelet.kubeconfig")
 	proxyKubeconfig := filepath.Join(n.Dir+"-credentials", "kube-proxy.kubeconfig")
 	if err := os.MkdirAll(filepath.Dir(kubeletKubeconfig), 0o700); err != nil {
@@ -204,17 +203,19 @@ func (l *Lab) startNode(ctx context.Context, n Node, keyDir string) (*node.Node,
 	}
 	start, end, _ := CalicoBorrowed(n.Name)
 	return node.Start(ctx, node.Config{
-		Name:            n.Name,
-		Netns:           n.Netns,
-		IP:              n.Underlay,
-		PodCIDR:         n.PodCIDR,
-		PodRangeStart:   start,
-		PodRangeEnd:     end,
-		ClusterCIDR:     spec.PodCIDR,
-		ClusterDNS:      spec.dnsServiceIP(),
-		ClusterDomain:   clusterDomain,
-		Kubeconfig:      kubeletKubeconfig,
-		ProxyKubeconfig: proxyKubeconfig,
+		Name:  n.Name,
+		Netns: n.Netns,
+		IP:    n.InternalIP,
+		// The lab sets the Nodes' addresses, as a cloud controller manager does.
+		ExternalCloudProvider: true,
+		PodCIDR:               n.PodCIDR,
+		PodRangeStart:         start,
+		PodRangeEnd:           end,
+		ClusterCIDR:           spec.PodCIDR,
+		ClusterDNS:            spec.dnsServiceIP(),
+		ClusterDomain:         clusterDomain,
+		Kubeconfig:            kubeletKubeconfig,
+		ProxyKubeconfig:       proxyKubeconfig,
 		// The CA of the API server's client certificate for kubelets (clusterPKI).
 		ClientCAFile: l.Path("clusters", n.Cluster, "pki", caFile),
 		Registry:     l.registry,
@@ -298,9 +299,11 @@ func (l *Lab) skipNodes(reason string) {
 }
 
 // createNodeObjects creates every node's Node with its pod CIDR, which no controller allocates
-// here (kube-controller-manager runs with --allocate-node-cidrs=false), and its zone, which a
-// cloud provider would set; the kubelet registers into it (keeping both) and sets its status. The Calico-way cluster's Nodes have none: its IPAM blocks say
-// where the pods are (calico.go).
+// here (kube-controller-manager runs with --allocate-node-cidrs=false), and, playing the cloud
+// controller manager, its zone and addresses: the InternalIP on the provider's network and the
+// ExternalIP its 1:1 NAT gives it. The kubelet (--cloud-provider=external) registers into it,
+// keeping them, and sets the rest of its status. The Calico-way cluster's Nodes have no pod
+// CIDR: its IPAM blocks say where the pods are (calico.go).
 func (l *Lab) createNodeObjects(ctx context.Context, nodes []Node) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -309,13 +312,27 @@ func (l *Lab) createNodeObjects(ctx context.Context, nodes []Node) error {
 		if n.Cluster == CalicoCluster {
 			spec = corev1.NodeSpec{}
 		}
-		_, err := l.clusters[n.Cluster].Client.CoreV1().Nodes().Create(ctx, &corev1.Node{
+		nodes := l.clusters[n.Cluster].Client.CoreV1().Nodes()
+		created, err := nodes.Create(ctx, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{corev1.LabelHostname: n.Name, corev1.LabelTopologyZone: n.Zone}},
 			Spec:       spec,
 		}, metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("%s: node %s: %w", n.Cluster, n.Name, err)
 		}
+		created.Status.Addresses = nodeAddresses(n)
+		if _, err := nodes.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("%s: the addresses of node %s: %w", n.Cluster, n.Name, err)
+		}
 	}
 	return nil
+}
+
+// nodeAddresses are the addresses a cloud controller manager would give node n's Node.
+func nodeAddresses(n Node) []corev1.NodeAddress {
+	out := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.InternalIP}}
+	if n.ExternalIP != "" {
+		out = append(out, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: n.ExternalIP})
+	}
+	return append(out, corev1.NodeAddress{Type: corev1.NodeHostName, Address: n.Name})
 }

@@ -19,7 +19,7 @@ import (
 // certificate signed by it, and the key pair that signs ServiceAccount tokens. envtest makes its
 // own otherwise, but its serving certificate names only localhost, while the lab's pods reach
 // the API server at the ClusterIP of the kubernetes Service and other clusters' pods at its
-// address on the underlay: in-cluster clients verify those names.
+// private and published addresses: in-cluster clients verify those names.
 
 // The file names envtest reads from its certificate directory (testbed.Options.CertDir).
 const (

@@ -14,19 +14,20 @@ import (
 )
 
 // The kubectl plugin (kubectl-semaphore), as the lab runs it: to link the clusters, as a user
-// does, and for its checks. With nodes it runs inside the underlay's network namespace, where
-// the API server addresses it hands out and reads (on the underlay) are reachable.
+// does, and for its checks. With nodes it runs as on a workstation on the internet: inside the
+// lab's internet namespace, with the API servers at their published addresses, which it hands
+// out and reads.
 
 // link runs `kubectl semaphore link` from remote to consumer, the global.remotes entry going to
 // the values file values. It waits for the token controller to fill the token, as a script
-// would. With nodes it runs inside the underlay, so its check that the remote takes the token
-// from there runs too; without nodes there is no underlay, and the check is skipped.
+// would. With nodes it runs on the lab's internet, so its check that the remote takes the token
+// from there runs too; without nodes there is no internet, and the check is skipped.
 func (l *Lab) link(ctx context.Context, remote, consumer, values string) error {
 	kubeconfig, skip := l.Path(KubeconfigFile), []string{"--skip-reachability-check"}
 	if l.withNodes {
 		var err error
-		if kubeconfig, err = l.UnderlayKubeconfig(); err != nil {
-			return fmt.Errorf("kubeconfig for the underlay: %w", err)
+		if kubeconfig, err = l.WorkstationKubeconfig(); err != nil {
+			return fmt.Errorf("kubeconfig for the internet: %w", err)
 		}
 		skip = nil
 	}
@@ -35,7 +36,7 @@ func (l *Lab) link(ctx context.Context, remote, consumer, values string) error {
 		"--values-out", values, "--wait", "1m"}, skip...)
 	cmd := exec.CommandContext(ctx, l.bin.plugin, args...)
 	if l.withNodes {
-		cmd = exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", UnderlayNetns, l.bin.plugin}, args...)...)
+		cmd = exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", InternetNetns, l.bin.plugin}, args...)...)
 	}
 	out, err := cmd.CombinedOutput()
 	l.appendLog("kubectl-semaphore.log", "kubectl-semaphore "+strings.Join(args, " "), string(out))
@@ -56,10 +57,10 @@ type PluginResult struct {
 	Message   string `json:"message"`
 }
 
-// PluginCheck runs `kubectl semaphore check -o json` for cluster inside the underlay, with
-// kubeconfig (UnderlayKubeconfig), and returns its results and exit status.
+// PluginCheck runs `kubectl semaphore check -o json` for cluster on the lab's internet, with
+// kubeconfig (WorkstationKubeconfig), and returns its results and exit status.
 func (l *Lab) PluginCheck(ctx context.Context, kubeconfig, cluster string) ([]PluginResult, int, error) {
-	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", UnderlayNetns, l.bin.plugin,
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", InternetNetns, l.bin.plugin,
 		"--kubeconfig", kubeconfig, "--context", cluster, "check", "-o", "json")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -90,9 +91,10 @@ func FailedChecks(results []PluginResult) []string {
 	return out
 }
 
-// UnderlayKubeconfig writes the lab's kubeconfig with every cluster's API server at its
-// underlay address (the same certificate names it) and returns its path.
-func (l *Lab) UnderlayKubeconfig() (string, error) {
+// WorkstationKubeconfig writes the lab's kubeconfig with every cluster's API server at its
+// published address (the same certificate names it), as a workstation on the internet reaches
+// them, and returns its path.
+func (l *Lab) WorkstationKubeconfig() (string, error) {
 	kc, err := clientcmd.LoadFromFile(l.Path(KubeconfigFile))
 	if err != nil {
 		return "", err
@@ -102,9 +104,9 @@ func (l *Lab) UnderlayKubeconfig() (string, error) {
 		if !ok {
 			return "", fmt.Errorf("no cluster %s in %s", name, l.Path(KubeconfigFile))
 		}
-		c.Server = l.apiServerOnUnderlay(name)
+		c.Server = l.PublicAPIServer(name)
 	}
-	path := l.Path("kubeconfig-underlay")
+	path := l.Path("kubeconfig-internet")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}

@@ -197,7 +197,8 @@ func (l *Lab) ReplacePods(cluster, app string, pods []Pod) {
 }
 
 // controllerOf is a Semaphore controller's pod, with a port of this machine's loopback
-// forwarded to its admin port (through the underlay, which routes every pod CIDR); as before
+// forwarded to its admin port (through its provider's router, which routes every pod CIDR of
+// the cluster); as before
 // when it was recorded already.
 func (l *Lab) controllerOf(before *Record, pod *corev1.Pod, p Pod) (Controller, error) {
 	if i := slices.IndexFunc(before.Controllers, func(c Controller) bool { return c.PodUID == p.UID }); i >= 0 {
@@ -230,7 +231,7 @@ func (l *Lab) controllerOf(before *Record, pod *corev1.Pod, p Pod) (Controller, 
 	if port == 0 {
 		return c, fmt.Errorf("no admin port")
 	}
-	admin, stop, err := testbed.ForwardFrom(UnderlayNetns, net.JoinHostPort(p.IP, strconv.Itoa(port)))
+	admin, stop, err := testbed.ForwardFrom(VPCNetns(p.Cluster), net.JoinHostPort(p.IP, strconv.Itoa(port)))
 	if err != nil {
 		return c, err
 	}

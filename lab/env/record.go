@@ -87,7 +87,7 @@ func (c Controller) Where() string {
 type DNSServer struct {
 	Cluster string `json:"cluster"`
 	Pod     string `json:"pod"`
-	// Addr is the pod's DNS address, on the underlay.
+	// Addr is the pod's DNS address, on its cluster's pod network.
 	Addr string `json:"addr"`
 }
 

@@ -5,7 +5,7 @@
 // # What a node is
 //
 // The caller (the lab, or a test) makes the network: a named network namespace
-// (/run/netns/<Netns>) whose underlay link is up with the node's address, the API server and
+// (/run/netns/<Netns>) whose link to the nodes' network is up with the node's address, the API server and
 // an image registry forwarded into it on loopback. Start then runs, in that namespace:
 //
 //   - containerd with its CRI plugin (runc, overlayfs, CNI from /usr/lib/cni), pulling from
@@ -125,11 +125,14 @@ type Config struct {
 	// Name is the Node's name (kubelet --hostname-override), e.g. "aws-node-1". It also names
 	// the node's cgroup, /semaphore-lab-<Name>.
 	Name string
-	// Netns is an existing named network namespace (/run/netns/<Netns>) whose underlay link is
+	// Netns is an existing named network namespace (/run/netns/<Netns>) whose link to the nodes' network is
 	// up with IP.
 	Netns string
-	// IP is the node's underlay address: kubelet's --node-ip, where kubelet serves (10250).
+	// IP is the node's address on the nodes' network (its InternalIP): kubelet's --node-ip, where kubelet serves (10250).
 	IP string
+	// ExternalCloudProvider runs kubelet with --cloud-provider=external: the Node's addresses
+	// are set by someone else (a cloud controller manager, the lab), and kubelet keeps them.
+	ExternalCloudProvider bool
 	// PodCIDR is this node's pod range, where CNI (host-local) takes pod addresses from. The
 	// caller sets the Node's spec.podCIDR to the same (no controller allocates it), or leaves
 	// it empty where something else says where the addresses are (the lab's Calico-way

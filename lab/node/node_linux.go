@@ -153,13 +153,17 @@ func prepareDirs(cfg Config) error {
 func (n *Node) startKubeletAndProxy(ctx context.Context, netns string, containerd *proc, procsFiles []string) error {
 	cfg, p := n.cfg, paths{n.cfg.Dir}
 	enter := []string{"nsenter", "--mount=/proc/" + strconv.Itoa(containerd.cmd.Process.Pid) + "/ns/mnt", "--net=" + netns, "--"}
-	kubelet, err := n.start("kubelet", procsFiles, append(enter,
+	args := append(enter,
 		filepath.Join(cfg.BinDir, "kubelet"),
 		"--config="+p.config("kubelet.yaml"),
 		"--kubeconfig="+cfg.Kubeconfig,
 		"--node-ip="+cfg.IP,
 		"--hostname-override="+cfg.Name,
-	)...)
+	)
+	if cfg.ExternalCloudProvider {
+		args = append(args, "--cloud-provider=external")
+	}
+	kubelet, err := n.start("kubelet", procsFiles, args...)
 	if err != nil {
 		return err
 	}

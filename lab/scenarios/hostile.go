@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
@@ -121,7 +122,7 @@ func newHostileRun(l *env.Lab, rec *env.Record) (*hostileRun, error) {
 	var foreign string
 	for _, n := range rec.Nodes.Nodes {
 		if n.Name == env.NodeName(env.HostileRemote, 0) {
-			foreign = n.Underlay
+			foreign = cmp.Or(n.ExternalIP, n.InternalIP) // the address it publishes
 		}
 	}
 	h := &hostileRun{

@@ -44,8 +44,8 @@ type fakeNode struct {
 // remote's WireGuard port for the consumer. Every node but one breaks one rule; the last
 // breaks none and is skipped only because the remote has more nodes than its peer limit.
 func hostileNodes(remoteRange, consumerRange, taken netip.Prefix, foreign string, port int) []fakeNode {
-	underlay := netip.MustParsePrefix(env.UnderlayCIDR).Addr()
-	addr := func(i int) string { return env.AddrAdd(underlay, 200+i).String() }
+	network := netip.MustParsePrefix(env.SpecOf(env.HostileRemote).Network.CIDR).Addr()
+	addr := func(i int) string { return env.AddrAdd(network, 200+i).String() }
 	endpoint := func(a string) string { return net.JoinHostPort(a, strconv.Itoa(port)) }
 	// Single addresses inside the remote's range and inside a real node's pod CIDR: the one
 	// overlap a node may have (an address borrowed from another node's IPAM block).

@@ -16,19 +16,19 @@ import (
 // aws and no other remote, and gcp's controllers to roll out during that outage
 // (checkRolloutDuringOutage). It runs last: gcp no longer reads aws afterwards.
 //
-// The plugin runs inside the underlay's network namespace: the remotes' addresses in the
-// controllers' Secrets are the API servers' underlay addresses, which only the nodes reach. It
+// The plugin runs as on a workstation on the lab's internet: the remotes' addresses in the
+// controllers' Secrets are the API servers' published addresses, which only the internet has. It
 // runs every check, the agents' peers and handshakes too: it reads their metrics through the
 // API server's pod proxy, which reaches the pods through the lab's egress proxy (lab/cmd/egress).
 func checkWithPlugin(ctx context.Context, l *env.Lab) []string {
-	fmt.Fprintln(l.Out(), "kubectl semaphore check (in every cluster, from the underlay; then gcp's token in aws revoked)")
+	fmt.Fprintln(l.Out(), "kubectl semaphore check (in every cluster, from the internet; then gcp's token in aws revoked)")
 	if !l.WithNodes() {
 		fmt.Fprintln(l.Out(), "  skipped: no nodes, so no controllers run")
 		return nil
 	}
-	kubeconfig, err := l.UnderlayKubeconfig()
+	kubeconfig, err := l.WorkstationKubeconfig()
 	if err != nil {
-		return []string{fmt.Sprintf("kubeconfig for the underlay: %v", err)}
+		return []string{fmt.Sprintf("kubeconfig for the internet: %v", err)}
 	}
 	var problems []string
 	for _, cluster := range env.ClusterNames() {

@@ -21,7 +21,7 @@ import (
 //     mirrored Service created, deleted or given another port, a global Service created in or
 //     deleted from the cluster;
 //   - every minute a remote cut (the other clusters' packets to its API server dropped on the
-//     underlay: the controllers' watches hang, as behind a lost link) for soakCutFor, and
+//     lab's internet: the controllers' watches hang, as behind a lost link) for soakCutFor, and
 //     restored;
 //   - every two minutes a controller pod deleted: the leader of a Deployment's Lease, or a
 //     semaphore-wireguard pod, in turn.

@@ -80,9 +80,9 @@ func inSync(ctx context.Context, l *env.Lab, when string) []string {
 // pluginPasses runs `kubectl semaphore check` in every cluster until it passes (the
 // handshakes of a replaced wireguard pod may take a keepalive or two), for up to a minute.
 func pluginPasses(ctx context.Context, l *env.Lab) []string {
-	kubeconfig, err := l.UnderlayKubeconfig()
+	kubeconfig, err := l.WorkstationKubeconfig()
 	if err != nil {
-		return []string{fmt.Sprintf("kubeconfig for the underlay: %v", err)}
+		return []string{fmt.Sprintf("kubeconfig for the internet: %v", err)}
 	}
 	var problems []string
 	for _, cluster := range env.ClusterNames() {

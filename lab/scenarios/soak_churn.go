@@ -55,25 +55,20 @@ func (s *soakRun) churn(ctx context.Context, d time.Duration) {
 	}
 }
 
-// cut drops the packets of every other cluster's nodes and pods to remote's API server, on
-// the underlay where it listens, and returns what restores them.
+// cut drops, on the lab's internet, the packets of every other cluster (their public
+// addresses: nodes and pods leave their networks translated) to remote's API server at its
+// published address, and returns what restores them.
 func (s *soakRun) cut(remote string) (restore func()) {
-	api := env.SpecOf(remote).APIAddr
+	api := env.SpecOf(remote).PublicAPIAddr
 	var rules [][]string
 	for _, other := range env.RemotesOf(remote) {
-		sources := []string{env.SpecOf(other).PodCIDR}
-		for _, n := range s.l.Record().Nodes.Nodes {
-			if n.Cluster == other {
-				sources = append(sources, n.Underlay)
-			}
-		}
-		for _, src := range sources {
+		for _, src := range env.PublicAddrs(env.SpecOf(other), s.l.Record().Nodes.Nodes) {
 			rules = append(rules, []string{"INPUT", "-s", src, "-d", api, "-j", "DROP"})
 		}
 	}
 	var added [][]string
 	for _, r := range rules {
-		if err := underlayIptables(append([]string{"-I"}, r...)...); err != nil {
+		if err := internetIptables(append([]string{"-I"}, r...)...); err != nil {
 			s.problem("cutting %s: %v", remote, err)
 			continue
 		}
@@ -83,7 +78,7 @@ func (s *soakRun) cut(remote string) (restore func()) {
 	s.l.Logf("soak: %s cut off from %s", remote, strings.Join(env.RemotesOf(remote), " and "))
 	return func() {
 		for _, r := range added {
-			if err := underlayIptables(append([]string{"-D"}, r...)...); err != nil {
+			if err := internetIptables(append([]string{"-D"}, r...)...); err != nil {
 				s.problem("restoring %s: %v", remote, err)
 			}
 		}
@@ -91,9 +86,9 @@ func (s *soakRun) cut(remote string) (restore func()) {
 	}
 }
 
-// underlayIptables runs iptables in the underlay's network namespace.
-func underlayIptables(args ...string) error {
-	out, err := exec.Command("ip", append([]string{"netns", "exec", env.UnderlayNetns, "iptables", "-w"}, args...)...).CombinedOutput()
+// internetIptables runs iptables in the lab's internet.
+func internetIptables(args ...string) error {
+	out, err := exec.Command("ip", append([]string{"netns", "exec", env.InternetNetns, "iptables", "-w"}, args...)...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}

@@ -30,11 +30,11 @@ type DNSAnswer struct {
 	Err                   error
 }
 
-// lookup asks server, from the underlay, for name.
+// lookup asks server, from its cluster's provider network, for name.
 func lookup(ctx context.Context, server env.DNSServer, name string) DNSAnswer {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	addrs, err := testbed.LookupHostInNetns(ctx, env.UnderlayNetns, server.Addr, name)
+	addrs, err := testbed.LookupHostInNetns(ctx, env.VPCNetns(server.Cluster), server.Addr, name)
 	return DNSAnswer{Cluster: server.Cluster, Server: server.Addr, Name: name, Addrs: addrs, Err: err}
 }
 
@@ -140,6 +140,6 @@ func (d *dnsStatus) print(w io.Writer, rec *env.Record) {
 		}
 		tw.Flush()
 		host, _, _ := net.SplitHostPort(server.Addr)
-		fmt.Fprintf(w, "  try: ip netns exec %s dig @%s +short %s\n", env.UnderlayNetns, host, names[0].DNSName())
+		fmt.Fprintf(w, "  try: ip netns exec %s dig @%s +short %s\n", env.VPCNetns(server.Cluster), host, names[0].DNSName())
 	}
 }

@@ -40,6 +40,7 @@ func newStatus() *Status {
 	mirrors := &mirrorsStatus{}
 	return &Status{parts: []part{
 		clustersStatus{},
+		&networkStatus{},
 		mirrors,
 		&netSetsStatus{},
 		&dnsStatus{mirrors: mirrors},

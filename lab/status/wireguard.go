@@ -243,11 +243,11 @@ func (s *wireguardStatus) print(w io.Writer, rec *env.Record) {
 		fmt.Fprintf(w, "  skipped: %s\n", rec.Nodes.Skipped)
 		return
 	}
-	section(w, fmt.Sprintf("WireGuard (semaphore-wireguard on every node; the nodes are network namespaces %s<cluster>-<n> on the underlay %s)", env.NetnsPrefix, rec.Nodes.Underlay))
+	section(w, fmt.Sprintf("WireGuard (semaphore-wireguard on every node; the nodes are network namespaces %s<cluster>-<n> on their provider's network)", env.NetnsPrefix))
 	tw := table(w)
-	fmt.Fprintf(tw, "  node\tunderlay\tpods\tdevice\tpeer\tendpoint\tlast handshake\tallowed IPs\n")
+	fmt.Fprintf(tw, "  node\taddresses\tpods\tdevice\tpeer\tendpoint\tlast handshake\tallowed IPs\n")
 	for _, n := range s.nodes {
-		node := fmt.Sprintf("  %s\t%s\t%s", n.Node.Name, n.Node.Underlay, podsColumn(n.Node))
+		node := fmt.Sprintf("  %s\t%s\t%s", n.Node.Name, nodeAddresses(n.Node), podsColumn(n.Node))
 		if n.Err != nil {
 			fmt.Fprintf(tw, "%s\terror: %v\n", node, n.Err)
 			continue
@@ -281,4 +281,12 @@ func handshakeAge(t time.Time) string {
 		return "never"
 	}
 	return fmt.Sprintf("%s ago", max(time.Since(t), 0).Round(time.Second))
+}
+
+// nodeAddresses are node's InternalIP and, behind a 1:1 NAT, its ExternalIP.
+func nodeAddresses(n env.Node) string {
+	if n.ExternalIP == "" {
+		return n.InternalIP
+	}
+	return n.InternalIP + " (" + n.ExternalIP + ")"
 }

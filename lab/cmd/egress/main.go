@@ -5,8 +5,8 @@
 //
 //	egress -socket PATH
 //
-// The lab runs it inside the underlay's network namespace (ip netns exec), where the nodes'
-// and the pods' addresses route. It listens on the Unix socket PATH (which it creates, and
+// The lab runs one per cluster inside its provider's router (ip netns exec), where the
+// cluster's nodes' and pods' addresses route. It listens on the Unix socket PATH (which it creates, and
 // removes when it stops) and answers every connection's first request, which must be
 // "CONNECT host:port", by dialing host:port over TCP from where it runs: on success with
 // "200 Connection established", after which it copies bytes both ways until both sides are
@@ -35,7 +35,7 @@ import (
 	"time"
 )
 
-// dialTimeout bounds a CONNECT's dial: an address on the underlay that nothing answers
+// dialTimeout bounds a CONNECT's dial: an address on the nodes' network that nothing answers
 // (a node that is gone) fails as it would in a real cluster, not after the kernel's minutes.
 const dialTimeout = 10 * time.Second
 

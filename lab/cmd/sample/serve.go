@@ -116,15 +116,18 @@ func serve(ctx context.Context, addrs []string, pod string, log *slog.Logger) er
 	return err
 }
 
-// handler answers every request with the pod's name and logs it, but for /healthz.
+// handler answers every request with the pod's name and logs it, but for /healthz. It reads
+// a request's body whole, and says how many bytes it received: a body larger than a path's
+// MTU arrives only if every packet of it does.
 func handler(port int, pod string, log *slog.Logger) http.Handler {
-	reply := "served by " + pod + "\n"
+	reply := "served by " + pod
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if r.URL.Path == healthzPath {
 			_, _ = io.WriteString(w, "ok\n")
 			return
 		}
+		received, err := io.Copy(io.Discard, r.Body)
 		// Logged before the answer: once a client has it, the line is written.
 		log.Info("request",
 			"listen", port,
@@ -132,8 +135,18 @@ func handler(port int, pod string, log *slog.Logger) http.Handler {
 			"method", r.Method,
 			"path", r.URL.Path,
 			"from", r.Header.Get(fromHeader),
+			"body_bytes", received,
 		)
-		_, _ = io.WriteString(w, reply) // a client gone is its business
+		if err != nil {
+			http.Error(w, fmt.Sprintf("reading the body: %v after %d bytes", err, received), http.StatusBadRequest)
+			return
+		}
+		// A client gone is its business.
+		if received > 0 {
+			_, _ = fmt.Fprintf(w, "%s, received %d bytes\n", reply, received)
+			return
+		}
+		_, _ = io.WriteString(w, reply+"\n")
 	})
 }
 

@@ -103,6 +103,26 @@ func TestServeLogsOneLinePerRequestWithClientAddressListenPortAndFrom(t *testing
 	r.stop(t)
 }
 
+func TestServeReadsABodyWholeAndSaysHowManyBytesItReceived(t *testing.T) {
+	t.Setenv("POD_NAME", "echo-0")
+	r, ports := startServe(t, 1)
+	body := strings.Repeat("x", 64<<10)
+	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/", ports[0]), "text/plain", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	reply, _ := io.ReadAll(resp.Body)
+	if want := "served by echo-0, received 65536 bytes\n"; resp.StatusCode != http.StatusOK || string(reply) != want {
+		t.Fatalf("POST of 64 KiB: %s %q, want 200 %q", resp.Status, reply, want)
+	}
+	recs := r.stdout.records(t, "request")
+	if len(recs) != 1 || recs[0]["body_bytes"] != float64(len(body)) {
+		t.Fatalf("logged %v, want one request with body_bytes %d", recs, len(body))
+	}
+	r.stop(t)
+}
+
 func TestServeAnswersHealthzWithoutLoggingIt(t *testing.T) {
 	r, ports := startServe(t, 1)
 	url := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
