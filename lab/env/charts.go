@@ -2,19 +2,19 @@ package env
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"maps"
 	"os"
+	"path/filepath"
 	"strings"
-	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/lab/guide"
 )
 
-// The releases, as docs/charts.md installs them: semaphore-remote in a namespace of its own,
-// the umbrella in the semaphore namespace (which also holds the mirrors).
+// The releases, as docs/getting-started.md installs them: semaphore-remote in a namespace of
+// its own, the umbrella in the semaphore namespace (which also holds the mirrors).
 const (
 	RemoteRelease   = "semaphore-remote"
 	RemoteNamespace = "semaphore-remote"
@@ -24,137 +24,200 @@ const (
 // WireGuardComponent is semaphore-wireguard's Controller.Component.
 const WireGuardComponent = "semaphore-wireguard"
 
-// WireGuardPorts are the UDP ports of the WireGuard devices, by remote (wireguard.listenPorts):
-// one port per remote cluster, the same on every node.
-var WireGuardPorts = map[string]int{"aws": 51821, "gcp": 51822, "merit": 51823}
+const (
+	// GuideFile is the getting-started guide, which the lab follows to install and link the
+	// clusters, and whose check it runs once the lab is up.
+	GuideFile = "docs/getting-started.md"
+	// GuideCheckSection is the guide's last section, which checks every cluster.
+	GuideCheckSection = "8. Check"
+	// guideDir (in the lab directory) is the directory the guide's commands run in: the
+	// values files it writes and reads are there.
+	guideDir = "guide"
+)
 
-// remoteEntry is one item of the umbrella's global.remotes, as kubectl semaphore link writes it.
-type remoteEntry = map[string]any
-
-// installRemoteCharts installs charts/semaphore-remote into every cluster with the helm CLI,
-// from the lab's registry, with every other cluster as a consumer, and then links each consumer
-// to each of its remotes as a user does, with `kubectl semaphore link`: the consumer's token
-// copied into a Secret of its semaphore namespace, and the global.remotes entry written into a
-// values file of the consumer's (.lab/clusters/<consumer>/remotes-values.yaml), whose entries
-// go to the consumer's umbrella release (installUmbrellas).
-func (l *Lab) installRemoteCharts(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	for _, spec := range ClusterSpecs {
-		consumers := []any{}
-		for _, r := range RemotesOf(spec.Name) {
-			// The consumers of the Calico-way cluster read its IPAM blocks.
-			consumers = append(consumers, map[string]any{"name": r, "calicoIPAM": spec.Name == CalicoCluster})
-		}
-		m, err := l.helmInstall(ctx, spec.Name, RemoteRelease, RemoteRelease, RemoteNamespace, map[string]any{
-			"clusterName": spec.Name,
-			"apiServer":   l.PublicAPIServer(spec.Name),
-			"consumers":   consumers,
-		})
-		if err != nil {
-			return fmt.Errorf("%s: %w", spec.Name, err)
-		}
-		if err := os.WriteFile(l.Path("clusters", spec.Name, "semaphore-remote-NOTES.txt"), []byte(m.Release.Info.Notes), 0o644); err != nil {
-			return err
-		}
+// installWithGuide installs both charts into every cluster and links the clusters by running
+// the shell blocks of the getting-started guide verbatim, up to its check, as its reader does:
+// from a workstation on the internet (inside the lab's internet, with the API servers at their
+// published addresses), with the variables the guide asks the reader to set and the values
+// file of the reader's own settings (labValues). Then it keeps each release's NOTES and
+// manifest where the status says they are.
+func (l *Lab) installWithGuide(ctx context.Context) error {
+	runner, err := l.guideRunner("guide-install.log")
+	if err != nil {
+		return err
 	}
-	l.Logf("installed semaphore-remote in %s (helm install oci://%s/%s/%s)", strings.Join(ClusterNames(), ", "), l.registry, ChartsRepo, RemoteRelease)
-
-	l.remoteEntries = map[string][]remoteEntry{}
-	for _, consumer := range ClusterSpecs {
-		values := l.Path("clusters", consumer.Name, "remotes-values.yaml")
-		// A values file of a previous run would keep its entries.
-		if err := os.Remove(values); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		for _, remote := range RemotesOf(consumer.Name) {
-			if err := l.link(ctx, remote, consumer.Name, values); err != nil {
-				return err
-			}
-		}
-		entries, err := readRemotes(values)
+	for _, cluster := range ClusterNames() {
+		data, err := yaml.Marshal(l.labValues(cluster))
 		if err != nil {
 			return err
 		}
-		l.remoteEntries[consumer.Name] = entries
+		if err := os.WriteFile(filepath.Join(runner.Dir, "my-values-"+cluster+".yaml"), data, 0o644); err != nil {
+			return err
+		}
 	}
-	l.Logf("linked every consumer to its remotes with kubectl semaphore link (%s)", l.Path("clusters", "*", "remotes-values.yaml"))
-	return nil
+	runner.Select = func(b guide.Block) bool { return b.Section != GuideCheckSection }
+	if err := runner.Run(ctx, filepath.Join(testbed.RepoRoot(), GuideFile)); err != nil {
+		return fmt.Errorf("following %s (its output in %s): %w", GuideFile, l.Path("logs", "guide-install.log"), err)
+	}
+	l.Logf("followed %s: semaphore-remote and the umbrella chart in %s, every pair linked both ways (commands and output in %s)",
+		GuideFile, strings.Join(ClusterNames(), ", "), l.Path("logs", "guide-install.log"))
+	return l.keepReleases(ctx)
 }
 
-// readRemotes reads global.remotes of the values file path.
-func readRemotes(path string) ([]remoteEntry, error) {
-	data, err := os.ReadFile(path)
+// RunGuideCheck runs the getting-started guide's check section, as its reader would after the
+// install, with its output in logs/guide-check.log.
+func (l *Lab) RunGuideCheck(ctx context.Context) error {
+	runner, err := l.guideRunner("guide-check.log")
+	if err != nil {
+		return err
+	}
+	runner.Select = func(b guide.Block) bool { return b.Section == GuideCheckSection }
+	return runner.Run(ctx, filepath.Join(testbed.RepoRoot(), GuideFile))
+}
+
+// guideRunner runs the guide's blocks in the lab's guide directory, with their output in
+// logs/<log> (appended).
+func (l *Lab) guideRunner(log string) (guide.Runner, error) {
+	dir := l.Path(guideDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return guide.Runner{}, err
+	}
+	env, err := l.guideEnv()
+	if err != nil {
+		return guide.Runner{}, err
+	}
+	out, err := os.OpenFile(l.Path("logs", log), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return guide.Runner{}, err
+	}
+	l.onTeardown(func() { out.Close() })
+	r := guide.Runner{Dir: dir, Env: env, Out: out}
+	if l.withNodes && !l.Record().NodesSkipped() {
+		r.Netns = InternetNetns
+	}
+	return r, nil
+}
+
+// guideEnv is the environment of the guide's commands: what the guide asks its reader to set
+// (the charts in the lab's registry, each cluster's API server and pod range), a kubeconfig
+// with a context per cluster, and a PATH with helm, kubectl-semaphore and a kubectl that runs
+// it (guideBin). Without nodes there is no internet: the API servers are at their loopback
+// addresses.
+func (l *Lab) guideEnv() ([]string, error) {
+	bin, err := l.guideBin()
 	if err != nil {
 		return nil, err
 	}
-	var values struct {
-		Global struct {
-			Remotes []remoteEntry `json:"remotes"`
-		} `json:"global"`
+	kubeconfig := l.Path(KubeconfigFile)
+	server := func(cluster string) string { return l.clusters[cluster].Config.Host }
+	if l.withNodes && !l.Record().NodesSkipped() {
+		if kubeconfig, err = l.WorkstationKubeconfig(); err != nil {
+			return nil, err
+		}
+		server = l.PublicAPIServer
 	}
-	if err := yaml.Unmarshal(data, &values); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	home := l.Path("tmp", "helm")
+	env := []string{
+		"PATH=" + bin + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=" + home,
+		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
+		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
+		"KUBECONFIG=" + kubeconfig,
+		"CHARTS=oci://" + l.registry + "/" + ChartsRepo,
+		"CHART_FLAGS=--plain-http",
 	}
-	return values.Global.Remotes, nil
+	for _, c := range ClusterSpecs {
+		upper := strings.ToUpper(c.Name)
+		env = append(env, upper+"_API_SERVER="+server(c.Name), upper+"_POD_RANGES="+c.PodCIDR)
+	}
+	return env, nil
 }
 
-// installUmbrellas installs charts/semaphore into every cluster with the helm CLI, from the lab's registry, with the
-// remotes kubectl semaphore link gave (installRemoteCharts) and the lab's settings (umbrellaValues). The
-// controllers then run with what it renders (podOf).
-func (l *Lab) installUmbrellas(ctx context.Context) error {
-	for _, spec := range ClusterSpecs {
-		m, err := l.helmInstall(ctx, spec.Name, UmbrellaRelease, UmbrellaRelease, SemaphoreNamespace, l.umbrellaValues(spec.Name))
-		if err != nil {
-			return fmt.Errorf("%s: %w", spec.Name, err)
+// kubectlShim is the lab's kubectl: the guide runs `kubectl semaphore ...`, which kubectl
+// hands to its plugin kubectl-semaphore; the lab builds no kubectl, and its shim does that
+// only.
+const kubectlShim = `#!/bin/sh
+# The lab's kubectl: it runs the plugin only, as kubectl does for "kubectl semaphore ...".
+if [ "$1" != semaphore ]; then
+	echo "the lab's kubectl runs its plugin only: kubectl semaphore ..." >&2
+	exit 1
+fi
+shift
+exec kubectl-semaphore "$@"
+`
+
+// guideBin makes the directory of the guide's programs: helm, kubectl-semaphore and the
+// kubectl shim.
+func (l *Lab) guideBin() (string, error) {
+	dir := l.Path("tmp", "guide-bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for name, target := range map[string]string{"helm": l.bin.helm, "kubectl-semaphore": l.bin.plugin} {
+		link := filepath.Join(dir, name)
+		_ = os.Remove(link)
+		if err := os.Symlink(target, link); err != nil {
+			return "", err
 		}
-		if err := os.WriteFile(l.Path("clusters", spec.Name, "semaphore-manifest.yaml"), []byte(m.Release.Manifest), 0o644); err != nil {
+	}
+	return dir, os.WriteFile(filepath.Join(dir, "kubectl"), []byte(kubectlShim), 0o755)
+}
+
+// keepReleases writes each cluster's semaphore-remote NOTES and the umbrella's manifest into
+// the cluster's directory, as the status says.
+func (l *Lab) keepReleases(ctx context.Context) error {
+	for _, cluster := range ClusterNames() {
+		remote, err := l.release(ctx, cluster, RemoteRelease, RemoteNamespace)
+		if err != nil {
+			return err
+		}
+		umbrella, err := l.release(ctx, cluster, UmbrellaRelease, SemaphoreNamespace)
+		if err != nil {
+			return err
+		}
+		dir := l.Path("clusters", cluster)
+		if err := os.WriteFile(filepath.Join(dir, "semaphore-remote-NOTES.txt"), []byte(remote.Release.Info.Notes), 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "semaphore-manifest.yaml"), []byte(umbrella.Release.Manifest), 0o644); err != nil {
 			return err
 		}
 	}
-	l.Logf("installed the umbrella chart in %s (helm install oci://%s/%s/%s; rendered manifests in %s)",
-		strings.Join(ClusterNames(), ", "), l.registry, ChartsRepo, UmbrellaRelease, l.Path("clusters", "*", "semaphore-manifest.yaml"))
 	return nil
 }
 
-// umbrellaValues are the umbrella's values for cluster: its name and remotes (each with its pod
-// range), and what the lab changes from the defaults (podCIDRsFrom: calico-ipam for the
-// Calico-way cluster; per-remote limits small enough for the hostile remote to go over).
-// Everything else is the chart's default.
-func (l *Lab) umbrellaValues(cluster string) map[string]any {
-	listenPorts := map[string]any{}
-	for _, r := range RemotesOf(cluster) {
-		listenPorts[r] = WireGuardPorts[r]
+// ListenPort is the UDP port of cluster's WireGuard device for remote, as kubectl semaphore
+// link wrote it into cluster's values (wireguard.listenPorts).
+func (l *Lab) ListenPort(cluster, remote string) (int, error) {
+	path := l.Path(guideDir, "semaphore-values", cluster+".yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
 	}
-	remotes := make([]any, len(l.remoteEntries[cluster]))
-	for i, e := range l.remoteEntries[cluster] {
-		// Each remote held to its own pod range: semaphore-wireguard routes nothing else of it.
-		entry := maps.Clone(e)
-		name, _ := e["name"].(string)
-		entry["podRanges"] = []any{SpecOf(name).PodCIDR}
-		remotes[i] = entry
+	var values struct {
+		WireGuard struct {
+			ListenPorts map[string]int `json:"listenPorts"`
+		} `json:"wireguard"`
 	}
-	wireguard := map[string]any{
-		"listenPorts": listenPorts,
-		// Handshakes every few seconds instead of 25: the lab shows them while you watch.
-		"keepalive": "5s",
-		// As many peers per remote as it has nodes: the hostile remote's fake nodes
-		// (lab/scenarios) are beyond it.
-		"maxPeersPerRemote": NodesPerCluster,
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
 	}
-	if SpecOf(cluster).Network.NAT == SourceNAT {
-		// Its nodes have no public address and no way in: they publish none, and open the
-		// tunnels themselves (the other side learns their address from their handshakes).
-		wireguard["endpointAddressTypes"] = "ExternalIP"
+	port, ok := values.WireGuard.ListenPorts[remote]
+	if !ok {
+		return 0, fmt.Errorf("%s: no wireguard.listenPorts.%s", path, remote)
 	}
-	if cluster != CalicoCluster {
-		// The Calico-way cluster's pod addresses are in its IPAM blocks (calico.go).
-		wireguard["podCIDRsFrom"] = map[string]any{CalicoCluster: "calico-ipam"}
-	}
+	return port, nil
+}
+
+// labValues are the lab's own settings of the umbrella chart in cluster, what the guide calls
+// the reader's own (my-values-<cluster>.yaml): the images from the lab's registry, and what
+// the lab changes from the defaults to show more, sooner. Everything else comes from the
+// guide: the cluster's name, its remotes and their ports (kubectl semaphore link), where the
+// aws pod addresses come from, merit's endpoints.
+func (l *Lab) labValues(string) map[string]any {
 	return map[string]any{
 		"global": map[string]any{
-			"clusterName": cluster,
-			"remotes":     remotes,
 			// The images the lab built, in its registry: the one value that moves them.
 			"image": map[string]any{"registry": l.registry + "/" + ImagesRepo},
 		},
@@ -165,7 +228,13 @@ func (l *Lab) umbrellaValues(cluster string) map[string]any {
 			// Services; the lab's own mirror a handful per remote.
 			"maxServicesPerRemote": HostileMirrorCap,
 		},
-		"policy":    map[string]any{"calicoAPI": CalicoAPI},
-		"wireguard": wireguard,
+		"policy": map[string]any{"calicoAPI": CalicoAPI},
+		"wireguard": map[string]any{
+			// Handshakes every few seconds instead of 25: the lab shows them while you watch.
+			"keepalive": "5s",
+			// As many peers per remote as it has nodes: the hostile remote's fake nodes
+			// (lab/scenarios) are beyond it.
+			"maxPeersPerRemote": NodesPerCluster,
+		},
 	}
 }

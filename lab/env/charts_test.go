@@ -10,42 +10,29 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
-// renderUmbrella renders the umbrella chart with the values the lab gives cluster once
-// kubectl semaphore link has linked it to its remotes.
+// renderUmbrella renders the umbrella chart for cluster with the values the guide gives it:
+// what kubectl semaphore link writes for its remotes, then the lab's own (labValues).
 func renderUmbrella(t *testing.T, cluster string) string {
 	t.Helper()
-	l := &Lab{registry: "127.0.0.1:5000", remoteEntries: map[string][]remoteEntry{}}
-	for _, r := range RemotesOf(cluster) {
+	var remotes []any
+	ports := map[string]any{}
+	for i, r := range RemotesOf(cluster) {
 		// As kubectl semaphore link writes it.
-		l.remoteEntries[cluster] = append(l.remoteEntries[cluster], remoteEntry{
-			"name": r, "server": "https://127.0.0.1:6443", "caData": "Q0EK",
+		remotes = append(remotes, map[string]any{
+			"name": r, "server": "https://127.0.0.1:6443", "caData": "Q0EK", "podRanges": []any{SpecOf(r).PodCIDR},
 			"tokenSecret": map[string]any{"name": "semaphore-remote-" + r, "key": "token"},
 		})
+		ports[r] = 51821 + i
 	}
-	rel, err := helmchart.Render(filepath.Join(testbed.RepoRoot(), helmchart.UmbrellaDir), UmbrellaRelease, SemaphoreNamespace, l.umbrellaValues(cluster))
+	values := (&Lab{registry: "127.0.0.1:5000"}).labValues(cluster)
+	values["global"].(map[string]any)["clusterName"] = cluster
+	values["global"].(map[string]any)["remotes"] = remotes
+	values["wireguard"].(map[string]any)["listenPorts"] = ports
+	rel, err := helmchart.Render(filepath.Join(testbed.RepoRoot(), helmchart.UmbrellaDir), UmbrellaRelease, SemaphoreNamespace, values)
 	if err != nil {
 		t.Fatalf("%s: %v", cluster, err)
 	}
 	return rel.Manifest
-}
-
-// The umbrella values the lab gives gcp and merit make their semaphore-wireguard read aws's
-// pod addresses from its IPAM blocks, and leave the others to their Nodes; every cluster holds
-// each remote to that remote's pod range.
-func TestUmbrellaValuesReadCalicoIPAM(t *testing.T) {
-	for cluster, want := range map[string]string{"gcp": "aws:calico-ipam", "merit": "aws:calico-ipam", "aws": "node"} {
-		manifest := renderUmbrella(t, cluster)
-		if !strings.Contains(manifest, "name: SEMAPHORE_WG_POD_CIDRS_FROM\n              value: \""+want+"\"") {
-			t.Errorf("%s: SEMAPHORE_WG_POD_CIDRS_FROM is not %q:\n%s", cluster, want, manifest)
-		}
-		var ranges []string
-		for _, r := range RemotesOf(cluster) {
-			ranges = append(ranges, r+":"+SpecOf(r).PodCIDR)
-		}
-		if want := strings.Join(ranges, ","); !strings.Contains(manifest, "name: SEMAPHORE_REMOTE_POD_RANGES\n              value: \""+want+"\"") {
-			t.Errorf("%s: SEMAPHORE_REMOTE_POD_RANGES is not %q", cluster, want)
-		}
-	}
 }
 
 // The lab's values give every controller the per-remote limits the hostile remote goes over:

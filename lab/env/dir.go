@@ -90,7 +90,7 @@ func acquire(dir string, out io.Writer) error {
 
 // runtimePaths are what only a running lab needs, in its directory. The binaries and the logs
 // are not among them: they stay.
-var runtimePaths = append([]string{KubeconfigFile, "clusters", "coredns", "nodes", "pods", "prometheus", "tmp", recordFile, recordFile + ".tmp", pidFile}, egressSockets()...)
+var runtimePaths = append([]string{KubeconfigFile, workstationKubeconfig, guideDir, "clusters", "coredns", "nodes", "pods", "prometheus", "tmp", recordFile, recordFile + ".tmp", pidFile}, egressSockets()...)
 
 // egressSockets are the egress proxies' sockets, one per cluster.
 func egressSockets() []string {

@@ -44,9 +44,6 @@ type Lab struct {
 	registry, imageTag string
 	// withNodes is false when the lab must not create its nodes (-nodes=false).
 	withNodes bool
-	// remoteEntries are the global.remotes entries of each cluster's umbrella release, as
-	// kubectl semaphore link writes them.
-	remoteEntries map[string][]remoteEntry
 
 	cleanups []func()
 	stopping atomic.Bool
@@ -86,8 +83,7 @@ func (l *Lab) parts() []part {
 		{"clusters", l.startClusters},
 		{"nodes", l.startNodes},
 		{"Calico IPAM blocks", l.startCalicoIPAM},
-		{"semaphore-remote", l.installRemoteCharts},
-		{"semaphore (umbrella chart)", l.installUmbrellas},
+		{"the charts, as docs/getting-started.md installs them", l.installWithGuide},
 		{"CoreDNS", l.createCoreDNS},
 		{"sample workloads", l.createSampleWorkloads},
 		{"pods", l.waitForPods},

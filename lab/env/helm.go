@@ -10,15 +10,14 @@ import (
 	"strings"
 
 	"helm.sh/helm/v3/pkg/release"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kube-semaphore/semaphore/internal/helmchart"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
-// The lab installs the charts the way the README tells users to: packaged, pushed to an OCI
-// registry (the lab's, on loopback) and installed from there with the helm CLI, one values file
-// per cluster and release. Its own Helm directories keep a user's Helm configuration out of it.
+// The lab installs the charts the way the getting-started guide tells users to: packaged,
+// pushed to an OCI registry (the lab's, on loopback) and installed from there with the helm CLI
+// (charts.go). Its own Helm directories keep a user's Helm configuration out of it.
 
 // ChartsRepo is the repository of the registry that holds the charts (oci://<registry>/charts).
 const ChartsRepo = "charts"
@@ -71,24 +70,10 @@ func (l *Lab) pushCharts(ctx context.Context) error {
 	return nil
 }
 
-// helmInstall installs chart (the name of a chart in the registry) into cluster as release name in
-// namespace, with vals written to a values file of the cluster's, and returns what the release
-// rendered, with its NOTES.
-func (l *Lab) helmInstall(ctx context.Context, cluster, chart, name, namespace string, vals map[string]any) (*helmchart.Manifest, error) {
-	data, err := yaml.Marshal(vals)
-	if err != nil {
-		return nil, err
-	}
-	values := l.Path("clusters", cluster, name+"-values.yaml")
-	if err := os.WriteFile(values, data, 0o644); err != nil {
-		return nil, err
-	}
+// release is what release name in namespace of cluster rendered, with its NOTES, as the helm
+// CLI tells.
+func (l *Lab) release(ctx context.Context, cluster, name, namespace string) (*helmchart.Manifest, error) {
 	target := []string{"--kubeconfig", l.Path(KubeconfigFile), "--kube-context", cluster, "-n", namespace}
-	install := append([]string{"install", name, "oci://" + l.registry + "/" + ChartsRepo + "/" + chart,
-		"--plain-http", "--create-namespace", "-f", values}, target...)
-	if _, err := l.helm(ctx, install...); err != nil {
-		return nil, fmt.Errorf("%s: %w", cluster, err)
-	}
 	manifest, err := l.helm(ctx, append([]string{"get", "manifest", name}, target...)...)
 	if err != nil {
 		return nil, err

@@ -200,8 +200,9 @@ func (l *Lab) createNodeNetns(n Node, nodes []Node) error {
 
 // forwardIntoNodes makes every API server reachable at its private address in its provider's
 // network and at its published address on the internet (same port as on this machine's
-// loopback, the port the API server advertises), and the registry inside every node at the
-// address it has on this machine, where containerd pulls from. It returns what stops the
+// loopback, the port the API server advertises), and the registry inside every node (where
+// containerd pulls from) and on the internet (where the guide's helm pulls the charts from) at
+// the address it has on this machine. It returns what stops the
 // forwarders.
 func (l *Lab) forwardIntoNodes(nodes []Node) ([]func(), error) {
 	var stops []func()
@@ -225,14 +226,24 @@ func (l *Lab) forwardIntoNodes(nodes []Node) ([]func(), error) {
 			stops = append(stops, stop)
 		}
 	}
-	for _, n := range nodes {
-		_, stop, err := testbed.ForwardInto(n.Netns, l.registry, l.registry)
+	// The workstation on the internet installs the charts from the registry too.
+	for _, netns := range append([]string{InternetNetns}, nodeNetns(nodes)...) {
+		_, stop, err := testbed.ForwardInto(netns, l.registry, l.registry)
 		if err != nil {
-			return stops, fmt.Errorf("%s: the registry: %w", n.Name, err)
+			return stops, fmt.Errorf("%s: the registry: %w", netns, err)
 		}
 		stops = append(stops, stop)
 	}
 	return stops, nil
+}
+
+// nodeNetns are the network namespaces of nodes.
+func nodeNetns(nodes []Node) []string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.Netns
+	}
+	return out
 }
 
 // apiServerPort is the port of cluster's API server, the same at every address.

@@ -13,38 +13,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// The kubectl plugin (kubectl-semaphore), as the lab runs it: to link the clusters, as a user
-// does, and for its checks. With nodes it runs as on a workstation on the internet: inside the
-// lab's internet namespace, with the API servers at their published addresses, which it hands
-// out and reads.
-
-// link runs `kubectl semaphore link` from remote to consumer, the global.remotes entry going to
-// the values file values. It waits for the token controller to fill the token, as a script
-// would. With nodes it runs on the lab's internet, so its check that the remote takes the token
-// from there runs too; without nodes there is no internet, and the check is skipped.
-func (l *Lab) link(ctx context.Context, remote, consumer, values string) error {
-	kubeconfig, skip := l.Path(KubeconfigFile), []string{"--skip-reachability-check"}
-	if l.withNodes {
-		var err error
-		if kubeconfig, err = l.WorkstationKubeconfig(); err != nil {
-			return fmt.Errorf("kubeconfig for the internet: %w", err)
-		}
-		skip = nil
-	}
-	args := append([]string{"--kubeconfig", kubeconfig, "link",
-		"--from", remote, "--remote-name", remote, "--to", consumer, "--to-cluster", consumer, "-n", SemaphoreNamespace,
-		"--values-out", values, "--wait", "1m"}, skip...)
-	cmd := exec.CommandContext(ctx, l.bin.plugin, args...)
-	if l.withNodes {
-		cmd = exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", InternetNetns, l.bin.plugin}, args...)...)
-	}
-	out, err := cmd.CombinedOutput()
-	l.appendLog("kubectl-semaphore.log", "kubectl-semaphore "+strings.Join(args, " "), string(out))
-	if err != nil {
-		return fmt.Errorf("kubectl semaphore link --from %s --to %s: %w: %s", remote, consumer, err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
+// The kubectl plugin (kubectl-semaphore), as the lab runs it for its checks (the guide links
+// the clusters with it, charts.go). With nodes it runs as on a workstation on the internet:
+// inside the lab's internet namespace, with the API servers at their published addresses.
 
 // PluginResult is one line of `kubectl semaphore check -o json`.
 type PluginResult struct {
@@ -106,9 +77,12 @@ func (l *Lab) WorkstationKubeconfig() (string, error) {
 		}
 		c.Server = l.PublicAPIServer(name)
 	}
-	path := l.Path("kubeconfig-internet")
+	path := l.Path(workstationKubeconfig)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}
 	return path, clientcmd.WriteToFile(*kc, path)
 }
+
+// workstationKubeconfig (in the lab directory) is WorkstationKubeconfig's file.
+const workstationKubeconfig = "kubeconfig-internet"

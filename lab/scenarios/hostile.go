@@ -125,10 +125,14 @@ func newHostileRun(l *env.Lab, rec *env.Record) (*hostileRun, error) {
 			foreign = cmp.Or(n.ExternalIP, n.InternalIP) // the address it publishes
 		}
 	}
+	port, err := l.ListenPort(env.HostileRemote, env.HostileConsumer)
+	if err != nil {
+		return nil, err
+	}
 	h := &hostileRun{
 		l: l, remote: env.HostileRemote, consumer: env.HostileConsumer, admin: l.Cluster(env.HostileRemote).Client,
 		nodes: hostileNodes(remoteRange, netip.MustParsePrefix(env.SpecOf(env.HostileConsumer).PodCIDR),
-			env.NodePodCIDR(env.HostileRemote, env.NodesPerCluster-1), foreign, env.WireGuardPorts[env.HostileConsumer]),
+			env.NodePodCIDR(env.HostileRemote, env.NodesPerCluster-1), foreign, port),
 		keys:           map[string]string{},
 		services:       hostileServiceNames(env.HostileMirrorCap, hostileOverCap),
 		claim:          consumerPods[0],

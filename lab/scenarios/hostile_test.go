@@ -59,7 +59,7 @@ func publicKey(t *testing.T) wgtypes.Key {
 func TestEveryFakeNodeIsSkippedForItsOwnReasonAndTheRealNodesStayPeers(t *testing.T) {
 	remoteRange := netip.MustParsePrefix(env.SpecOf(env.HostileRemote).PodCIDR)
 	fakes := hostileNodes(remoteRange, netip.MustParsePrefix(env.SpecOf(env.HostileConsumer).PodCIDR),
-		env.NodePodCIDR(env.HostileRemote, env.NodesPerCluster-1), "198.19.0.31", env.WireGuardPorts[env.HostileConsumer])
+		env.NodePodCIDR(env.HostileRemote, env.NodesPerCluster-1), "198.19.3.31", 51822)
 	var nodes []peers.Node
 	var want []string
 	for i := range env.NodesPerCluster {

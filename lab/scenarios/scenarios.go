@@ -27,6 +27,7 @@ type Scenario struct {
 // All are the scenarios of `lab check`, in the order they run.
 var All = []Scenario{
 	{"between providers", checkProviders},
+	{"the getting-started guide's check", checkGuide},
 	{"identities", checkIdentities},
 	{"dashboards", checkDashboards},
 	{"global service failover", checkGlobalFailover},

@@ -12,10 +12,11 @@ import (
 type chartsStatus struct{ printOnly }
 
 func (chartsStatus) print(w io.Writer, rec *env.Record) {
-	section(w, "Charts (helm install from the lab's registry, as the README tells users)")
+	section(w, fmt.Sprintf("Charts (helm install from the lab's registry, by %s's commands, run as they are)", env.GuideFile))
 	fmt.Fprintf(w, "  helm --kubeconfig %s --kube-context <cluster> list -A\n", rec.Kubeconfig)
-	fmt.Fprintf(w, "  %s/%s in every cluster: its values, and its NOTES followed for each consumer, in %s\n", env.RemoteNamespace, env.RemoteRelease,
-		filepath.Join(rec.Dir, "clusters", "<cluster>", "semaphore-remote-{values.yaml,NOTES.txt}"))
-	fmt.Fprintf(w, "  %s/%s (umbrella) in every cluster: its values and manifest in %s\n", env.SemaphoreNamespace, env.UmbrellaRelease,
-		filepath.Join(rec.Dir, "clusters", "<cluster>", "semaphore-{values,manifest}.yaml"))
+	fmt.Fprintf(w, "  the guide's commands and their output: %s\n", filepath.Join(rec.Dir, "logs", "guide-install.log"))
+	fmt.Fprintf(w, "  %s/%s in every cluster: its NOTES in %s\n", env.RemoteNamespace, env.RemoteRelease,
+		filepath.Join(rec.Dir, "clusters", "<cluster>", "semaphore-remote-NOTES.txt"))
+	fmt.Fprintf(w, "  %s/%s (umbrella) in every cluster: the values link wrote and the lab's own in %s, its manifest in %s\n", env.SemaphoreNamespace, env.UmbrellaRelease,
+		filepath.Join(rec.Dir, "guide", "{semaphore-values/<cluster>,my-values-<cluster>}.yaml"), filepath.Join(rec.Dir, "clusters", "<cluster>", "semaphore-manifest.yaml"))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,11 +13,15 @@ import (
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/link"
 )
 
-// linkFlags are the flags of link: link's options (--values-out is ValuesFile), and how long
-// it may take besides waiting for a token.
+// linkFlags are the flags of link: link's options for the direction from --from to --to
+// (--values-out is ValuesFile, --values-out-dir ValuesDir, --pod-ranges PodRanges), whether
+// to link the other direction too and its pod ranges, and how long it may take besides
+// waiting for a token.
 type linkFlags struct {
 	link.Options
-	timeout time.Duration
+	bothWays    bool
+	toPodRanges []string
+	timeout     time.Duration
 }
 
 // newLink is `kubectl semaphore link`.
@@ -29,90 +34,152 @@ func newLink(o *options) *cobra.Command {
 cluster of --to (its token, the CA, the API server address), checks from here that the server
 takes the token, writes the token into the Secret semaphore-remote-<from cluster> of the
 semaphore release's namespace in --to (--namespace, default semaphore; created or updated, not
-written when equal), and prints the global.remotes entry for that release's values, or puts it
-into the values file --values-out (keeping the file's other remotes and values). The entry's
-podRanges, the ranges the remote's pod addresses must lie in, hold the pod CIDRs of the Nodes of
---from: widen them if the remote's pod range is larger.
+written when equal), and gives the values that release needs to read the remote and reach its
+nodes: global.clusterName (the consumer's name), the remote's global.remotes entry, and its
+WireGuard port in wireguard.listenPorts. It prints them, or puts them into the values file
+--values-out (or <--values-out-dir>/<consumer>.yaml), keeping the file's other remotes and
+values, so that helm install -f <that file> needs nothing else. The port is --listen-port, else
+the one the file already gives the remote, else the first from 51821 that no other remote in the
+file has. The entry's podRanges, the ranges the remote's pod addresses must lie in, are
+--pod-ranges, else the pod CIDRs of the Nodes of --from and its Calico IP pools: widen them if
+the remote's pod range is larger.
+
+WireGuard needs each cluster to reach the other: --both-ways links --from to --to and --to to
+--from in one command (semaphore-remote installed in both, each listing the other as a
+consumer), writing each consumer's values into --values-out-dir, each port chosen in its own
+file (--listen-port gives both ends the same). Both directions are checked before either is
+written.
 
 The remote's name is --remote-name (default: the --from context's name): link refuses a remote
 whose semaphore-remote calls itself otherwise, since the name decides which Secret and entry it
 writes. It refuses too, unless --force, to hand out a server or CA other than those the values
 file or the semaphore release in --to already has under that name.
 
-The consumer's name is --to-cluster, or else global.clusterName of the semaphore release in --to.
-Run it again after a token rotation: it updates the Secret.`,
-		Example: `  kubectl semaphore link --from aws --remote-name aws --to gcp --to-cluster gcp --values-out gcp-remotes.yaml
-  helm upgrade --install semaphore oci://registry.example.net/charts/semaphore -n semaphore \
-    --kube-context gcp --set global.clusterName=gcp -f gcp-remotes.yaml`,
+The consumer's name is --to-cluster, or else global.clusterName of the semaphore release in --to
+(with --both-ways: the --to context's name), which a first link, before that release exists,
+does not have. Run it again after a token rotation: it updates the Secret.`,
+		Example: `  # gcp reads aws: its token into gcp, and gcp's values for aws into gcp.yaml
+  kubectl semaphore link --from aws --remote-name aws --to gcp --to-cluster gcp --values-out gcp.yaml
+  helm upgrade --install semaphore oci://ghcr.io/kube-semaphore/charts/semaphore -n semaphore \
+    --kube-context gcp -f gcp.yaml
+
+  # aws and gcp read each other: values/aws.yaml and values/gcp.yaml
+  kubectl semaphore link --from aws --to gcp --both-ways --values-out-dir values`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return lf.run(cmd.Context(), o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&lf.FromContext, "from", "", "kubeconfig context of the cluster semaphore-remote runs in")
 	f.StringVar(&lf.ToContext, "to", "", "kubeconfig context of the consuming cluster (where the semaphore release runs)")
-	f.StringVar(&lf.ToCluster, "to-cluster", "", "the consuming cluster's name, as in semaphore-remote's consumers (default: global.clusterName of the semaphore release in --to)")
-	f.StringVar(&lf.RemoteNamespace, "remote-namespace", "", "namespace of the semaphore-remote release in --from (default: found in any namespace)")
-	f.StringVar(&lf.ValuesFile, "values-out", "", "put the global.remotes entry into this values file instead of printing it (other entries and values are kept)")
+	f.StringVar(&lf.ToCluster, "to-cluster", "", "the consuming cluster's name, as in semaphore-remote's consumers (default: global.clusterName of the semaphore release in --to; with --both-ways, the --to context's name)")
+	f.StringVar(&lf.RemoteNamespace, "remote-namespace", "", "namespace of the semaphore-remote release in --from (and in --to with --both-ways; default: found in any namespace)")
+	f.StringVar(&lf.ValuesFile, "values-out", "", "put the values into this values file of the consumer's instead of printing them (its other remotes and values are kept)")
+	f.StringVar(&lf.ValuesDir, "values-out-dir", "", "put the values into <dir>/<consumer>.yaml, created with the directory when missing (needed by --both-ways: one file per cluster)")
+	f.IntVar(&lf.ListenPort, "listen-port", 0, "the remote's WireGuard UDP port in the consumer's wireguard.listenPorts, 1024-65535 (default: the values file's, else the first free one from 51821)")
+	f.StringSliceVar(&lf.PodRanges, "pod-ranges", nil, "the remote's podRanges, CIDRs separated by commas (default: proposed from the Nodes' pod CIDRs and Calico IP pools of --from)")
+	f.BoolVar(&lf.bothWays, "both-ways", false, "link --to to --from as well, so that each cluster reads the other (WireGuard needs both); needs --values-out-dir")
+	f.StringSliceVar(&lf.toPodRanges, "to-pod-ranges", nil, "with --both-ways, the podRanges of --to as --from reads it (default: proposed from --to)")
 	f.DurationVar(&lf.Wait, "wait", 0, "how long to wait for the token controller to fill a new token (default: not at all)")
 	f.BoolVar(&lf.SkipReachabilityCheck, "skip-reachability-check", false, "do not check from here that the remote's API server takes the token (when only the consumer's pods reach it)")
 	f.StringVar(&lf.RemoteName, "remote-name", "", "the remote cluster's name, as the consumer knows it (the name of its global.remotes entry and token Secret); link refuses a remote whose semaphore-remote says another (default: the --from context's name)")
 	f.BoolVar(&lf.Force, "force", false, "hand out a server or CA other than those the values file or the semaphore release in --to has for the remote's name (the remote moved)")
-	f.DurationVar(&lf.timeout, "timeout", 30*time.Second, "how long link may take, besides --wait")
+	f.DurationVar(&lf.timeout, "timeout", 30*time.Second, "how long link may take, besides --wait (twice that with --both-ways)")
 	return cmd
 }
 
-// run links the clusters of the flags, says on o.errOut what it did, and writes the entry to
-// the values file or prints it.
+// run links the clusters of the flags, says on o.errOut what it did, and writes the values to
+// the values files or prints them.
 func (lf linkFlags) run(ctx context.Context, o *options) error {
-	lo := lf.Options
-	if lo.FromContext == "" || lo.ToContext == "" {
-		return errors.New("link needs --from and --to, the kubeconfig contexts of the remote cluster and of the consuming one")
-	}
-	if lo.FromContext == lo.ToContext {
-		return fmt.Errorf("--from and --to are both %s: a cluster does not read from itself", lo.FromContext)
-	}
-	var err error
-	if lo.From, err = linkClient(o, lo.FromContext); err != nil {
-		return fmt.Errorf("--from %s: %w", lo.FromContext, err)
-	}
-	if lo.To, err = linkClient(o, lo.ToContext); err != nil {
-		return fmt.Errorf("--to %s: %w", lo.ToContext, err)
-	}
-	if o.flags.Namespace != nil {
-		lo.Namespace = *o.flags.Namespace
-	}
-	if lo.RemoteName == "" {
-		lo.RemoteName = lo.FromContext
-	}
-	ctx, cancel := context.WithTimeout(ctx, lf.timeout+lo.Wait)
-	defer cancel()
-	res, err := link.Run(ctx, lo)
+	links, err := lf.links(o)
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(len(links))*(lf.timeout+lf.Wait))
+	defer cancel()
+	results, err := link.Run(ctx, links...)
+	for i, res := range results {
+		if err := report(o, links[i], res); err != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// links are the links of the flags: from --from to --to, and back with --both-ways.
+func (lf linkFlags) links(o *options) ([]link.Options, error) {
+	there := lf.Options
+	if err := lf.check(); err != nil {
+		return nil, err
+	}
+	var err error
+	if there.From, err = linkClient(o, there.FromContext); err != nil {
+		return nil, fmt.Errorf("--from %s: %w", there.FromContext, err)
+	}
+	if there.To, err = linkClient(o, there.ToContext); err != nil {
+		return nil, fmt.Errorf("--to %s: %w", there.ToContext, err)
+	}
+	if o.flags.Namespace != nil {
+		there.Namespace = *o.flags.Namespace
+	}
+	if there.RemoteName == "" {
+		there.RemoteName = there.FromContext
+	}
+	if !lf.bothWays {
+		return []link.Options{there}, nil
+	}
+	if there.ToCluster == "" {
+		there.ToCluster = there.ToContext
+	}
+	back := there
+	back.From, back.To, back.FromContext, back.ToContext = there.To, there.From, there.ToContext, there.FromContext
+	back.RemoteName, back.ToCluster = there.ToCluster, there.RemoteName
+	back.PodRanges = lf.toPodRanges
+	return []link.Options{there, back}, nil
+}
+
+// check refuses flags that do not go together, and values the chart would refuse.
+func (lf linkFlags) check() error {
+	switch {
+	case lf.FromContext == "" || lf.ToContext == "":
+		return errors.New("link needs --from and --to, the kubeconfig contexts of the remote cluster and of the consuming one")
+	case lf.FromContext == lf.ToContext:
+		return fmt.Errorf("--from and --to are both %s: a cluster does not read from itself", lf.FromContext)
+	case lf.ValuesFile != "" && lf.ValuesDir != "":
+		return errors.New("--values-out and --values-out-dir both name where the values go: give one")
+	case lf.bothWays && lf.ValuesDir == "":
+		return errors.New("--both-ways writes the values of both clusters, one file each: give --values-out-dir")
+	case !lf.bothWays && len(lf.toPodRanges) > 0:
+		return errors.New("--to-pod-ranges are the ranges of --to as --from reads it: they need --both-ways")
+	case lf.ListenPort != 0 && (lf.ListenPort < 1024 || lf.ListenPort > 65535):
+		return fmt.Errorf("--listen-port %d: the chart takes 1024-65535 (semaphore-wireguard has no capability to bind lower ports)", lf.ListenPort)
+	}
+	for flag, ranges := range map[string][]string{"--pod-ranges": lf.PodRanges, "--to-pod-ranges": lf.toPodRanges} {
+		for _, r := range ranges {
+			if p, err := netip.ParsePrefix(r); err != nil || p.Masked() != p {
+				return fmt.Errorf("%s: %q is not a CIDR (an address range such as 10.10.0.0/16)", flag, r)
+			}
+		}
+	}
+	return nil
+}
+
+// report says on o.errOut what res did, and prints its values when they went to no file.
+func report(o *options, lo link.Options, res *link.Result) error {
 	fmt.Fprintf(o.errOut, "Secret %s in context %s: %s (the token of consumer %s from semaphore-remote %s/%s in context %s)\n",
 		res.Secret, lo.ToContext, res.Action, res.Consumer, res.Remote.Namespace, res.Remote.Release, lo.FromContext)
 	for _, note := range res.Notes {
 		fmt.Fprintln(o.errOut, note)
 	}
-	if lo.ValuesFile != "" {
-		changed, err := link.WriteValues(lo.ValuesFile, res.Entry)
-		if err != nil {
-			return err
-		}
-		what := "unchanged"
-		if changed {
-			what = "written"
-		}
-		fmt.Fprintf(o.errOut, "global.remotes entry %s in %s: %s\n", res.Entry.Name, lo.ValuesFile, what)
-		return nil
-	}
-	data, err := link.Values(res.Entry)
-	if err != nil {
+	if res.ValuesFile == "" {
+		_, err := o.out.Write(res.Values)
 		return err
 	}
-	_, err = o.out.Write(data)
-	return err
+	what := "unchanged"
+	if res.ValuesChanged {
+		what = "written"
+	}
+	fmt.Fprintf(o.errOut, "global.remotes entry %s and wireguard.listenPorts.%s=%d in %s: %s\n", res.Entry.Name, res.Entry.Name, res.ListenPort, res.ValuesFile, what)
+	return nil
 }
 
 // linkClient is a client of context whose requests say they come from link (in audit logs).

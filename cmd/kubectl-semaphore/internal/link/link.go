@@ -2,14 +2,18 @@
 // remote cluster: it reads the release's link ConfigMap (this cluster's name and API server as
 // the consumers know them) and the consumer's token Secret there, checks from where it runs that
 // the server takes the token, writes the token into the Secret the consumer's semaphore release
-// reads, and returns the consumer's global.remotes entry. It does what semaphore-remote's
-// NOTES.txt tells a user to do by hand, and writes only what differs.
+// reads, and puts what that release needs to read the remote and reach its nodes (its own name,
+// the remote's global.remotes entry and WireGuard listen port) into the release's values file,
+// or returns it. It does what semaphore-remote's NOTES.txt tells a user to do by hand, and writes
+// only what differs. Several links (both directions between two clusters) are all checked
+// before any is written.
 package link
 
 import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -37,7 +41,7 @@ const (
 	defaultNamespace = "semaphore"
 )
 
-// Options say what to link.
+// Options say what to link: one direction, the consumer To reading the remote From.
 type Options struct {
 	// From is the cluster semaphore-remote runs in; To the consuming cluster. FromContext and
 	// ToContext name them in messages.
@@ -57,9 +61,17 @@ type Options struct {
 	// RemoteName is the name the user expects the remote to have; a remote whose
 	// semaphore-remote says another is refused.
 	RemoteName string
-	// ValuesFile is the values file the entry will go to ("" for none): an entry of the same
-	// name there must have the same server and CA, as must the semaphore release in To.
-	ValuesFile string
+	// ValuesFile is the consumer's values file the values go to ("" for none: they are
+	// returned to print): an entry of the same name there must have the same server and CA, as
+	// must the semaphore release in To. ValuesDir, when ValuesFile is "", names it
+	// <ValuesDir>/<consumer>.yaml.
+	ValuesFile, ValuesDir string
+	// ListenPort is the remote's UDP port in the consumer's wireguard.listenPorts; 0 for the
+	// one the values file gives it, else the first free one from FirstListenPort.
+	ListenPort int
+	// PodRanges are the remote's podRanges; none to propose them from its Nodes and Calico IP
+	// pools.
+	PodRanges []string
 	// Force lets the entry's server or CA differ from those the consumer has for the name.
 	Force bool
 }
@@ -83,7 +95,7 @@ const (
 	unchanged Action = "unchanged"
 )
 
-// Result is what Run did and the entry it made.
+// Result is what Run did and the values it made.
 type Result struct {
 	Remote   *Remote
 	Consumer string
@@ -91,6 +103,13 @@ type Result struct {
 	Secret string
 	Action Action
 	Entry  Entry
+	// ListenPort is the remote's port in the consumer's wireguard.listenPorts.
+	ListenPort int
+	// ValuesFile is the values file the values went to, and ValuesChanged whether it was
+	// written; without one, Values are the consumer's values for the remote, to print.
+	ValuesFile    string
+	ValuesChanged bool
+	Values        []byte
 	// Notes are what the user should know about Entry, such as where its podRanges come from.
 	Notes []string
 }
@@ -114,8 +133,40 @@ type SecretKey struct {
 // semaphore-remote's NOTES name.
 func SecretName(remote string) string { return "semaphore-remote-" + remote }
 
-// Run hands o.To the credentials semaphore-remote in o.From made for it.
-func Run(ctx context.Context, o Options) (*Result, error) {
+// Run links each of links. Every link is read and checked before anything is written to any
+// cluster or file, so that a link that cannot be made (one direction of two, say) leaves
+// everything as it was. It returns the results of the links written, in order, with the error
+// of the first that could not be.
+func Run(ctx context.Context, links ...Options) ([]*Result, error) {
+	plans := make([]*plan, len(links))
+	for i, o := range links {
+		p, err := prepare(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		plans[i] = p
+	}
+	var results []*Result
+	for _, p := range plans {
+		if err := p.apply(ctx); err != nil {
+			return results, err
+		}
+		results = append(results, p.res)
+	}
+	return results, nil
+}
+
+// plan is a link read and checked, and what it will write.
+type plan struct {
+	o     Options
+	token []byte
+	// values are the consumer's values, for its values file or to print.
+	values *consumerValues
+	res    *Result
+}
+
+// prepare reads what o links and checks it, writing nothing.
+func prepare(ctx context.Context, o Options) (*plan, error) {
 	if o.Namespace == "" {
 		o.Namespace = defaultNamespace
 	}
@@ -134,6 +185,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.ValuesFile == "" && o.ValuesDir != "" {
+		o.ValuesFile = filepath.Join(o.ValuesDir, consumer+".yaml")
+	}
 	token, ca, err := consumerToken(ctx, o.From, remote, consumer, o.Wait)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
@@ -143,38 +197,72 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	// Last before the first write: whether the consumer knows this name as another server.
 	notes, err := checkSameRemote(ctx, o, remote, ca, where)
 	if err != nil {
 		return nil, err
 	}
-
 	name := SecretName(remote.clusterName)
-	action, err := ensureToken(ctx, o.To, o.Namespace, name, token)
-	if err != nil {
-		return nil, fmt.Errorf("context %s: writing the token to Secret %s/%s: %w", o.ToContext, o.Namespace, name, err)
-	}
 	res := &Result{
 		Remote:   remote,
 		Consumer: consumer,
 		Secret:   o.Namespace + "/" + name,
-		Action:   action,
 		Entry: Entry{
 			Name:        remote.clusterName,
 			Server:      remote.apiServer,
 			CAData:      base64.StdEncoding.EncodeToString(ca),
 			TokenSecret: SecretKey{Name: name, Key: TokenKey},
 		},
-		Notes: notes,
+		ValuesFile: o.ValuesFile,
+		Notes:      notes,
 	}
-	res.proposePodRanges(ctx, o)
-	return res, nil
+	res.podRanges(ctx, o)
+	p := &plan{o: o, token: token, res: res}
+	if err := p.planValues(); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
-// proposePodRanges gives the entry the pod ranges of o.From (PodRanges), with a note that says
-// where they come from, or why there are none.
-func (res *Result) proposePodRanges(ctx context.Context, o Options) {
+// planValues makes the consumer's values for the remote, from its values file when it has one.
+func (p *plan) planValues() error {
+	o, res := p.o, p.res
+	var err error
+	if p.values, err = planValues(o.ValuesFile, res.Consumer, res.Entry, o.ListenPort); err != nil {
+		return err
+	}
+	res.ListenPort = p.values.port
+	if o.ValuesFile == "" && o.ListenPort == 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("wireguard.listenPorts gives %s port %d: each remote of the release in context %s needs a port of its own, so choose another (--listen-port) if it has that one, or let link choose with the release's values file (--values-out)",
+			res.Entry.Name, res.ListenPort, o.ToContext))
+	}
+	return nil
+}
+
+// apply writes the token into the consumer's Secret, and the values into its values file.
+func (p *plan) apply(ctx context.Context) error {
+	o, res := p.o, p.res
+	name := res.Entry.TokenSecret.Name
+	var err error
+	if res.Action, err = ensureToken(ctx, o.To, o.Namespace, name, p.token); err != nil {
+		return fmt.Errorf("context %s: writing the token to Secret %s/%s: %w", o.ToContext, o.Namespace, name, err)
+	}
+	if o.ValuesFile == "" {
+		res.Values = p.values.out
+		return nil
+	}
+	res.ValuesChanged, err = p.values.write()
+	return err
+}
+
+// podRanges gives the entry the pod ranges of o.From: o.PodRanges, else those PodRanges
+// proposes, with a note that says where they come from, or why there are none.
+func (res *Result) podRanges(ctx context.Context, o Options) {
 	name := res.Remote.clusterName
+	if len(o.PodRanges) > 0 {
+		res.Entry.PodRanges = o.PodRanges
+		res.Notes = append(res.Notes, fmt.Sprintf("podRanges %v of %s: as given", o.PodRanges, name))
+		return
+	}
 	ranges, err := PodRanges(ctx, o.From)
 	switch {
 	case err != nil:
