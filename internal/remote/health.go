@@ -14,15 +14,17 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/metrics"
 )
 
-// Health tracks, for each remote, whether its API server answers and whether the component's
-// caches of it have synced. It exports <prefix>_remote_up and
-// <prefix>_remote_last_sync_timestamp_seconds. Remote health is never readiness.
+// Health tracks, for each remote, whether its API server answers, whether the component's
+// caches of it have synced, and who the component is there. It exports <prefix>_remote_up,
+// <prefix>_remote_last_sync_timestamp_seconds and <prefix>_remote_identity_info. Remote health
+// is never readiness.
 type Health struct {
 	interval time.Duration
 	timeout  time.Duration
 	log      *slog.Logger
 	up       *prometheus.GaugeVec
 	lastSync *prometheus.GaugeVec
+	identity *prometheus.GaugeVec
 
 	mu      sync.Mutex
 	remotes map[string]*remoteState
@@ -35,6 +37,10 @@ type remoteState struct {
 	probed bool
 	// lastSync is when the view was last known current (what the lastSync gauge shows).
 	lastSync time.Time
+	// whoAmI asks the remote who the component is (nil: not asked); askWho is set until it has
+	// been asked since the remote last answered after a failure (identity.go).
+	whoAmI func(context.Context) (string, error)
+	askWho bool
 }
 
 // NewHealth creates the per-remote health metrics on f. Remotes are probed every interval.
@@ -45,6 +51,7 @@ func NewHealth(f *metrics.Factory, interval time.Duration, log *slog.Logger) *He
 		log:      log,
 		up:       f.GaugeVec("remote_up", "1 when the remote cluster's API server answered the last probe, 0 otherwise.", "remote"),
 		lastSync: f.GaugeVec("remote_last_sync_timestamp_seconds", "Unix time at which the component last knew its view of the remote to be current: caches synced and the API server answering.", "remote"),
+		identity: f.GaugeVec("remote_identity_info", "A constant 1 labelled with the user the component's credentials are at the remote (a SelfSubjectReview, asked when the remote first answers and again after it failed); absent until known, and removed when the remote rejects the credentials.", "remote", "user"),
 		remotes:  map[string]*remoteState{},
 	}
 }
@@ -57,18 +64,27 @@ func probeReadyz(c Cluster) func(context.Context) error {
 	}
 }
 
-// AddClusters starts tracking each of clusters through its API server's /readyz (ProbeReadyz).
+// AddClusters starts tracking each of clusters through its API server's /readyz (ProbeReadyz),
+// and who the component is there (a SelfSubjectReview once it answers).
 func (h *Health) AddClusters(clusters []Cluster) {
 	for _, c := range clusters {
-		h.Add(c.Name, probeReadyz(c))
+		h.add(c.Name, probeReadyz(c), func(ctx context.Context) (string, error) {
+			return WhoAmI(ctx, c.Client, "")
+		})
 	}
 }
 
 // Add starts tracking a remote. It counts as down until its first probe succeeds.
 func (h *Health) Add(name string, probe func(context.Context) error) {
+	h.add(name, probe, nil)
+}
+
+// add starts tracking a remote, asking whoAmI who the component is there once it answers
+// (never when nil).
+func (h *Health) add(name string, probe func(context.Context) error, whoAmI func(context.Context) (string, error)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.remotes[name] = &remoteState{probe: probe}
+	h.remotes[name] = &remoteState{probe: probe, whoAmI: whoAmI, askWho: whoAmI != nil}
 	h.up.WithLabelValues(name).Set(0)
 	h.lastSync.WithLabelValues(name)
 }
@@ -169,6 +185,9 @@ func (h *Health) probeAll(ctx context.Context) {
 				return
 			}
 			h.record(name, err)
+			if err == nil {
+				h.learnIdentity(ctx, name)
+			}
 		})
 	}
 	wg.Wait()
@@ -181,6 +200,7 @@ func (h *Health) record(name string, err error) {
 	wasUp := s.probed && s.err == nil
 	s.probed, s.err = true, err
 	if err != nil {
+		h.forgetIdentity(name, s, err)
 		h.up.WithLabelValues(name).Set(0)
 		if wasUp || !s.synced {
 			h.log.Warn("remote unreachable", "remote", name, "err", err)

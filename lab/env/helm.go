@@ -86,3 +86,21 @@ func (l *Lab) release(ctx context.Context, cluster, name, namespace string) (*he
 	notes = strings.TrimPrefix(notes, "NOTES:\n")
 	return helmchart.Parse(&release.Release{Name: name, Namespace: namespace, Manifest: manifest, Info: &release.Info{Notes: notes}})
 }
+
+// UpgradeUmbrella upgrades cluster's umbrella release to the same chart with its values and
+// sets (helm --reuse-values --set), as a user changes one value.
+func (l *Lab) UpgradeUmbrella(ctx context.Context, cluster string, sets ...string) error {
+	args := []string{"upgrade", UmbrellaRelease, "oci://" + l.registry + "/" + ChartsRepo + "/" + UmbrellaRelease, "--plain-http", "--reuse-values",
+		"--kubeconfig", l.Path(KubeconfigFile), "--kube-context", cluster, "-n", SemaphoreNamespace}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	_, err := l.helm(ctx, args...)
+	return err
+}
+
+// RollbackUmbrella rolls cluster's umbrella release back to its previous revision.
+func (l *Lab) RollbackUmbrella(ctx context.Context, cluster string) error {
+	_, err := l.helm(ctx, "rollback", UmbrellaRelease, "--kubeconfig", l.Path(KubeconfigFile), "--kube-context", cluster, "-n", SemaphoreNamespace)
+	return err
+}

@@ -14,8 +14,7 @@ import (
 )
 
 // The kubectl plugin (kubectl-semaphore), as the lab runs it for its checks (the guide links
-// the clusters with it, charts.go). With nodes it runs as on a workstation on the internet:
-// inside the lab's internet namespace, with the API servers at their published addresses.
+// the clusters with it, charts.go, as from a workstation on the lab's internet).
 
 // PluginResult is one line of `kubectl semaphore check -o json`.
 type PluginResult struct {
@@ -28,11 +27,23 @@ type PluginResult struct {
 	Message   string `json:"message"`
 }
 
-// PluginCheck runs `kubectl semaphore check -o json` for cluster on the lab's internet, with
-// kubeconfig (WorkstationKubeconfig), and returns its results and exit status.
-func (l *Lab) PluginCheck(ctx context.Context, kubeconfig, cluster string) ([]PluginResult, int, error) {
-	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", InternetNetns, l.bin.plugin,
-		"--kubeconfig", kubeconfig, "--context", cluster, "check", "-o", "json")
+// PluginCheck runs `kubectl semaphore check -o json` for cluster from this machine's shell,
+// with the lab's kubeconfig (the API servers on loopback), and returns its results and exit
+// status. The check judges from where the controllers run, through the API servers, and dials
+// no address it reads from the clusters: nothing it does leaves this machine. With
+// probeRemotes it also reads the remotes themselves (--probe-remotes), at the addresses the
+// clusters' Secrets give, so it runs as from a workstation on the lab's internet, where those
+// are.
+func (l *Lab) PluginCheck(ctx context.Context, cluster string, probeRemotes bool) ([]PluginResult, int, error) {
+	cmd := exec.CommandContext(ctx, l.bin.plugin, "--kubeconfig", l.Path(KubeconfigFile), "--context", cluster, "check", "-o", "json")
+	if probeRemotes {
+		kubeconfig, err := l.WorkstationKubeconfig()
+		if err != nil {
+			return nil, 0, err
+		}
+		cmd = exec.CommandContext(ctx, "ip", "netns", "exec", InternetNetns, l.bin.plugin,
+			"--kubeconfig", kubeconfig, "--context", cluster, "check", "--probe-remotes", "-o", "json")
+	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

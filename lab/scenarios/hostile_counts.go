@@ -108,11 +108,7 @@ func firingJobs(ctx context.Context, base, alert, remote string) []string {
 // fake nodes that are no peers (semaphore_wg_skipped_peers says why); the Services beyond the
 // limit that have no mirror are a warning.
 func (h *hostileRun) pluginCheck(ctx context.Context) []string {
-	kubeconfig, err := h.l.WorkstationKubeconfig()
-	if err != nil {
-		return []string{fmt.Sprintf("kubeconfig for the internet: %v", err)}
-	}
-	results, code, err := h.l.PluginCheck(ctx, kubeconfig, h.consumer)
+	results, code, err := h.l.PluginCheck(ctx, h.consumer, true)
 	if err != nil {
 		return []string{fmt.Sprintf("kubectl semaphore --context %s check with the hostile remote: %v", h.consumer, err)}
 	}

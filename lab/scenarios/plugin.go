@@ -16,23 +16,19 @@ import (
 // aws and no other remote, and gcp's controllers to roll out during that outage
 // (checkRolloutDuringOutage). It runs last: gcp no longer reads aws afterwards.
 //
-// The plugin runs as on a workstation on the lab's internet: the remotes' addresses in the
-// controllers' Secrets are the API servers' published addresses, which only the internet has. It
-// runs every check, the agents' peers and handshakes too: it reads their metrics through the
-// API server's pod proxy, which reaches the pods through the lab's egress proxy (lab/cmd/egress).
+// The plugin runs from this machine's shell with the lab's kubeconfig, as a user's workstation
+// outside the clusters' networks: it judges every check from where the controllers run (their
+// metrics, read through the API server's pod proxy, which reaches the pods through the lab's
+// egress proxies, lab/cmd/egress) and dials none of the remotes' addresses it reads.
 func checkWithPlugin(ctx context.Context, l *env.Lab) []string {
-	fmt.Fprintln(l.Out(), "kubectl semaphore check (in every cluster, from the internet; then gcp's token in aws revoked)")
+	fmt.Fprintln(l.Out(), "kubectl semaphore check (in every cluster, from this machine's shell; then gcp's token in aws revoked)")
 	if !l.WithNodes() {
 		fmt.Fprintln(l.Out(), "  skipped: no nodes, so no controllers run")
 		return nil
 	}
-	kubeconfig, err := l.WorkstationKubeconfig()
-	if err != nil {
-		return []string{fmt.Sprintf("kubeconfig for the internet: %v", err)}
-	}
 	var problems []string
 	for _, cluster := range env.ClusterNames() {
-		results, code, err := l.PluginCheck(ctx, kubeconfig, cluster)
+		results, code, err := l.PluginCheck(ctx, cluster, false)
 		switch {
 		case err != nil:
 			problems = append(problems, fmt.Sprintf("kubectl semaphore --context %s check: %v", cluster, err))
@@ -45,7 +41,7 @@ func checkWithPlugin(ctx context.Context, l *env.Lab) []string {
 	if len(problems) > 0 {
 		return problems
 	}
-	if problems := checkRevokedToken(ctx, l, kubeconfig); len(problems) > 0 {
+	if problems := checkRevokedToken(ctx, l); len(problems) > 0 {
 		return problems
 	}
 	return checkRolloutDuringOutage(ctx, l)
@@ -54,7 +50,7 @@ func checkWithPlugin(ctx context.Context, l *env.Lab) []string {
 // checkRevokedToken revokes gcp's token in aws (deletes the consumer's token Secret there,
 // which invalidates the token) and expects the check in gcp to fail, naming aws and no other
 // remote, within 30 seconds.
-func checkRevokedToken(ctx context.Context, l *env.Lab, kubeconfig string) []string {
+func checkRevokedToken(ctx context.Context, l *env.Lab) []string {
 	secret := "semaphore-remote-gcp-token"
 	if err := l.Cluster("aws").Client.CoreV1().Secrets(env.RemoteNamespace).Delete(ctx, secret, metav1.DeleteOptions{}); err != nil {
 		return []string{fmt.Sprintf("revoking gcp's token in aws (deleting Secret %s/%s): %v", env.RemoteNamespace, secret, err)}
@@ -62,7 +58,7 @@ func checkRevokedToken(ctx context.Context, l *env.Lab, kubeconfig string) []str
 	start := time.Now()
 	var last string
 	for time.Since(start) < 30*time.Second {
-		results, code, err := l.PluginCheck(ctx, kubeconfig, "gcp")
+		results, code, err := l.PluginCheck(ctx, "gcp", false)
 		if err != nil {
 			return []string{fmt.Sprintf("kubectl semaphore --context gcp check after revoking: %v", err)}
 		}

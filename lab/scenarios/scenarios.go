@@ -28,6 +28,7 @@ type Scenario struct {
 var All = []Scenario{
 	{"between providers", checkProviders},
 	{"the getting-started guide's check", checkGuide},
+	{"unreachable peers", checkUnreachablePeers},
 	{"identities", checkIdentities},
 	{"dashboards", checkDashboards},
 	{"global service failover", checkGlobalFailover},

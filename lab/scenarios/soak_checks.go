@@ -80,15 +80,11 @@ func inSync(ctx context.Context, l *env.Lab, when string) []string {
 // pluginPasses runs `kubectl semaphore check` in every cluster until it passes (the
 // handshakes of a replaced wireguard pod may take a keepalive or two), for up to a minute.
 func pluginPasses(ctx context.Context, l *env.Lab) []string {
-	kubeconfig, err := l.WorkstationKubeconfig()
-	if err != nil {
-		return []string{fmt.Sprintf("kubeconfig for the internet: %v", err)}
-	}
 	var problems []string
 	for _, cluster := range env.ClusterNames() {
 		deadline := time.Now().Add(time.Minute)
 		for {
-			results, code, err := l.PluginCheck(ctx, kubeconfig, cluster)
+			results, code, err := l.PluginCheck(ctx, cluster, false)
 			if err == nil && code == 0 && len(env.FailedChecks(results)) == 0 {
 				fmt.Fprintf(l.Out(), "  kubectl semaphore --context %s check: %d checks passed\n", cluster, len(results))
 				break

@@ -3,19 +3,17 @@
 package agents
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"strconv"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/promtext"
 )
 
 // HandshakeMetric is the gauge semaphore-wireguard exports for each peer: the Unix time of its
@@ -75,49 +73,26 @@ func AdminPort(pod *corev1.Pod) int {
 	return 8080
 }
 
-// PeersOf reads the peers of the wireguard pod from its metrics.
-func PeersOf(ctx context.Context, source MetricsSource, pod *corev1.Pod) ([]Peer, error) {
-	port := AdminPort(pod)
-	text, err := source.Metrics(ctx, pod, port)
-	if err != nil {
-		return nil, fmt.Errorf("reading /metrics on port %d through the API server's pod proxy: %w", port, err)
-	}
-	return ParsePeers(bytes.NewReader(text), pod.Spec.NodeName)
-}
-
 // ParsePeers reads the peers of node from the metrics of its wireguard pod; other series are
 // ignored.
 func ParsePeers(r io.Reader, node string) ([]Peer, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(r)
+	m, err := promtext.Parse(r)
 	if err != nil {
-		return nil, fmt.Errorf("parsing /metrics: %w", err)
+		return nil, err
 	}
+	return Peers(m, node), nil
+}
+
+// Peers are the peers of node in the metrics of its wireguard pod.
+func Peers(m promtext.Metrics, node string) []Peer {
 	var out []Peer
-	for _, m := range families[HandshakeMetric].GetMetric() {
-		p := Peer{Node: node}
-		for _, l := range m.GetLabel() {
-			switch l.GetName() {
-			case "remote":
-				p.Remote = l.GetValue()
-			case "peer":
-				p.Peer = l.GetValue()
-			}
+	for _, s := range m.Where(HandshakeMetric) {
+		p := Peer{Node: node, Remote: s.Labels["remote"], Peer: s.Labels["peer"], LastHandshake: promtext.Time(s.Value)}
+		if p.Remote != "" && p.Peer != "" {
+			out = append(out, p)
 		}
-		if p.Remote == "" || p.Peer == "" {
-			continue
-		}
-		v := m.GetGauge().GetValue()
-		if m.Gauge == nil { // exposed without a TYPE line
-			v = m.GetUntyped().GetValue()
-		}
-		if v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) {
-			sec, frac := math.Modf(v)
-			p.LastHandshake = time.Unix(int64(sec), int64(frac*1e9)).UTC()
-		}
-		out = append(out, p)
 	}
-	return out, nil
+	return out
 }
 
 // Stale says what is wrong with a peer whose last handshake was at (zero: never), "" when it

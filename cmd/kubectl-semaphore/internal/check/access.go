@@ -2,20 +2,16 @@ package check
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
-	"github.com/kube-semaphore/semaphore/internal/remote"
 )
 
 // probe is one cluster-wide access review: may the identity do verb on resource?
@@ -129,45 +125,10 @@ func review(ctx context.Context, client kubernetes.Interface, p probe) (bool, st
 	return r.Status.Allowed, r.Status.Reason, nil
 }
 
-// checkReachable asks the remote for its version; the credentials being rejected is an
-// identity failure, not an unreachable remote.
-func checkReachable(ctx context.Context, client kubernetes.Interface, r release.Remote, res func(string) Result) (Result, bool) {
-	v, err := client.Discovery().ServerVersion()
-	switch {
-	case err == nil:
-		return pass(res(Reachable), "%s answers (Kubernetes %s)", r.Config.Host, v.GitVersion), true
-	case apierrors.IsUnauthorized(err):
-		return fail(res(Identity), "check-identity",
-			"remote %s (%s) rejects the credentials of Secrets %v (401 Unauthorized): the consumer's token was revoked, rotated or has expired; run kubectl semaphore link again to copy the current one",
-			r.Name, r.Config.Host, r.Secrets), false
-	default:
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err
-		}
-		return fail(res(Reachable), "check-reachable",
-			"remote %s: %s does not answer with the credentials of Secrets %v: %v; check the address, the CA and the network path from this cluster",
-			r.Name, r.Config.Host, r.Secrets, err), false
-	}
-}
-
-// checkIdentity says who the credentials are in the remote.
-func checkIdentity(ctx context.Context, client kubernetes.Interface, r release.Remote, res func(string) Result) (Result, bool) {
-	user, err := remote.WhoAmI(ctx, client, "")
-	if err != nil {
-		if apierrors.IsUnauthorized(err) {
-			return fail(res(Identity), "check-identity",
-				"remote %s rejects the credentials of Secrets %v (401 Unauthorized): the consumer's token was revoked, rotated or has expired; run kubectl semaphore link again to copy the current one",
-				r.Name, r.Secrets), false
-		}
-		return fail(res(Identity), "check-identity", "remote %s: who the credentials of Secrets %v are: %v", r.Name, r.Secrets, err), false
-	}
-	return pass(res(Identity), "the credentials are %s", user), true
-}
-
-// checkAccess checks that the credentials may do what the component needs and nothing beyond
-// what the components of this cluster reading the remote need together.
-func checkAccess(ctx context.Context, client kubernetes.Interface, c release.Component, r release.Remote, allowed []probe, res Result) Result {
+// probeAccess asks the remote, from this machine, whether the credentials may do what the
+// component needs and nothing beyond what the components of this cluster reading the remote need
+// together.
+func probeAccess(ctx context.Context, client kubernetes.Interface, c release.Component, r release.Remote, allowed []probe, res Result) Result {
 	need := needs(c, r.Name)
 	deny := forbidden(allowed)
 	type answer struct {
@@ -210,20 +171,20 @@ func checkAccess(ctx context.Context, client kubernetes.Interface, c release.Com
 	}
 	switch {
 	case len(errs) > 0:
-		return fail(res, "check-access", "remote %s: access reviews failed: %s", r.Name, strings.Join(errs, "; "))
+		return fail(res, "check-probe-access", "remote %s: access reviews failed: %s", r.Name, strings.Join(errs, "; "))
 	case len(missing) > 0 && len(extra) > 0:
-		return fail(res, "check-access", "remote %s does not let %s %s, and lets it %s: install semaphore-remote there with this cluster as a consumer and the components it runs, and remove the other bindings",
+		return fail(res, "check-probe-access", "remote %s does not let %s %s, and lets it %s: install semaphore-remote there with this cluster as a consumer and the components it runs, and remove the other bindings",
 			r.Name, c.Name, strings.Join(missing, ", "), strings.Join(extra, "; "))
 	case len(missing) > 0:
-		return fail(res, "check-access", "remote %s does not let %s %s cluster-wide: enable the component in the remote's semaphore-remote release (components, calicoIPAM of this consumer)",
+		return fail(res, "check-probe-access", "remote %s does not let %s %s cluster-wide: enable the component in the remote's semaphore-remote release (components, calicoIPAM of this consumer)",
 			r.Name, c.Name, strings.Join(missing, ", "))
 	case len(extra) > 0:
-		return fail(res, "check-access", "remote %s grants these credentials more than this cluster's Semaphore components need: %s; remove that binding, or disable in the remote's semaphore-remote release the components this cluster does not run",
+		return fail(res, "check-probe-access", "remote %s grants these credentials more than this cluster's Semaphore components need: %s; remove that binding, or disable in the remote's semaphore-remote release the components this cluster does not run",
 			r.Name, strings.Join(extra, "; "))
 	}
 	var ns []string
 	for _, p := range need {
 		ns = append(ns, p.String())
 	}
-	return pass(res, "may %s, and nothing more than this cluster's components need (%d reviews)", strings.Join(ns, ", "), len(need)+len(deny))
+	return pass(res, "from this machine: may %s, and nothing more than this cluster's components need (%d reviews)", strings.Join(ns, ", "), len(need)+len(deny))
 }

@@ -1,13 +1,17 @@
-// Package check checks that the Semaphore controllers of a cluster work: their pods are ready,
-// and for every remote they read, with the very credentials their pods mount, the remote answers,
-// grants exactly what the components need, and what they made locally matches it (mirrors,
-// network sets, WireGuard peers). Each failure says what is wrong and links a runbook.
+// Package check checks that the Semaphore controllers of a cluster work, from where they run:
+// their pods are ready, and for every remote they read, their own metrics (read through the API
+// server's pod proxy) say that the remote answers them, who they are there, that it forbids them
+// nothing, and, for WireGuard, that every peer handshakes over a path its MTU fits. Preflight
+// checks read the local cluster: the CoreDNS rewrite of each remote, Calico's IP pools for the
+// remotes' pod ranges, and that no pod ranges overlap. Nothing here connects to an address read
+// from a cluster's objects unless asked to (Options.ProbeRemotes): then the remotes are also
+// asked, from this machine and with the pods' credentials, what they answer, grant and hold.
+// Each failure says what is wrong and links a runbook.
 package check
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -20,7 +24,6 @@ import (
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/agents"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 )
 
 // runbookBase is where the runbooks of the checks' failures live; each check appends its anchor.
@@ -30,15 +33,26 @@ const runbookBase = "https://github.com/kube-semaphore/semaphore/blob/main/docs/
 const (
 	componentsFound = "components"
 	Pods            = "pods"
-	Reachable       = "reachable"
-	Identity        = "identity"
-	Access          = "access"
-	Mirrors         = "mirrors"
-	Global          = "global-services"
-	NetworkSets     = "network-sets"
-	Peers           = "peers"
-	Handshakes      = "handshakes"
 	PodRanges       = "pod-ranges"
+	// Reachable, Identity and Access are what the components' pods say of each remote.
+	Reachable = "reachable"
+	Identity  = "identity"
+	Access    = "access"
+	// Peers, Handshakes, WireGuardMode and MTU are what the wireguard agents say.
+	Peers         = "peers"
+	Handshakes    = "handshakes"
+	WireGuardMode = "wireguard-mode"
+	MTU           = "mtu"
+	// DNS and IPPools are preflight checks of the local cluster's configuration.
+	DNS     = "dns"
+	IPPools = "ippools"
+	// The checks that connect to the remotes from this machine (Options.ProbeRemotes).
+	ProbeReachable = "probe-reachable"
+	ProbeIdentity  = "probe-identity"
+	ProbeAccess    = "probe-access"
+	Mirrors        = "mirrors"
+	Global         = "global-services"
+	NetworkSets    = "network-sets"
 )
 
 // Result is the outcome of one check.
@@ -52,7 +66,7 @@ type Result struct {
 	// Warning marks a result that passes but says what is weaker than it should be.
 	Warning bool   `json:"warning,omitempty"`
 	Message string `json:"message"`
-	// Runbook is set on failures: what to do.
+	// Runbook is set on failures, and on warnings that ask for something to be done: what to do.
 	Runbook string `json:"runbook,omitempty"`
 }
 
@@ -60,21 +74,28 @@ type Result struct {
 type Options struct {
 	// Namespace narrows the components checked ("" for every namespace).
 	Namespace string
-	// Timeout bounds each request to a remote (default 10s).
+	// Timeout bounds each read of a pod's metrics and each request to a remote (default 10s).
 	Timeout time.Duration
 	// MaxHandshakeAge is how old a peer's last WireGuard handshake may be (default 3m: with the
 	// default keepalive a working tunnel handshakes about every 2 minutes).
 	MaxHandshakeAge time.Duration
 	// Now is the current time (default time.Now).
 	Now func() time.Time
-	// Skip are checks not to run (their names, e.g. peers and handshakes where the API server
+	// Skip are checks not to run (their names, e.g. reachable and peers where the API server
 	// cannot reach the pods).
 	Skip []string
-	// Metrics returns the /metrics text of a wireguard pod; by default it is read through
-	// the API server's pod proxy on the pod's admin port.
-	Metrics func(ctx context.Context, pod *corev1.Pod) ([]byte, error)
+	// Metrics returns the /metrics text a pod serves on port; by default it is read through the
+	// API server's pod proxy.
+	Metrics func(ctx context.Context, pod *corev1.Pod, port int) ([]byte, error)
+	// ProbeRemotes connects, from this machine, to each remote's API server at the address of
+	// its kubeconfig in the cluster's Secrets, with the credentials the pods mount: it checks
+	// what the remote answers, who the credentials are, what they may do (access reviews), and
+	// compares the mirrors, global services, network sets and peers with the remote's objects.
+	// Off, nothing connects to an address read from a cluster's objects.
+	ProbeRemotes bool
 	// AllowExecPlugins lets the kubeconfigs of the remotes, read from the cluster's Secrets, run
-	// exec credential plugins and auth-providers on this machine (release.CredentialOptions).
+	// exec credential plugins and auth-providers on this machine (release.CredentialOptions);
+	// they only run with ProbeRemotes.
 	AllowExecPlugins bool
 }
 
@@ -89,14 +110,12 @@ func (o *Options) defaults(client kubernetes.Interface) {
 		o.Now = time.Now
 	}
 	if o.Metrics == nil {
-		o.Metrics = func(ctx context.Context, pod *corev1.Pod) ([]byte, error) {
-			return agents.PodProxy{Client: client}.Metrics(ctx, pod, agents.AdminPort(pod))
-		}
+		o.Metrics = agents.PodProxy{Client: client}.Metrics
 	}
 }
 
-// Run checks the Semaphore components of the cluster of client (dyn reads its
-// GlobalNetworkSets) and returns one result per check.
+// Run checks the Semaphore components of the cluster of client (dyn reads its Calico
+// resources) and returns one result per check.
 func Run(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface, opts Options) ([]Result, error) {
 	opts.defaults(client)
 	components, err := release.Find(ctx, client, opts.Namespace)
@@ -115,69 +134,41 @@ func Run(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface
 			all = found
 		}
 	}
+	k := &checker{client: client, dyn: dyn, opts: opts}
 	allowed := allowedByRemote(all)
-
 	out := []Result{}
-	creds := release.CredentialOptions{AllowExecPlugins: opts.AllowExecPlugins}
 	for _, c := range components {
-		out = append(out, checkWorkload(ctx, client, c)...)
-		out = append(out, checkPodRanges(c)...)
-		for _, name := range c.RemoteNames() {
-			r, err := c.Remote(ctx, client, name, creds)
-			if err != nil {
-				msg := err.Error()
-				if !errors.As(err, new(*release.RunsHereError)) {
-					msg += ": fix the remotes values of the semaphore release"
-				}
-				out = append(out, Result{Check: Reachable, Cluster: c.LocalCluster(), Remote: name, Component: c.Name, Message: msg, Runbook: runbookBase + "check-reachable"})
-				continue
-			}
-			out = append(out, checkRemote(ctx, client, dyn, c, r, allowed[r.Name], opts)...)
-		}
+		out = append(out, k.component(ctx, c, allowed)...)
 	}
+	out = append(out, k.preflight(ctx, components)...)
 	return slices.DeleteFunc(out, func(r Result) bool { return opts.skips(r.Check) }), nil
 }
 
 func (o Options) skips(check string) bool { return slices.Contains(o.Skip, check) }
 
-// checkRemote runs the checks of one component against one remote, with the credentials its
-// pods mount.
-func checkRemote(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface, c release.Component, r release.Remote, allowed []probe, opts Options) []Result {
-	res := func(check string) Result {
-		return Result{Check: check, Cluster: c.LocalCluster(), Remote: r.Name, Component: c.Name}
-	}
-	cfg := *r.Config
-	cfg.Timeout = opts.Timeout
-	// Dozens of access reviews: client-go's default 5 requests/s would make them take long.
-	cfg.QPS, cfg.Burst = 50, 100
-	remote, err := kubernetes.NewForConfig(&cfg)
-	if err != nil {
-		return []Result{fail(res(Reachable), "check-reachable", "remote %s: the credentials of Secrets %v give no client: %v", r.Name, r.Secrets, err)}
-	}
-	reach, ok := checkReachable(ctx, remote, r, res)
-	out := []Result{reach}
-	if !ok {
-		return out
-	}
-	who, ok := checkIdentity(ctx, remote, r, res)
-	out = append(out, who)
-	if !ok {
-		return out
-	}
-	out = append(out, checkAccess(ctx, remote, c, r, allowed, res(Access)))
-	switch c.Name {
-	case release.ServiceMirror:
-		out = append(out, checkMirrors(ctx, client, remote, c, r.Name, res(Mirrors)))
-		// An empty SEMAPHORE_GLOBAL_LABEL_SELECTOR turns global services off.
-		if env(c, "SEMAPHORE_GLOBAL_LABEL_SELECTOR", global.DefaultSelector) != "" {
-			out = append(out, checkGlobalServices(ctx, client, remote, c, r.Name, res(Global)))
+// checker is one run of the checks: the local cluster's clients, the options, and the local
+// Nodes once listed.
+type checker struct {
+	client   kubernetes.Interface
+	dyn      dynamic.Interface
+	opts     Options
+	nodes    []corev1.Node
+	nodesErr error
+}
+
+// component runs the checks of one component: its workload, its pod ranges and, for each remote
+// it reads, what its pods say of it (and, with ProbeRemotes, what the remote says).
+func (k *checker) component(ctx context.Context, c release.Component, allowed map[string][]probe) []Result {
+	view := k.controllers(ctx, c)
+	out := checkWorkload(ctx, k.client, c, view.all, view.err)
+	out = append(out, checkPodRanges(c)...)
+	for _, name := range c.RemoteNames() {
+		var asked probed
+		if k.opts.ProbeRemotes {
+			asked = k.probeRemote(ctx, c, name, allowed[name])
 		}
-	case release.Policy:
-		out = append(out, checkNetworkSets(ctx, dyn, remote, c, r.Name, res(NetworkSets)))
-	case release.WireGuard:
-		if !opts.skips(Peers) || !opts.skips(Handshakes) {
-			out = append(out, checkWireGuard(ctx, client, remote, c, r.Name, opts, res)...)
-		}
+		out = append(out, k.fromPods(ctx, view, name, asked)...)
+		out = append(out, asked.results...)
 	}
 	return out
 }
@@ -196,6 +187,13 @@ func pass(r Result, format string, args ...any) Result {
 func warn(r Result, format string, args ...any) Result {
 	r = pass(r, format, args...)
 	r.Warning = true
+	return r
+}
+
+// warnRunbook is a warning that links the runbook of what to do about it.
+func warnRunbook(r Result, anchor, format string, args ...any) Result {
+	r = warn(r, format, args...)
+	r.Runbook = runbookBase + anchor
 	return r
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,9 +17,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/agents"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/check"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/cli"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/clustertest"
@@ -26,15 +28,18 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 var aws, gcp *testenv.Cluster
 
 func TestMain(m *testing.M) {
+	// gcp runs Calico: its GlobalNetworkSets and IP pools.
+	ipPools := filepath.Join(testbed.RepoRoot(), "cmd", "kubectl-semaphore", "internal", "link", "testdata", "crds")
 	clustertest.Main(m,
 		clustertest.Server{Into: &aws, Name: "aws"},
-		clustertest.Server{Into: &gcp, Name: "gcp", Options: testenv.Options{CRDDirs: []string{clustertest.CalicoCRDs()}}})
+		clustertest.Server{Into: &gcp, Name: "gcp", Options: testenv.Options{CRDDirs: []string{clustertest.CalicoCRDs(), ipPools}}})
 }
 
 // simulateRollout does what the controllers and kubelets of a real cluster would: the
@@ -133,8 +138,12 @@ func failsNaming(results []check.Result, name, component, text string) bool {
 // inSync is gcp linked to aws, with what gcp's controllers would have made of aws's objects, and
 // how TestCheck checks it.
 type inSync struct {
-	dyn  dynamic.Interface
-	opts check.Options
+	// client and dyn are gcp's, client not slowed down by client-go's default rate limit.
+	client kubernetes.Interface
+	dyn    dynamic.Interface
+	opts   check.Options
+	// pods is what the components' pods say in their metrics (opts.Metrics serves it).
+	pods fleet
 	// mirror, set and globalSlice are what the controllers made in gcp: a mirror Service, a
 	// GlobalNetworkSet and the copy of a global service's EndpointSlice.
 	mirror      *corev1.Service
@@ -180,17 +189,24 @@ func linkInSync(t *testing.T) inSync {
 	set := clustertest.NetworkSet(netset.Source{Cluster: "aws", Namespace: "sys-log", Name: "fluentd"}, "10.1.0.5/32")
 	clustertest.Create(t, gcp, set)
 	clustertest.Create(t, aws, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "aws-node-1"}})
+	// aws's pods live in 10.1.0.0/16: gcp's Calico holds them in a pool, as docs/calico.md says.
+	createIPPool(t, "semaphore-aws-ipv4", "10.1.0.0/16", nil)
 
-	now := time.Now()
+	// Whole seconds, as the metrics have them: ages come out exact.
+	now := time.Now().Truncate(time.Second)
+	pods := newFleet(t, now)
+	fast := rest.CopyConfig(gcp.Config)
+	fast.QPS, fast.Burst = 100, 200
 	return inSync{
-		dyn: dynamic.NewForConfigOrDie(gcp.Config),
+		client: kubernetes.NewForConfigOrDie(fast),
+		dyn:    dynamic.NewForConfigOrDie(gcp.Config),
 		opts: check.Options{
-			Timeout: 5 * time.Second,
-			Now:     func() time.Time { return now },
-			Metrics: func(_ context.Context, pod *corev1.Pod) ([]byte, error) {
-				return []byte(fmt.Sprintf("%s{peer=%q,remote=%q} %d\n", agents.HandshakeMetric, "aws-node-1", "aws", now.Add(-30*time.Second).Unix())), nil
-			},
+			Timeout:      5 * time.Second,
+			Now:          func() time.Time { return now },
+			Metrics:      pods.metrics,
+			ProbeRemotes: true,
 		},
+		pods:        pods,
 		mirror:      m,
 		set:         set,
 		globalSlice: copies[0],
@@ -200,7 +216,7 @@ func linkInSync(t *testing.T) inSync {
 // run checks gcp with opts.
 func (s inSync) run(t *testing.T, opts check.Options) []check.Result {
 	t.Helper()
-	results, err := check.Run(context.Background(), gcp.Client, s.dyn, opts)
+	results, err := check.Run(context.Background(), s.client, s.dyn, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +228,7 @@ func (s inSync) run(t *testing.T, opts check.Options) []check.Result {
 func (s inSync) eventuallyFails(t *testing.T, timeout time.Duration, what, counted string, match func(check.Result) bool) {
 	t.Helper()
 	testenv.Eventually(t, timeout, what, func() error {
-		results, err := check.Run(context.Background(), gcp.Client, s.dyn, s.opts)
+		results, err := check.Run(context.Background(), s.client, s.dyn, s.opts)
 		if err != nil {
 			return err
 		}
@@ -242,13 +258,13 @@ func (s inSync) result(t *testing.T, name string) check.Result {
 	return check.Result{}
 }
 
-// The check of a linked pair of clusters: in sync, it passes; an extra ClusterRole bound to the
-// consumer fails the access check naming it; a missing network set fails; a revoked token fails
-// naming the remote.
+// The check of a linked pair of clusters, probing the remote from here too: in sync, it passes;
+// an extra ClusterRole bound to the consumer fails the access reviews naming it; a missing
+// network set fails; a revoked token fails naming the remote.
 func TestCheck(t *testing.T) {
 	testenv.SkipIfShort(t, "API servers")
 	ctx := context.Background()
-	s := linkInSync(t)
+	s := linkedPair(t)
 	sa := "semaphore-remote-gcp" // the consumer's ServiceAccount in aws
 	dyn, opts := s.dyn, s.opts
 
@@ -256,11 +272,17 @@ func TestCheck(t *testing.T) {
 	if check.Failed(results) {
 		t.Fatalf("in sync, the check fails:%s", failures(results))
 	}
-	want := map[string]int{check.Pods: 3, check.PodRanges: 3, check.Reachable: 3, check.Identity: 3, check.Access: 3, check.Mirrors: 1, check.Global: 1, check.NetworkSets: 1, check.Peers: 1, check.Handshakes: 1}
+	want := map[string]int{
+		check.Pods: 3, check.PodRanges: 3 + 1, check.Reachable: 3, check.Identity: 3, check.Access: 3,
+		check.Peers: 1, check.Handshakes: 1, check.WireGuardMode: 1, check.MTU: 1,
+		check.DNS: 1, check.IPPools: 1,
+		check.ProbeReachable: 3, check.ProbeIdentity: 3, check.ProbeAccess: 3, check.Mirrors: 1, check.Global: 1, check.NetworkSets: 1,
+	}
 	got := map[string]int{}
 	for _, r := range results {
 		got[r.Check]++
-		if r.Check != check.Pods && (r.Cluster != "gcp" || r.Remote != "aws") {
+		// Each result is about remote aws, but the preflight's, about the cluster.
+		if r.Check != check.Pods && (r.Cluster != "gcp" || r.Remote != "aws" && r.Component != "") {
 			t.Errorf("result %+v: want cluster gcp, remote aws", r)
 		}
 	}
@@ -272,7 +294,7 @@ func TestCheck(t *testing.T) {
 
 	// The umbrella gives aws no podRanges: each component warns, and still passes.
 	for _, r := range results {
-		if r.Check == check.PodRanges && (!r.OK || !r.Warning || !strings.Contains(r.Message, "remote aws has no pod ranges") ||
+		if r.Check == check.PodRanges && r.Component != "" && (!r.OK || !r.Warning || !strings.Contains(r.Message, "remote aws has no pod ranges") ||
 			!strings.Contains(r.Message, "held only to the special, local and width rules")) {
 			t.Errorf("pod-ranges without podRanges: %+v, want a warning that aws is held to the rules alone", r)
 		}
@@ -287,8 +309,9 @@ func TestCheck(t *testing.T) {
 		t.Errorf("the warning is not printed as one:\n%s", text.String())
 	}
 
-	// The command, with the kubeconfig: the agents' metrics cannot be read here (no kubelet
-	// behind the pod proxy), so it fails on those alone, says so in JSON and exits 1.
+	// The command, with the kubeconfig: the pods' metrics cannot be read here (no kubelet
+	// behind the pod proxy), so it fails on those alone (reachable, and the agents' peers), says
+	// so in JSON and exits 1; what only the metrics tell is left out.
 	t.Run("command", func(t *testing.T) {
 		var out, errOut bytes.Buffer
 		code := cli.Main([]string{"check", "--kubeconfig", gcp.Kubeconfig, "-o", "json", "--remote-timeout", "5s"}, &out, &errOut)
@@ -300,16 +323,19 @@ func TestCheck(t *testing.T) {
 			t.Fatalf("JSON: %v\n%s", err, out.String())
 		}
 		for _, r := range results {
-			if r.OK == (r.Check == check.Peers) {
+			if r.OK == (r.Check == check.Peers || r.Check == check.Reachable) {
 				t.Errorf("%+v", r)
 			}
 			if r.Check == check.Peers && (r.Remote != "aws" || !strings.Contains(r.Runbook, "#check-peers")) {
 				t.Errorf("%+v: want remote aws and the runbook", r)
 			}
+			if r.Check == check.Reachable && !strings.Contains(r.Message, "through the API server's pod proxy") {
+				t.Errorf("%+v: want it to say the metrics could not be read", r)
+			}
 		}
 		out.Reset()
-		if code := cli.Main([]string{"check", "--kubeconfig", gcp.Kubeconfig, "--skip", "peers,handshakes"}, &out, &errOut); code != 0 || strings.Contains(out.String(), "peers") {
-			t.Errorf("--skip peers,handshakes: exit status %d, want 0:\n%s%s", code, out.String(), errOut.String())
+		if code := cli.Main([]string{"check", "--kubeconfig", gcp.Kubeconfig, "--skip", "reachable,peers"}, &out, &errOut); code != 0 || strings.Contains(out.String(), "peers") {
+			t.Errorf("--skip reachable,peers: exit status %d, want 0:\n%s%s", code, out.String(), errOut.String())
 		}
 	})
 
@@ -330,13 +356,13 @@ func TestCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = aws.Client.RbacV1().ClusterRoleBindings().Delete(ctx, "too-much", metav1.DeleteOptions{}) }()
-		s.eventuallyFails(t, 10*time.Second, "the access check names the extra ClusterRole", "access failures naming it", func(r check.Result) bool {
-			return r.Check == check.Access && strings.Contains(r.Message, "list secrets") && strings.Contains(r.Message, `ClusterRole "too-much"`) && r.Runbook != ""
+		s.eventuallyFails(t, 10*time.Second, "the access reviews name the extra ClusterRole", "probe-access failures naming it", func(r check.Result) bool {
+			return r.Check == check.ProbeAccess && strings.Contains(r.Message, "list secrets") && strings.Contains(r.Message, `ClusterRole "too-much"`) && r.Runbook != ""
 		})
 	})
 
 	t.Run("narrowed to the namespace", func(t *testing.T) {
-		results := s.run(t, check.Options{Namespace: "semaphore", Timeout: 5 * time.Second, Now: opts.Now, Metrics: opts.Metrics})
+		results := s.run(t, check.Options{Namespace: "semaphore", Timeout: 5 * time.Second, Now: opts.Now, Metrics: opts.Metrics, ProbeRemotes: true})
 		if check.Failed(results) {
 			t.Fatalf("with -n, every component is still counted; fails:%s", failures(results))
 		}
@@ -419,7 +445,7 @@ func TestCheck(t *testing.T) {
 			t.Errorf("with aws's pod range 10.1.0.0/16, the set without 198.51.100.7 is in sync; fails:%s", failures(results))
 		}
 		for _, r := range results {
-			if r.Check != check.PodRanges {
+			if r.Check != check.PodRanges || r.Component == "" {
 				continue
 			}
 			if got, want := r.Warning, r.Component != "policy"; got != want || !r.OK {
@@ -454,8 +480,8 @@ func TestCheck(t *testing.T) {
 		if err := aws.Client.CoreV1().ServiceAccounts("semaphore-remote").Delete(ctx, sa, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		s.eventuallyFails(t, 20*time.Second, "the check fails naming aws", "identity failures naming aws", func(r check.Result) bool {
-			return r.Check == check.Identity && r.Remote == "aws" && strings.Contains(r.Message, "remote aws")
+		s.eventuallyFails(t, 20*time.Second, "the check fails naming aws", "probe-identity failures naming aws", func(r check.Result) bool {
+			return r.Check == check.ProbeIdentity && r.Remote == "aws" && strings.Contains(r.Message, "remote aws")
 		})
 	})
 }

@@ -23,11 +23,11 @@ func checkGlobalServices(ctx context.Context, local, remote kubernetes.Interface
 	namespace := env(c, "SEMAPHORE_MIRROR_NAMESPACE", "semaphore")
 	remoteSvcs, err := remote.CoreV1().Services("").List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		return fail(res, "check-access", "listing the Services of remote %s selected by %s: %v", remoteName, selector, err)
+		return fail(res, "check-probe-access", "listing the Services of remote %s selected by %s: %v", remoteName, selector, err)
 	}
 	remoteSlices, err := remote.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fail(res, "check-access", "listing the EndpointSlices of remote %s: %v", remoteName, err)
+		return fail(res, "check-probe-access", "listing the EndpointSlices of remote %s: %v", remoteName, err)
 	}
 	localSvcs, err := local.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{LabelSelector: ownership.ManagedBy + "=" + ownership.ServiceMirror})
 	if err != nil {

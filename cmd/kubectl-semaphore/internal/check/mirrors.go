@@ -29,7 +29,7 @@ func checkMirrors(ctx context.Context, local, remote kubernetes.Interface, c rel
 	}
 	selected, beyond, err := selectedServices(ctx, remote, selector, limit)
 	if err != nil {
-		return fail(res, "check-access", "listing the Services of remote %s selected by %s: %v", remoteName, selector, err)
+		return fail(res, "check-probe-access", "listing the Services of remote %s selected by %s: %v", remoteName, selector, err)
 	}
 	mirrors, err := mirrorsOf(ctx, local, namespace, remoteName)
 	if err != nil {

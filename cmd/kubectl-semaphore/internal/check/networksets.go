@@ -29,7 +29,7 @@ func checkNetworkSets(ctx context.Context, dyn dynamic.Interface, remote kuberne
 	}
 	podList, err := remote.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: label})
 	if err != nil {
-		return fail(res, "check-access", "listing the pods of remote %s labelled %s: %v", remoteName, label, err)
+		return fail(res, "check-probe-access", "listing the pods of remote %s labelled %s: %v", remoteName, label, err)
 	}
 	want := wantedSets(c, remoteName, label, podList.Items)
 	mine := labels.Set{ownership.ManagedBy: ownership.Policy, netset.LabelCluster: remoteName}

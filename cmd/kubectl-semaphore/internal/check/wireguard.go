@@ -1,95 +1,203 @@
 package check
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/agents"
+	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/promtext"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
+	"github.com/kube-semaphore/semaphore/internal/remotepairs"
 )
 
-// checkWireGuard checks, on every agent, that every node of the remote is a peer and that
-// every peer of the remote has handshaken recently.
-func checkWireGuard(ctx context.Context, local, remote kubernetes.Interface, c release.Component, remoteName string, opts Options, res func(string) Result) []Result {
-	nodeList, err := remote.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return []Result{fail(res(Peers), "check-access", "listing the nodes of remote %s: %v", remoteName, err)}
+// The metrics of semaphore-wireguard the checks read, besides agents.HandshakeMetric. Agents of
+// a version without one are told apart and named in a warning.
+const (
+	skippedPeersMetric          = "semaphore_wg_skipped_peers"
+	peersWithoutHandshakeMetric = "semaphore_wg_peers_without_handshake"
+	peerInfoMetric              = "semaphore_wg_peer_info"
+	deviceInfoMetric            = "semaphore_wg_device_info"
+	deviceMTUMetric             = "semaphore_wg_device_mtu"
+	pathMTUMetric               = "semaphore_wg_path_mtu"
+)
+
+// checkPeers checks that every agent has as peers every node of remote: its Nodes when p listed
+// them from this machine, else every peer any agent has. Nodes an agent skipped
+// (semaphore_wg_skipped_peers) are named with the reasons.
+func (k *checker) checkPeers(v controllers, remote string, p probed, res Result) Result {
+	if p.nodesErr != nil {
+		return fail(res, "check-probe-access", "listing the nodes of remote %s from this machine: %v", remote, p.nodesErr)
 	}
-	pods, err := c.Pods(ctx, local)
-	if err != nil {
-		return []Result{fail(res(Peers), "check-peers", "listing the pods of %s: %v", c.WorkloadRef(), err)}
-	}
-	var missing, stale, unread []string
-	read, peers := 0, 0
-	for i := range pods {
-		pod := &pods[i]
-		if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
-			continue // the pods check reports it
-		}
-		where := fmt.Sprintf("pod %s (node %s)", pod.Name, pod.Spec.NodeName)
-		text, err := opts.Metrics(ctx, pod)
-		if err != nil {
-			unread = append(unread, fmt.Sprintf("%s: %v", where, err))
+	var unread []string
+	have := map[string]map[string]bool{}
+	for _, a := range v.pods {
+		if a.err != nil {
+			unread = append(unread, fmt.Sprintf("%s: %v", v.where(a), a.err))
 			continue
 		}
-		hs, err := handshakes(text, pod.Spec.NodeName)
-		if err != nil {
-			unread = append(unread, fmt.Sprintf("%s: %v", where, err))
-			continue
-		}
-		read++
-		for _, n := range nodeList.Items {
-			if _, ok := hs[remoteName][n.Name]; !ok {
-				missing = append(missing, fmt.Sprintf("%s lacks %s", where, n.Name))
+		have[a.pod.Name] = agentPeers(a.metrics, remote)
+	}
+	if len(unread) > 0 {
+		return fail(res, "check-peers", "reading the metrics of the wireguard agents through the API server's pod proxy: %s", most(unread, 3))
+	}
+	want, of := p.nodes, fmt.Sprintf("the %d nodes of remote %s", len(p.nodes), remote)
+	if p.nodes == nil {
+		want = union(have)
+		of = fmt.Sprintf("the %d peers of remote %s the agents have together", len(want), remote)
+	}
+	var missing, skipped []string
+	for _, a := range v.pods {
+		var lacks []string
+		for _, n := range want {
+			if !have[a.pod.Name][n] {
+				lacks = append(lacks, n)
 			}
 		}
-		for peer, ts := range hs[remoteName] {
-			peers++
-			if why := agents.Stale(ts, opts.Now(), opts.MaxHandshakeAge); why != "" {
-				stale = append(stale, fmt.Sprintf("%s: peer %s %s", where, peer, why))
-			}
+		if len(lacks) > 0 {
+			missing = append(missing, fmt.Sprintf("%s lacks %s", v.where(a), most(lacks, 5)))
+		}
+		if why := skippedReasons(a.metrics, remote); why != "" {
+			skipped = append(skipped, fmt.Sprintf("%s: %s", v.where(a), why))
 		}
 	}
-	var out []Result
 	switch {
-	case len(unread) > 0:
-		out = append(out, fail(res(Peers), "check-peers", "reading the metrics of the wireguard agents through the API server's pod proxy: %s", most(unread, 3)))
 	case len(missing) > 0:
-		out = append(out, fail(res(Peers), "check-peers", "%d nodes of remote %s are not peers: %s; semaphore_wg_skipped_peers{remote=%q} says why",
-			len(missing), remoteName, most(missing, 5), remoteName))
-	default:
-		out = append(out, pass(res(Peers), "each of %d agents has the %d nodes of remote %s as peers", read, len(nodeList.Items), remoteName))
+		return fail(res, "check-peers", "%d agents do not have all of %s as peers: %s; %s{remote=%q} says why",
+			len(missing), of, most(missing, 5), skippedPeersMetric, remote)
+	case len(skipped) > 0:
+		return fail(res, "check-peers", "nodes of remote %s are skipped, not peers, by reason: %s", remote, most(skipped, 5))
+	case len(want) == 0:
+		return fail(res, "check-peers", "no agent has a peer of remote %s, and none skipped a node: their view of it is empty (see reachable)", remote)
 	}
-	if len(unread) == 0 {
-		if len(stale) > 0 {
-			out = append(out, fail(res(Handshakes), "check-handshakes", "%d peers of remote %s have no handshake in the last %s: %s; check UDP between the nodes",
-				len(stale), remoteName, opts.MaxHandshakeAge, most(stale, 5)))
-		} else {
-			out = append(out, pass(res(Handshakes), "%d peers of remote %s handshook in the last %s", peers, remoteName, opts.MaxHandshakeAge))
-		}
+	return pass(res, "each of %d agents has %s as peers", len(v.pods), of)
+}
+
+// agentPeers are the peers of remote an agent has: a handshake series for each.
+func agentPeers(m scrape, remote string) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range m.Where(agents.HandshakeMetric, "remote", remote) {
+		out[s.Labels["peer"]] = true
+	}
+	for _, s := range m.Where(peerInfoMetric, "remote", remote) {
+		out[s.Labels["peer"]] = true
 	}
 	return out
 }
 
-// handshakes are the last handshakes of node's agent, by remote and peer node (zero: never),
-// read from its metrics text.
-func handshakes(text []byte, node string) (map[string]map[string]time.Time, error) {
-	peers, err := agents.ParsePeers(bytes.NewReader(text), node)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]map[string]time.Time{}
-	for _, p := range peers {
-		if out[p.Remote] == nil {
-			out[p.Remote] = map[string]time.Time{}
+// union are the keys of the sets, sorted.
+func union(sets map[string]map[string]bool) []string {
+	var out []string
+	for _, set := range sets {
+		for k := range set {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
 		}
-		out[p.Remote][p.Peer] = p.LastHandshake
 	}
-	return out, nil
+	slices.Sort(out)
+	return out
+}
+
+// skippedReasons describes the nodes of remote an agent skipped, by reason: "not_annotated 2".
+func skippedReasons(m scrape, remote string) string {
+	var parts []string
+	for _, s := range m.Where(skippedPeersMetric, "remote", remote) {
+		if s.Value > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", s.Labels["reason"], int(s.Value)))
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
+// checkHandshakes checks that every peer of remote handshook within MaxHandshakeAge, and for one
+// that did not, says which side cannot reach which: a peer that publishes an endpoint is the one
+// this node sends to, one that publishes none must open the tunnel itself.
+func (k *checker) checkHandshakes(v controllers, remote string, res Result) Result {
+	now, maxAge := k.opts.Now(), k.opts.MaxHandshakeAge
+	port := listenPort(v.c, remote)
+	var problems, older []string
+	peers := 0
+	for _, a := range v.readable() {
+		node := a.pod.Spec.NodeName
+		published := endpointsPublished(a.metrics, remote)
+		if published == nil {
+			older = append(older, v.where(a))
+		}
+		before := len(problems)
+		for _, s := range a.metrics.Where(agents.HandshakeMetric, "remote", remote) {
+			peers++
+			peer, at := s.Labels["peer"], promtext.Time(s.Value)
+			if why := agents.Stale(at, now, maxAge); why != "" {
+				stale := stalePeer{node: node, peer: peer, remote: remote, why: why, never: at.IsZero()}
+				problems = append(problems, stale.problem(published[peer], port))
+			}
+		}
+		if n, _ := a.metrics.Value(peersWithoutHandshakeMetric, "remote", remote); n > 0 && len(problems) == before {
+			problems = append(problems, fmt.Sprintf("node %s counts %d peers of remote %s without a handshake (%s)", node, int(n), remote, peersWithoutHandshakeMetric))
+		}
+	}
+	switch {
+	case len(problems) > 0:
+		return fail(res, "check-handshakes", "%d peers of remote %s have no handshake in the last %s: %s", len(problems), remote, maxAge, most(problems, 5))
+	case len(older) > 0:
+		return warnRunbook(res, "check-handshakes", "%d peers of remote %s handshook in the last %s; %s export no %s (a version before it): a failing handshake could not say which side cannot reach which",
+			peers, remote, maxAge, most(older, 5), peerInfoMetric)
+	}
+	return pass(res, "%d peers of remote %s handshook in the last %s", peers, remote, maxAge)
+}
+
+// endpointsPublished is, by peer of remote, whether the peer publishes an endpoint ("true" or
+// "false"); nil when the agent does not say (a version before semaphore_wg_peer_info).
+func endpointsPublished(m scrape, remote string) map[string]string {
+	if !m.Has(peerInfoMetric) {
+		return nil
+	}
+	out := map[string]string{}
+	for _, s := range m.Where(peerInfoMetric, "remote", remote) {
+		out[s.Labels["peer"]] = s.Labels["endpoint_published"]
+	}
+	return out
+}
+
+// stalePeer is a peer of remote with which node has had no recent handshake (why; never when
+// not even one).
+type stalePeer struct {
+	node, peer, remote, why string
+	never                   bool
+}
+
+// problem says which side cannot reach which, as far as published tells ("true", "false", or ""
+// when not known); port is the node's UDP port for the remote (0 when not known).
+func (s stalePeer) problem(published string, port int) string {
+	what := fmt.Sprintf("node %s has never completed a handshake with %s", s.node, s.peer)
+	if !s.never {
+		what = fmt.Sprintf("node %s has no recent handshake with %s (%s)", s.node, s.peer, s.why)
+	}
+	toNode := s.node
+	if port > 0 {
+		toNode = fmt.Sprintf("%s's UDP port %d", s.node, port)
+	}
+	switch published {
+	case "true":
+		return fmt.Sprintf("%s (endpoint published: the %s node's endpoint is unreachable from %s, or its firewall drops UDP to the port it publishes)", what, s.remote, s.node)
+	case "false":
+		return fmt.Sprintf("%s: %s publishes no endpoint, so it must open the tunnel itself; check its keepalive and outbound UDP to %s", what, s.peer, toNode)
+	}
+	return fmt.Sprintf("node %s: peer %s %s", s.node, s.peer, s.why)
+}
+
+// listenPort is the component's UDP port for remote (SEMAPHORE_WG_LISTEN_PORTS), 0 when not
+// known.
+func listenPort(c release.Component, remote string) int {
+	for _, item := range remotepairs.Split(c.Env["SEMAPHORE_WG_LISTEN_PORTS"]) {
+		if item.Remote == remote {
+			if n, err := strconv.Atoi(item.Value); err == nil {
+				return n
+			}
+		}
+	}
+	return 0
 }

@@ -6,9 +6,26 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/check"
 )
+
+// checkLong is the help of `kubectl semaphore check`.
+const checkLong = `Checks, for the cluster of the context, from where the controllers run: that the Semaphore
+components' pods are ready; for every remote each component reads, what its pods' own metrics
+(read through the API server's pod proxy) say: that the remote answers them and their view of it
+is current, who they are there, that it forbade them nothing, and for WireGuard that every node of
+the remote is a peer that handshook recently, the implementation in use and the MTU; and the
+cluster's preflight: the CoreDNS rewrite of each remote, Calico's IP pools for the remotes' pod
+ranges, and pod ranges that do not overlap.
+
+Nothing connects to an address read from the cluster's objects unless --probe-remotes is given:
+then this machine also connects to each remote's API server, with the credentials the pods mount,
+to ask what it answers and grants (access reviews) and to compare the mirrors, global services,
+network sets and peers with the remote's objects.
+
+Prints one line per check; exits non-zero when any fails. -n narrows to one release's namespace.`
 
 // newCheck is `kubectl semaphore check`.
 func newCheck(o *options) *cobra.Command {
@@ -17,17 +34,20 @@ func newCheck(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Check the Semaphore controllers of the context's cluster and every remote they read",
-		Long: `Checks, for the cluster of the context: that the Semaphore components' pods are ready; and
-for every remote each component reads, with the very credentials its pods mount, that the remote
-answers, that it grants exactly what the cluster's components need (access reviews), that the
-mirrors and network sets match the remote, and that every WireGuard peer handshook recently.
-Prints one line per check; exits non-zero when any fails. -n narrows to one release's namespace.`,
-		Args: cobra.NoArgs,
+		Long:  checkLong,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "" && output != "json" {
 				return fmt.Errorf("--output: %q is not json", output)
 			}
-			client, cfg, err := o.client("")
+			cfg, err := o.restConfig("")
+			if err != nil {
+				return err
+			}
+			// Dozens of small reads (each component's pods and Secrets, each pod's metrics):
+			// not at client-go's default of 5 requests a second.
+			cfg.QPS, cfg.Burst = 50, 100
+			client, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
 				return err
 			}
@@ -57,8 +77,10 @@ Prints one line per check; exits non-zero when any fails. -n narrows to one rele
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: one line per check)")
-	cmd.Flags().DurationVar(&opts.Timeout, "remote-timeout", 10*time.Second, "timeout of each request to a remote cluster")
-	cmd.Flags().StringSliceVar(&opts.Skip, "skip", nil, "checks not to run, e.g. peers,handshakes where the API server cannot reach the pods")
+	cmd.Flags().DurationVar(&opts.Timeout, "remote-timeout", 10*time.Second, "timeout of each read of a pod's metrics, and of each request to a remote cluster (--probe-remotes)")
+	cmd.Flags().StringSliceVar(&opts.Skip, "skip", nil, "checks not to run, e.g. reachable,peers where the API server cannot reach the pods")
+	cmd.Flags().BoolVar(&opts.ProbeRemotes, "probe-remotes", false,
+		"also connect from this machine to each remote's API server, at the address in the cluster's Secrets and with the pods' credentials: probe-reachable, probe-identity, probe-access (access reviews), mirrors, global-services, network-sets, and peers against the remote's Nodes")
 	cmd.Flags().DurationVar(&opts.MaxHandshakeAge, "max-handshake-age", 3*time.Minute, "how old a WireGuard peer's last handshake may be")
 	addAllowExec(cmd, &opts.AllowExecPlugins)
 	return cmd

@@ -22,9 +22,11 @@ import (
 )
 
 // A remote's kubeconfig is read out of a Secret of the cluster, which whoever may write that
-// Secret chooses. check and status refuse one whose user would run a program on this machine
-// (an exec credential plugin, an auth-provider), naming the remote, the Secret and the flag,
-// and run nothing; with --allow-exec-plugins the plugin runs and its credentials are used.
+// Secret chooses. check and status with --probe-remotes refuse one whose user would run a program
+// on this machine (an exec credential plugin, an auth-provider), naming the remote, the Secret and
+// the flag, and run nothing; with --allow-exec-plugins the plugin runs and its credentials are
+// used. Without --probe-remotes, check, status and graph never use the remotes' credentials, so
+// run nothing.
 func TestKubeconfigsThatRunProgramsHereAreRefused(t *testing.T) {
 	clusters := testenv.Start(t, testenv.Options{}, "aws", "gcp")
 	aws, gcp := clusters[0], clusters[1]
@@ -81,7 +83,7 @@ func TestKubeconfigsThatRunProgramsHereAreRefused(t *testing.T) {
 		t.Logf("%s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
 		return code, out.String(), errOut.String()
 	}
-	// checkAWS runs check and returns its results for remote aws, by check.
+	// checkAWS runs check with args and returns its results for remote aws, by check.
 	checkAWS := func(t *testing.T, args ...string) map[string][]check.Result {
 		t.Helper()
 		_, out, _ := run(t, append([]string{"check", "-o", "json", "--skip", "peers,handshakes", "--remote-timeout", "5s"}, args...)...)
@@ -99,10 +101,10 @@ func TestKubeconfigsThatRunProgramsHereAreRefused(t *testing.T) {
 	}
 	refused := func(t *testing.T, what string, byCheck map[string][]check.Result) {
 		t.Helper()
-		if len(byCheck[check.Reachable]) != 3 || len(byCheck[check.Identity]) != 0 {
-			t.Errorf("%s: results about aws %v, want 3 reachable failures (one per component) and nothing after them", what, byCheck)
+		if len(byCheck[check.ProbeReachable]) != 3 || len(byCheck[check.ProbeIdentity]) != 0 {
+			t.Errorf("%s: results about aws %v, want 3 probe-reachable failures (one per component) and nothing after them", what, byCheck)
 		}
-		for _, r := range byCheck[check.Reachable] {
+		for _, r := range byCheck[check.ProbeReachable] {
 			for _, want := range []string{"remote aws (Secrets [semaphore/aws-kubeconfig])", what, "on this machine: refused", "--allow-exec-plugins"} {
 				if r.OK || !strings.Contains(r.Message, want) {
 					t.Errorf("%+v: want a failure saying %q", r, want)
@@ -111,21 +113,36 @@ func TestKubeconfigsThatRunProgramsHereAreRefused(t *testing.T) {
 		}
 	}
 
+	t.Run("check runs no plugin without --probe-remotes", func(t *testing.T) {
+		byCheck := checkAWS(t, "--allow-exec-plugins")
+		if len(byCheck[check.Reachable]) != 3 || len(byCheck[check.ProbeReachable]) != 0 {
+			t.Errorf("results about aws %v, want the pods' reachable and no probe from here", byCheck)
+		}
+		if ran() {
+			t.Fatal("check without --probe-remotes ran the exec plugin of a kubeconfig read from a Secret")
+		}
+	})
+
 	t.Run("check refuses an exec plugin", func(t *testing.T) {
-		refused(t, fmt.Sprintf("the exec credential plugin %q", plugin), checkAWS(t))
+		refused(t, fmt.Sprintf("the exec credential plugin %q", plugin), checkAWS(t, "--probe-remotes"))
 		if ran() {
 			t.Fatal("check ran the exec plugin of a kubeconfig read from a Secret")
 		}
 	})
 
 	t.Run("status refuses an exec plugin", func(t *testing.T) {
-		code, out, _ := run(t, "status")
+		if code, out, _ := run(t, "status"); code != 0 || strings.Contains(out, "refused") {
+			t.Errorf("status without --probe-remotes: exit %d, want the remotes' credentials not read:\n%s", code, out)
+		}
+		code, out, _ := run(t, "status", "--probe-remotes")
 		if code != 0 || !strings.Contains(out, "aws     unknown") || !strings.Contains(out, fmt.Sprintf("the exec credential plugin %q on this machine: refused", plugin)) ||
 			!strings.Contains(out, "--allow-exec-plugins") {
-			t.Errorf("status: exit %d, want aws's reachability unknown and the refusal under Problems:\n%s", code, out)
+			t.Errorf("status --probe-remotes: exit %d, want aws's reachability unknown and the refusal under Problems:\n%s", code, out)
 		}
-		if code, _, _ := run(t, "graph"); code != 0 {
-			t.Errorf("graph: exit %d", code)
+		for _, probe := range []string{"--probe-remotes=false", "--probe-remotes"} {
+			if code, _, _ := run(t, "graph", probe); code != 0 {
+				t.Errorf("graph %s: exit %d", probe, code)
+			}
 		}
 		if ran() {
 			t.Fatal("status or graph ran the exec plugin of a kubeconfig read from a Secret")
@@ -137,27 +154,27 @@ func TestKubeconfigsThatRunProgramsHereAreRefused(t *testing.T) {
 			Name: "oidc", Config: map[string]string{"idp-issuer-url": "https://127.0.0.1:1", "client-id": "semaphore"},
 		}})
 		t.Cleanup(func() { kubeconfigSecret(execUser) })
-		refused(t, `the auth-provider "oidc"`, checkAWS(t))
+		refused(t, `the auth-provider "oidc"`, checkAWS(t, "--probe-remotes"))
 	})
 
 	t.Run("allowed", func(t *testing.T) {
-		byCheck := checkAWS(t, "--allow-exec-plugins")
+		byCheck := checkAWS(t, "--allow-exec-plugins", "--probe-remotes")
 		if !ran() {
 			t.Fatal("with --allow-exec-plugins, the exec plugin did not run")
 		}
-		if len(byCheck[check.Reachable]) != 3 || len(byCheck[check.Identity]) != 3 {
-			t.Fatalf("results about aws %v, want reachable and identity for each component", byCheck)
+		if len(byCheck[check.ProbeReachable]) != 3 || len(byCheck[check.ProbeIdentity]) != 3 {
+			t.Fatalf("results about aws %v, want probe-reachable and probe-identity for each component", byCheck)
 		}
-		for _, r := range append(byCheck[check.Reachable], byCheck[check.Identity]...) {
+		for _, r := range append(byCheck[check.ProbeReachable], byCheck[check.ProbeIdentity]...) {
 			if !r.OK {
 				t.Errorf("%+v: want it to pass with the plugin's token", r)
 			}
 		}
-		if r := byCheck[check.Identity][0]; !strings.Contains(r.Message, "system:serviceaccount:semaphore-remote:semaphore-remote-gcp") {
+		if r := byCheck[check.ProbeIdentity][0]; !strings.Contains(r.Message, "system:serviceaccount:semaphore-remote:semaphore-remote-gcp") {
 			t.Errorf("%+v: want the consumer's ServiceAccount, whose token the plugin handed out", r)
 		}
-		if code, out, _ := run(t, "status", "--allow-exec-plugins"); code != 0 || !strings.Contains(out, "aws     yes") {
-			t.Errorf("status --allow-exec-plugins: exit %d, want aws reachable:\n%s", code, out)
+		if code, out, _ := run(t, "status", "--allow-exec-plugins", "--probe-remotes"); code != 0 || !strings.Contains(out, "aws     yes") {
+			t.Errorf("status --allow-exec-plugins --probe-remotes: exit %d, want aws reachable:\n%s", code, out)
 		}
 	})
 }

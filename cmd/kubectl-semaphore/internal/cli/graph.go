@@ -17,7 +17,9 @@ func newGraph(o *options) *cobra.Command {
 WireGuard tunnels between nodes of different clusters labelled with the age of their last
 handshake (red when never or stale), and from each remote to the cluster that reads it the
 number of mirrors and network sets (red when unreachable). Render it with
-  kubectl semaphore graph --contexts aws,gcp | dot -Tsvg > mesh.svg`,
+  kubectl semaphore graph --contexts aws,gcp | dot -Tsvg > mesh.svg
+
+` + meshReads,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			states, err := flags.collect(cmd.Context(), o)

@@ -16,16 +16,27 @@ import (
 
 // meshFlags are the flags status and graph share.
 type meshFlags struct {
-	contexts  []string
-	timeout   time.Duration
-	allowExec bool
+	contexts     []string
+	timeout      time.Duration
+	probeRemotes bool
+	allowExec    bool
 }
 
 func (f *meshFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringSliceVar(&f.contexts, "contexts", nil, "kubeconfig contexts of the clusters to show, comma-separated or repeated (default: the current context, or --context)")
-	cmd.Flags().DurationVar(&f.timeout, "probe-timeout", 5*time.Second, "how long to wait for each remote's API server")
+	cmd.Flags().DurationVar(&f.timeout, "probe-timeout", 5*time.Second, "how long to wait for each read of a pod's metrics, and with --probe-remotes for each remote's API server")
+	cmd.Flags().BoolVar(&f.probeRemotes, "probe-remotes", false,
+		"tell whether each remote is reachable by connecting from this machine to its API server, at the address in the cluster's Secrets and with each controller's credentials, instead of from the controllers' metrics")
 	addAllowExec(cmd, &f.allowExec)
 }
+
+// meshReads is what status and graph read, in their help.
+const meshReads = `Whether a remote answers the controllers comes from their own metrics, read through the
+API server's pod proxy (remote_up, the user of remote_identity_info, the age of
+remote_last_sync_timestamp_seconds): the leader's of replicas that elect one, every agent's of
+wireguard. Nothing connects to an address read from the cluster's objects unless --probe-remotes
+is given: then this machine connects to each remote's API server, at the address in the cluster's
+Secrets, with each controller's credentials, and asks who they are there.`
 
 // addAllowExec adds the flag that lets the remotes' kubeconfigs, read from the clusters'
 // Secrets, run programs on this machine.
@@ -81,8 +92,8 @@ func (f *meshFlags) collectOne(ctx context.Context, o *options, name string) (me
 	if o.flags.Namespace != nil {
 		ns = *o.flags.Namespace
 	}
-	return mesh.Collect(ctx, mesh.Sources{Client: client, Dynamic: dyn, Namespace: ns, ProbeTimeout: f.timeout,
-		Credentials: release.CredentialOptions{AllowExecPlugins: f.allowExec}})
+	return mesh.Collect(ctx, mesh.Sources{Client: client, Dynamic: dyn, Namespace: ns, Timeout: f.timeout,
+		ProbeRemotes: f.probeRemotes, Credentials: release.CredentialOptions{AllowExecPlugins: f.allowExec}})
 }
 
 func contextName(name string) string {
@@ -99,10 +110,12 @@ func newStatus(o *options) *cobra.Command {
 		Use:   "status [--contexts CTX,...]",
 		Short: "The mesh at a glance: each cluster's remotes, mirrors, global services, network sets and WireGuard peers",
 		Long: `status shows, for the cluster of each context, what Semaphore made of it: each remote,
-whether the controllers' own credentials reach it, the mirrors and network sets made from it and
-the WireGuard peers on its side with their last handshake; the global services and their
-endpoints by cluster; and whatever could not be read. -n narrows the search for the controllers
-to one namespace (default: every namespace).`,
+whether it answers the controllers, the mirrors and network sets made from it and the WireGuard
+peers on its side with their last handshake; the global services and their endpoints by cluster;
+and whatever could not be read. -n narrows the search for the controllers to one namespace
+(default: every namespace).
+
+` + meshReads,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "" && output != "json" {

@@ -12,10 +12,12 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
-// status and graph run on the contexts given: for a cluster whose one remote cannot be
-// reached, status says so (and still exits 0: it shows, check judges), -o json is the same
+// status and graph run on the contexts given: for a cluster whose one remote is not known to
+// answer its controllers (they have no running pod to say so; probed from here, it cannot be
+// reached), status says so (and still exits 0: it shows, check judges), -o json is the same
 // state, graph is a digraph with the remote in red; an unknown context is an error naming it,
-// exit status 1, after the output of the others.
+// exit status 1, after the output of the others. Only --probe-remotes sends a request to the
+// remote's address.
 func TestStatusAndGraph(t *testing.T) {
 	gcp := testenv.Start(t, testenv.Options{}, "gcp")[0]
 	clustertest.TokenSecret(t, gcp, "aws", "not-a-token")
@@ -33,14 +35,23 @@ func TestStatusAndGraph(t *testing.T) {
 		t.Fatalf("status: exit %d\n%s\n%s", code, out, errOut)
 	}
 	for _, want := range []string{
-		"aws     no  ", // no component's credentials reach it
-		"remote aws is not reachable with the credentials of policy, service-mirror, wireguard: Post \"https://127.0.0.1:1/",
+		"aws     no  ", // no component's pods say it answers them
+		"remote aws: the metrics of wireguard do not say it answers: DaemonSet semaphore/semaphore-wireguard has no running pod to say whether the remote answers it",
 		// No Calico CRDs in this cluster.
 		"GlobalNetworkSets: the cluster does not serve crd.projectcalico.org/v1",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status does not say %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "127.0.0.1:1") {
+		t.Errorf("status sent a request to the remote's address without --probe-remotes:\n%s", out)
+	}
+
+	code, out, errOut = run("status", "--probe-remotes")
+	if code != 0 || !strings.Contains(out, "aws     no  ") || // no component's credentials reach it
+		!strings.Contains(out, "remote aws is not reachable with the credentials of policy, service-mirror, wireguard: Post \"https://127.0.0.1:1/") {
+		t.Errorf("status --probe-remotes: exit %d\n%s\n%s", code, out, errOut)
 	}
 
 	code, out, errOut = run("status", "--contexts", "gcp", "-o", "json")
@@ -52,9 +63,11 @@ func TestStatusAndGraph(t *testing.T) {
 		t.Errorf("status -o json: %+v", states)
 	}
 
-	code, out, errOut = run("graph", "--contexts", "gcp")
-	if code != 0 || !strings.HasPrefix(out, "digraph semaphore {\n") || !strings.Contains(out, `"aws" -> "gcp" [label="0 mirrors\n0 sets, 0 nets\nunreachable", style=dashed, color=red, fontcolor=red];`) {
-		t.Errorf("graph: exit %d\n%s\n%s", code, out, errOut)
+	for _, probe := range []string{"--probe-remotes=false", "--probe-remotes"} {
+		code, out, errOut = run("graph", "--contexts", "gcp", probe)
+		if code != 0 || !strings.HasPrefix(out, "digraph semaphore {\n") || !strings.Contains(out, `"aws" -> "gcp" [label="0 mirrors\n0 sets, 0 nets\nunreachable", style=dashed, color=red, fontcolor=red];`) {
+			t.Errorf("graph %s: exit %d\n%s\n%s", probe, code, out, errOut)
+		}
 	}
 
 	code, out, errOut = run("status", "--contexts", "gcp,nowhere")

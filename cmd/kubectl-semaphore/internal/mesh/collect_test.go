@@ -2,12 +2,14 @@ package mesh_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,19 +29,25 @@ import (
 // Collect reads what the controllers would have made in gcp, a consumer of aws: made here by
 // hand as the controllers make it (a mirror with one unready endpoint, a global service with
 // endpoints from both clusters, a network set), the peers of a running wireguard pod from its
-// metrics, a pending one as a problem; and aws reachable with each component's credentials
-// until it is cut off.
+// metrics, a pending one as a problem; whether aws answers each controller from the metrics of
+// its pods (the service mirror's leader, named by its Lease; policy's one pod, which aws does not
+// answer; the running agent), without a connection to aws's address in gcp's Secrets. With
+// ProbeRemotes, it asks aws from here with each component's credentials, which reach it until
+// it is cut off.
 func TestCollect(t *testing.T) {
 	cs := testenv.Start(t, testenv.Options{CRDDirs: []string{clustertest.CalicoCRDs()}}, "aws", "gcp")
 	aws, gcp := cs[0], cs[1]
 	ctx := context.Background()
 
-	// Through aws's proxy, so that the test can cut it off.
+	// Through aws's proxy, so that the test can cut it off, and a forwarder that counts the
+	// connections to the address in gcp's Secrets.
 	proxied, err := clientcmd.BuildConfigFromFlags("", aws.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	clustertest.Link(t, aws, gcp, "aws", "gcp", proxied.Host)
+	fwd := forward(t, strings.TrimPrefix(proxied.Host, "https://"))
+	server := "https://" + fwd.addr
+	clustertest.Link(t, aws, gcp, "aws", "gcp", server)
 
 	// A mirror of aws's sys-log/fluentd with two endpoints, one not ready.
 	remoteSvc := &corev1.Service{
@@ -64,32 +72,16 @@ func TestCollect(t *testing.T) {
 	clustertest.Create(t, gcp,
 		clustertest.NetworkSet(netset.Source{Cluster: "aws", Namespace: "sys-log", Name: "fluentd"}, "10.1.0.1/32", "10.1.0.2/32"),
 		&calico.GlobalNetworkSet{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"}, Spec: calico.GlobalNetworkSetSpec{Nets: []string{"192.0.2.0/24"}}})
-	// Two wireguard pods as the DaemonSet would make them (no kubelet runs them): one running,
-	// with metrics, one pending.
-	components, err := release.Find(ctx, gcp.Client, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg release.Component
-	for _, c := range components {
-		if c.Name == release.WireGuard {
-			wg = c
-		}
-	}
-	for node, phase := range map[string]corev1.PodPhase{"gcp-1": corev1.PodRunning, "gcp-2": corev1.PodPending} {
-		pod := clustertest.ComponentPod(t, gcp, wg, "wireguard-"+node, node)
-		pod.Status.Phase = phase
-		clustertest.UpdatePodStatus(t, gcp, pod)
-	}
-	metrics := staticMetrics{"wireguard-gcp-1": `# TYPE semaphore_wg_peer_last_handshake_timestamp_seconds gauge
-semaphore_wg_peer_last_handshake_timestamp_seconds{peer="aws-1",remote="aws"} 1.7959824e+09
-semaphore_wg_peer_last_handshake_timestamp_seconds{peer="aws-2",remote="aws"} 0
-`}
+	metrics, now := componentPods(t, gcp)
 
-	sources := mesh.Sources{Client: gcp.Client, Dynamic: dynamic.NewForConfigOrDie(gcp.Config), Metrics: metrics, ProbeTimeout: 2 * time.Second}
+	sources := mesh.Sources{Client: gcp.Client, Dynamic: dynamic.NewForConfigOrDie(gcp.Config), Metrics: metrics, Timeout: 2 * time.Second,
+		Now: func() time.Time { return now }}
 	st, err := mesh.Collect(ctx, sources)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := fwd.conns.Load(); n != 0 {
+		t.Errorf("Collect made %d connections to the remote's address in the Secrets, want none", n)
 	}
 	user := "system:serviceaccount:semaphore-remote:semaphore-remote-gcp"
 	want := mesh.ClusterState{
@@ -101,9 +93,9 @@ semaphore_wg_peer_last_handshake_timestamp_seconds{peer="aws-2",remote="aws"} 0
 		Remotes: []mesh.RemoteState{{
 			Name: "aws",
 			Access: []mesh.Access{
-				{Component: "policy", Reachable: true, User: user},
-				{Component: "service-mirror", Reachable: true, User: user},
-				{Component: "wireguard", Reachable: true, User: user},
+				{Component: "policy", LastSync: now.Add(-5 * time.Second), Error: "pod semaphore-policy-0 says semaphore_policy_remote_up is 0: the remote did not answer its last probe of /readyz"},
+				{Component: "service-mirror", Reachable: true, User: user, LastSync: now.Add(-5 * time.Second)},
+				{Component: "wireguard", Reachable: true, User: user, LastSync: now.Add(-5 * time.Second)},
 			},
 			Mirrors:     []mesh.Mirror{{Name: "aws-sys-log-73736d-fluentd", Source: "sys-log/fluentd", Endpoints: 2, Ready: 1}},
 			NetworkSets: []mesh.NetworkSet{{Name: "aws-sys-log-fluentd", Source: "sys-log/fluentd", Nets: 2}},
@@ -116,11 +108,31 @@ semaphore_wg_peer_last_handshake_timestamp_seconds{peer="aws-2",remote="aws"} 0
 		Problems:       []string{"wireguard pod semaphore/wireguard-gcp-2 on node gcp-2 is Pending: its peers are not known"},
 	}
 	// The workloads' names follow the chart's fullname; compare them loosely.
-	if diff := cmp.Diff(want, st, cmpopts.IgnoreFields(mesh.ClusterState{}, "Components")); diff != "" {
+	ignoreComponents := cmpopts.IgnoreFields(mesh.ClusterState{}, "Components")
+	if diff := cmp.Diff(want, st, ignoreComponents); diff != "" {
 		t.Errorf("state (-want +got):\n%s", diff)
 	}
 	if len(st.Components) != 3 {
 		t.Errorf("components %v, want the three controllers", st.Components)
+	}
+
+	// Probed, aws is reachable with each component's credentials, asked from here.
+	sources.ProbeRemotes = true
+	st, err = mesh.Collect(ctx, sources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fwd.conns.Load() == 0 {
+		t.Error("probing the remotes made no connection to the remote's address in the Secrets")
+	}
+	want.ProbedRemotes = true
+	want.Remotes[0].Access = []mesh.Access{
+		{Component: "policy", Reachable: true, User: user},
+		{Component: "service-mirror", Reachable: true, User: user},
+		{Component: "wireguard", Reachable: true, User: user},
+	}
+	if diff := cmp.Diff(want, st, ignoreComponents); diff != "" {
+		t.Errorf("probed state (-want +got):\n%s", diff)
 	}
 
 	// Cut off, aws is unreachable with every component's credentials; the rest is still read.
@@ -133,8 +145,8 @@ semaphore_wg_peer_last_handshake_timestamp_seconds{peer="aws-2",remote="aws"} 0
 		t.Fatalf("aws cut off: %+v", st.Remotes)
 	}
 	for _, a := range st.Remotes[0].Access {
-		if a.Reachable || !strings.Contains(a.Error, proxied.Host) {
-			t.Errorf("aws cut off, %s: reachable %v, error %q (want one naming %s)", a.Component, a.Reachable, a.Error, proxied.Host)
+		if a.Reachable || !strings.Contains(a.Error, server) {
+			t.Errorf("aws cut off, %s: reachable %v, error %q (want one naming %s)", a.Component, a.Reachable, a.Error, server)
 		}
 	}
 
@@ -142,4 +154,61 @@ semaphore_wg_peer_last_handshake_timestamp_seconds{peer="aws-2",remote="aws"} 0
 	if _, err := mesh.Collect(ctx, mesh.Sources{Client: aws.Client, Namespace: "semaphore-remote"}); err == nil || !strings.Contains(err.Error(), "namespace semaphore-remote") {
 		t.Errorf("no controllers: error %v", err)
 	}
+}
+
+// componentPods makes in gcp the pods of its controllers as their workloads would (no kubelet
+// runs them), and returns their metrics as of the time it returns: two service mirrors, of which
+// the Lease names the first the leader, the other a standby that never synced; one policy pod,
+// which aws does not answer; two wireguard pods, one running, one pending.
+func componentPods(t *testing.T, gcp *testenv.Cluster) (staticMetrics, time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	components, err := release.Find(ctx, gcp.Client, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]release.Component{}
+	for _, c := range components {
+		byName[c.Name] = c
+	}
+	running := func(c release.Component, name, node string, phase corev1.PodPhase) {
+		pod := clustertest.ComponentPod(t, gcp, c, name, node)
+		pod.Status.Phase = phase
+		clustertest.UpdatePodStatus(t, gcp, pod)
+	}
+	mirror := byName[release.ServiceMirror]
+	running(mirror, "semaphore-service-mirror-a", "gcp-1", corev1.PodRunning)
+	running(mirror, "semaphore-service-mirror-b", "gcp-2", corev1.PodRunning)
+	running(byName[release.Policy], "semaphore-policy-0", "gcp-1", corev1.PodRunning)
+	running(byName[release.WireGuard], "wireguard-gcp-1", "gcp-1", corev1.PodRunning)
+	running(byName[release.WireGuard], "wireguard-gcp-2", "gcp-2", corev1.PodPending)
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: mirror.Env["SEMAPHORE_LEADER_ELECT_LEASE_NAME"], Namespace: mirror.Namespace},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("semaphore-service-mirror-a")},
+	}
+	if _, err := gcp.Client.CoordinationV1().Leases(lease.Namespace).Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	now := time.Unix(1795982460, 0).UTC()
+	synced := now.Add(-5 * time.Second)
+	return staticMetrics{
+		"semaphore-service-mirror-a": viewOfAWS("semaphore_service_mirror", 1, synced),
+		"semaphore-service-mirror-b": viewOfAWS("semaphore_service_mirror", 1, time.Unix(0, 0)),
+		"semaphore-policy-0":         viewOfAWS("semaphore_policy", 0, synced),
+		"wireguard-gcp-1": viewOfAWS("semaphore_wg", 1, synced) + `# TYPE semaphore_wg_peer_last_handshake_timestamp_seconds gauge
+semaphore_wg_peer_last_handshake_timestamp_seconds{peer="aws-1",remote="aws"} 1.7959824e+09
+semaphore_wg_peer_last_handshake_timestamp_seconds{peer="aws-2",remote="aws"} 0
+`}, now
+}
+
+// viewOfAWS is what a component's pod (prefix, its metrics') says of remote aws: whether aws
+// answered its last probe, when it last synced its view of it, and, answered, who it is there.
+func viewOfAWS(prefix string, up int, synced time.Time) string {
+	text := prefix + `_remote_up{remote="aws"} ` + strconv.Itoa(up) + "\n" +
+		prefix + `_remote_last_sync_timestamp_seconds{remote="aws"} ` + strconv.FormatInt(synced.Unix(), 10) + "\n"
+	if up == 1 {
+		text += prefix + `_remote_identity_info{remote="aws",user="system:serviceaccount:semaphore-remote:semaphore-remote-gcp"} 1` + "\n"
+	}
+	return text
 }

@@ -1,8 +1,10 @@
 // Package mesh collects what Semaphore made of one cluster's place in the mesh: its remotes and
-// whether the controllers' credentials reach them, the mirrors and network sets made from each,
-// the global services, and the WireGuard peers with their last handshake. The status and graph
-// commands are two views of the same ClusterState, so the views are tested on states made by
-// hand and the collection against real API servers.
+// whether they answer the controllers, the mirrors and network sets made from each, the global
+// services, and the WireGuard peers with their last handshake. It reads the local cluster only,
+// the controllers' pods' metrics through its API server's pod proxy included: nothing connects to
+// an address read from the cluster's objects unless asked (Sources.ProbeRemotes). The status and
+// graph commands are two views of the same ClusterState, so the views are tested on states made
+// by hand and the collection against real API servers.
 package mesh
 
 import (
@@ -11,16 +13,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/agents"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
-	"github.com/kube-semaphore/semaphore/internal/remote"
 )
 
 // ClusterState is one cluster's view of the mesh.
@@ -35,6 +34,9 @@ type ClusterState struct {
 	Nodes          []string        `json:"nodes,omitempty"`
 	Remotes        []RemoteState   `json:"remotes"`
 	GlobalServices []GlobalService `json:"globalServices,omitempty"`
+	// ProbedRemotes says that the remotes' Access comes from asking each remote from this machine
+	// (Sources.ProbeRemotes), not from the controllers' metrics.
+	ProbedRemotes bool `json:"probedRemotes,omitempty"`
 	// Problems are what could not be read, each a sentence.
 	Problems []string `json:"problems,omitempty"`
 }
@@ -42,14 +44,14 @@ type ClusterState struct {
 // RemoteState is what the cluster has of one remote.
 type RemoteState struct {
 	Name string `json:"name"`
-	// Access is, for each component that reads the remote, whether its credentials reach it.
+	// Access is, for each component that reads the remote, whether the remote answers it.
 	Access      []Access     `json:"access"`
 	Mirrors     []Mirror     `json:"mirrors"`
 	NetworkSets []NetworkSet `json:"networkSets"`
 	Peers       []Peer       `json:"peers"`
 }
 
-// Reachable reports whether every component's credentials reached the remote.
+// Reachable reports whether the remote answers every component.
 func (r RemoteState) Reachable() bool {
 	for _, a := range r.Access {
 		if !a.Reachable {
@@ -59,12 +61,18 @@ func (r RemoteState) Reachable() bool {
 	return len(r.Access) > 0
 }
 
-// Access is whether a component's credentials of a remote are accepted by its API server.
+// Access is whether a remote's API server answers a component and accepts its credentials: as
+// the component's pods say in their metrics, or as the remote answers this machine with the
+// component's credentials (ClusterState.ProbedRemotes).
 type Access struct {
 	Component string `json:"component"`
 	Reachable bool   `json:"reachable"`
 	// User is who the remote says the credentials are.
-	User  string `json:"user,omitempty"`
+	User string `json:"user,omitempty"`
+	// LastSync is when the pods whose view counts last synced their view of the remote, the
+	// oldest of them; zero when probed or never.
+	LastSync time.Time `json:"lastSync,omitzero"`
+	// Error says why the remote is not known to answer.
 	Error string `json:"error,omitempty"`
 }
 
@@ -101,19 +109,35 @@ type Peer = agents.Peer
 type Sources struct {
 	Client  kubernetes.Interface
 	Dynamic dynamic.Interface
-	// Metrics reads the wireguard pods' metrics; nil is through the API server's pod proxy.
+	// Metrics reads the controllers' pods' metrics; nil is through the API server's pod proxy.
 	Metrics agents.MetricsSource
 	// Namespace narrows the search for the controllers ("" for every namespace).
 	Namespace string
-	// ProbeTimeout bounds each request to a remote (default 5s).
-	ProbeTimeout time.Duration
+	// Timeout bounds each read of a pod's metrics and each request to a remote (default 5s).
+	Timeout time.Duration
+	// Now is the current time, which the age of the pods' views of the remotes is counted
+	// from (default time.Now).
+	Now func() time.Time
+	// ProbeRemotes asks each remote, from this machine and with each component's credentials
+	// (read from the cluster's Secrets), who they are there, instead of reading whether it
+	// answers the components from their metrics. It is the only part of Collect that connects
+	// to an address read from the cluster's objects.
+	ProbeRemotes bool
 	// Credentials say whether the remotes' kubeconfigs, read from the cluster's Secrets, may
-	// run exec credential plugins and auth-providers on this machine.
+	// run exec credential plugins and auth-providers on this machine (with ProbeRemotes).
 	Credentials release.CredentialOptions
 }
 
-// Collect reads the state of the cluster of s.Client. It fails only when no Semaphore
-// controller can be found; whatever else cannot be read is one of the state's Problems.
+func (s Sources) now() time.Time {
+	if s.Now == nil {
+		return time.Now()
+	}
+	return s.Now()
+}
+
+// Collect reads the state of the cluster of s.Client, connecting to its API server alone unless
+// s.ProbeRemotes. It fails only when no Semaphore controller can be found; whatever else cannot
+// be read is one of the state's Problems.
 func Collect(ctx context.Context, s Sources) (ClusterState, error) {
 	var st ClusterState
 	components, err := release.Find(ctx, s.Client, s.Namespace)
@@ -131,15 +155,21 @@ func Collect(ctx context.Context, s Sources) (ClusterState, error) {
 		}
 	}
 
-	st.probe(ctx, s, byName, remotes.get)
+	views := readViews(ctx, s, byName)
+	if s.ProbeRemotes {
+		st.ProbedRemotes = true
+		st.probe(ctx, s, byName, remotes.get)
+	} else {
+		accessFromMetrics(views, s.now(), remotes.get)
+	}
 	if c, ok := byName[release.ServiceMirror]; ok {
 		st.mirrors(ctx, s, c, remotes.get)
 	}
 	if c, ok := byName[release.Policy]; ok {
 		st.networkSets(ctx, s, c, remotes.get)
 	}
-	if c, ok := byName[release.WireGuard]; ok {
-		st.peers(ctx, s, c, remotes.get)
+	if v, ok := views[release.WireGuard]; ok {
+		st.peers(v, remotes.get)
 	}
 
 	st.Remotes = remotes.sorted()
@@ -196,44 +226,4 @@ func (rs remoteStates) sorted() []RemoteState {
 
 func (st *ClusterState) problem(format string, args ...any) {
 	st.Problems = append(st.Problems, fmt.Sprintf(format, args...))
-}
-
-// probe asks each remote, with each component's credentials, who they are: an answer means the
-// API server is reachable and accepts them. The requests run in parallel, so that unreachable
-// remotes cost one timeout rather than one per component.
-func (st *ClusterState) probe(ctx context.Context, s Sources, components map[string]release.Component, remote func(string) *RemoteState) {
-	timeout := cmp.Or(s.ProbeTimeout, 5*time.Second)
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, c := range components {
-		creds, errs := c.Remotes(ctx, s.Client, s.Credentials)
-		for _, err := range errs {
-			st.problem("%s: %v", c.Name, err)
-		}
-		for _, r := range creds {
-			wg.Go(func() {
-				a := Access{Component: c.Name}
-				a.User, a.Reachable, a.Error = whoAmI(ctx, r.Config, timeout)
-				mu.Lock()
-				defer mu.Unlock()
-				rs := remote(r.Name)
-				rs.Access = append(rs.Access, a)
-			})
-		}
-	}
-	wg.Wait()
-}
-
-func whoAmI(ctx context.Context, cfg *rest.Config, timeout time.Duration) (user string, ok bool, msg string) {
-	cfg = rest.CopyConfig(cfg)
-	cfg.Timeout = timeout
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return "", false, err.Error()
-	}
-	user, err = remote.WhoAmI(ctx, client, cfg.Host)
-	if err != nil {
-		return "", false, err.Error()
-	}
-	return user, true, ""
 }

@@ -2,43 +2,36 @@ package mesh
 
 import (
 	"cmp"
-	"context"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/agents"
-	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
 )
 
-// peers reads the peers of every wireguard pod from its metrics.
-func (st *ClusterState) peers(ctx context.Context, s Sources, c release.Component, remote func(string) *RemoteState) {
-	pods, err := c.Pods(ctx, s.Client)
-	if err != nil {
-		st.problem("listing the wireguard pods: %v", err)
+// peers reads the peers of every running wireguard pod from its metrics.
+func (st *ClusterState) peers(v view, remote func(string) *RemoteState) {
+	if v.err != nil {
+		st.problem("listing the wireguard pods: %v", v.err)
 		return
 	}
-	source := s.Metrics
-	if source == nil {
-		source = agents.PodProxy{Client: s.Client}
-	}
-	for i := range pods {
-		pod := &pods[i]
+	for i := range v.pods {
+		pod := &v.pods[i]
 		if pod.Spec.NodeName != "" && !slices.Contains(st.Nodes, pod.Spec.NodeName) {
 			st.Nodes = append(st.Nodes, pod.Spec.NodeName)
 		}
 		if pod.Status.Phase != corev1.PodRunning {
 			st.problem("wireguard pod %s/%s on node %s is %s: its peers are not known", pod.Namespace, pod.Name, pod.Spec.NodeName, cmp.Or(string(pod.Status.Phase), "not running"))
+		}
+	}
+	for _, p := range v.running {
+		if p.err != nil {
+			st.problem("wireguard pod %s/%s on node %s: %v", p.pod.Namespace, p.pod.Name, p.pod.Spec.NodeName, p.err)
 			continue
 		}
-		peers, err := agents.PeersOf(ctx, source, pod)
-		if err != nil {
-			st.problem("wireguard pod %s/%s on node %s: %v", pod.Namespace, pod.Name, pod.Spec.NodeName, err)
-			continue
-		}
-		for _, p := range peers {
-			r := remote(p.Remote)
-			r.Peers = append(r.Peers, p)
+		for _, peer := range agents.Peers(p.metrics, p.pod.Spec.NodeName) {
+			r := remote(peer.Remote)
+			r.Peers = append(r.Peers, peer)
 		}
 	}
 }

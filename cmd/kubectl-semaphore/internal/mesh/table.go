@@ -101,8 +101,9 @@ func writePeers(w io.Writer, remotes []RemoteState, now time.Time) {
 	}
 }
 
-// writeProblems writes what could not be read, and the remotes that could not be reached with
-// the credentials of some components, if any.
+// writeProblems writes what could not be read, and the remotes not known to answer some
+// components (as their metrics say, or, probed, with their credentials from this machine), if
+// any.
 func writeProblems(w io.Writer, st ClusterState) {
 	problems := slices.Clone(st.Problems)
 	for _, r := range st.Remotes {
@@ -118,7 +119,12 @@ func writeProblems(w io.Writer, st ClusterState) {
 			}
 		}
 		for _, e := range errs {
-			problems = append(problems, fmt.Sprintf("remote %s is not reachable with the credentials of %s: %s", r.Name, strings.Join(byError[e], ", "), e))
+			who := strings.Join(byError[e], ", ")
+			if st.ProbedRemotes {
+				problems = append(problems, fmt.Sprintf("remote %s is not reachable with the credentials of %s: %s", r.Name, who, e))
+			} else {
+				problems = append(problems, fmt.Sprintf("remote %s: the metrics of %s do not say it answers: %s", r.Name, who, e))
+			}
 		}
 	}
 	if len(problems) == 0 {
@@ -131,8 +137,8 @@ func writeProblems(w io.Writer, st ClusterState) {
 	}
 }
 
-// reachable is "yes" when every component's credentials reached the remote, else "no" with the
-// components whose credentials did not.
+// reachable is "yes" when the remote answers every component, else "no" with the components it
+// is not known to answer.
 func reachable(r RemoteState) string {
 	if len(r.Access) == 0 {
 		return "unknown"

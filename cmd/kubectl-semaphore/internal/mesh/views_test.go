@@ -15,7 +15,8 @@ import (
 var now = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 
 // states is a mesh of two clusters that read each other, made by hand: gcp's tunnels are
-// fresh, aws's credentials of gcp fail for policy, and one tunnel from aws never shook hands.
+// fresh, aws's credentials of gcp fail for policy (probed from this machine), and one tunnel
+// from aws never shook hands.
 func states() []mesh.ClusterState {
 	ok := func(c string) mesh.Access {
 		return mesh.Access{Component: c, Reachable: true, User: "system:serviceaccount:semaphore-remote:x"}
@@ -45,7 +46,8 @@ func states() []mesh.ClusterState {
 					{Node: "aws-2", Remote: "gcp", Peer: "gcp-1"},
 				},
 			}},
-			Problems: []string{"GlobalNetworkSets: the cluster does not serve projectcalico.org/v3"},
+			Problems:      []string{"GlobalNetworkSets: the cluster does not serve projectcalico.org/v3"},
+			ProbedRemotes: true,
 		},
 	}
 }
@@ -211,7 +213,7 @@ func parseDOT(t *testing.T, dot string) dotGraph {
 
 // Components that share a remote's credentials fail alike: one line per error, naming them.
 func TestWriteTablesGroupsAccessErrors(t *testing.T) {
-	st := mesh.ClusterState{Cluster: "gcp", Remotes: []mesh.RemoteState{{Name: "aws", Access: []mesh.Access{
+	st := mesh.ClusterState{Cluster: "gcp", ProbedRemotes: true, Remotes: []mesh.RemoteState{{Name: "aws", Access: []mesh.Access{
 		{Component: "policy", Error: "Unauthorized"},
 		{Component: "service-mirror", Error: "Unauthorized"},
 		{Component: "wireguard", Error: "connection refused"},
@@ -225,6 +227,25 @@ func TestWriteTablesGroupsAccessErrors(t *testing.T) {
   - remote aws is not reachable with the credentials of wireguard: connection refused
 `
 	if !strings.HasSuffix(b.String(), want) || !strings.Contains(b.String(), "\naws     no  ") {
+		t.Errorf("tables:\n%s\nwant them to end with\n%s", b.String(), want)
+	}
+}
+
+// Not probed, a remote not known to answer a component is what the component's metrics do not
+// say: they are where the error comes from, not this machine.
+func TestWriteTablesSaysWhichMetricsDoNotSayTheRemoteAnswers(t *testing.T) {
+	st := mesh.ClusterState{Cluster: "gcp", Remotes: []mesh.RemoteState{{Name: "aws", Access: []mesh.Access{
+		{Component: "policy", Error: "pod semaphore-policy-0 says semaphore_policy_remote_up is 0"},
+		{Component: "service-mirror", Reachable: true},
+	}}}}
+	var b bytes.Buffer
+	if err := mesh.WriteTables(&b, []mesh.ClusterState{st}, now); err != nil {
+		t.Fatal(err)
+	}
+	want := `Problems:
+  - remote aws: the metrics of policy do not say it answers: pod semaphore-policy-0 says semaphore_policy_remote_up is 0
+`
+	if !strings.HasSuffix(b.String(), want) || !strings.Contains(b.String(), "\naws     no (policy)  ") {
 		t.Errorf("tables:\n%s\nwant them to end with\n%s", b.String(), want)
 	}
 }
