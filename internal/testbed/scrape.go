@@ -7,8 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/kube-semaphore/semaphore/internal/promtext"
 )
 
 // Sample is one sample of a scraped metric: a counter's, gauge's or untyped metric's value.
@@ -34,32 +33,17 @@ func Scrape(ctx context.Context, client *http.Client, url, prefix string) ([]Sam
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return nil, fmt.Errorf("%s: %s: %s", url, resp.Status, b)
 	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	metrics, err := promtext.Parse(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", url, err)
 	}
 	var out []Sample
-	for name, f := range families {
+	for name, series := range metrics {
 		if !strings.HasPrefix(name, prefix) {
 			continue
 		}
-		for _, m := range f.GetMetric() {
-			s := Sample{Name: name, Labels: map[string]string{}}
-			for _, l := range m.GetLabel() {
-				s.Labels[l.GetName()] = l.GetValue()
-			}
-			switch {
-			case m.Gauge != nil:
-				s.Value = m.GetGauge().GetValue()
-			case m.Counter != nil:
-				s.Value = m.GetCounter().GetValue()
-			case m.Untyped != nil:
-				s.Value = m.GetUntyped().GetValue()
-			default:
-				continue
-			}
-			out = append(out, s)
+		for _, s := range series {
+			out = append(out, Sample{Name: name, Labels: s.Labels, Value: s.Value})
 		}
 	}
 	return out, nil

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/promtext"
+	"github.com/kube-semaphore/semaphore/internal/promtext"
 )
 
 // HandshakeMetric is the gauge semaphore-wireguard exports for each peer: the Unix time of its

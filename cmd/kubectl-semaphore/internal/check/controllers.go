@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/agents"
-	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/promtext"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
@@ -94,17 +93,15 @@ func (k *checker) leader(ctx context.Context, c release.Component) string {
 }
 
 // metric is the full name of the component's metric name.
-func (v controllers) metric(name string) string { return promtext.Name(v.c.Name, name) }
+func (v controllers) metric(name string) string { return release.MetricName(v.c.Name, name) }
 
 // where names a pod in messages: with its node for a DaemonSet's, marked as the leader.
 func (v controllers) where(p running) string {
-	switch {
-	case v.c.Kind == "DaemonSet":
-		return fmt.Sprintf("pod %s (node %s)", p.pod.Name, p.pod.Spec.NodeName)
-	case v.elected && p.pod.Name == v.leader:
-		return "pod " + p.pod.Name + " (leader)"
+	leader := ""
+	if v.elected {
+		leader = v.leader
 	}
-	return "pod " + p.pod.Name
+	return v.c.DescribePod(p.pod, leader)
 }
 
 // readable are the pods whose metrics were read.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/promtext"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
+	"github.com/kube-semaphore/semaphore/internal/promtext"
 )
 
 // fromPods are the checks of remote from what the component's pods say of it in their metrics:

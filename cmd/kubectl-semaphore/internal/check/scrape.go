@@ -3,7 +3,7 @@ package check
 import (
 	"bytes"
 
-	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/promtext"
+	"github.com/kube-semaphore/semaphore/internal/promtext"
 )
 
 // scrape is what one pod's /metrics says: the series of each metric family, by family name.

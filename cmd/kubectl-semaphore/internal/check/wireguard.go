@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/agents"
-	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/promtext"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
+	"github.com/kube-semaphore/semaphore/internal/promtext"
 	"github.com/kube-semaphore/semaphore/internal/remotepairs"
 )
 

@@ -68,6 +68,12 @@ does not have. Run it again after a token rotation: it updates the Secret.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return lf.run(cmd.Context(), o) },
 	}
+	lf.add(cmd)
+	return cmd
+}
+
+// add adds link's flags to cmd.
+func (lf *linkFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&lf.FromContext, "from", "", "kubeconfig context of the cluster semaphore-remote runs in")
 	f.StringVar(&lf.ToContext, "to", "", "kubeconfig context of the consuming cluster (where the semaphore release runs)")
@@ -84,7 +90,6 @@ does not have. Run it again after a token rotation: it updates the Secret.`,
 	f.StringVar(&lf.RemoteName, "remote-name", "", "the remote cluster's name, as the consumer knows it (the name of its global.remotes entry and token Secret); link refuses a remote whose semaphore-remote says another (default: the --from context's name)")
 	f.BoolVar(&lf.Force, "force", false, "hand out a server or CA other than those the values file or the semaphore release in --to has for the remote's name (the remote moved)")
 	f.DurationVar(&lf.timeout, "timeout", 30*time.Second, "how long link may take, besides --wait (twice that with --both-ways)")
-	return cmd
 }
 
 // run links the clusters of the flags, says on o.errOut what it did, and writes the values to

@@ -6,7 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/promtext"
+	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
+	"github.com/kube-semaphore/semaphore/internal/promtext"
 )
 
 // accessFromMetrics gives each remote of each component the Access its pods' metrics tell.
@@ -122,17 +123,15 @@ func (v view) maxSyncAge() time.Duration {
 }
 
 // metric is the full name of the component's metric name.
-func (v view) metric(name string) string { return promtext.Name(v.c.Name, name) }
+func (v view) metric(name string) string { return release.MetricName(v.c.Name, name) }
 
 // where names a pod in messages: with its node for a DaemonSet's, marked as the leader.
 func (v view) where(p scraped) string {
-	switch {
-	case v.c.Kind == "DaemonSet":
-		return fmt.Sprintf("pod %s (node %s)", p.pod.Name, p.pod.Spec.NodeName)
-	case v.elected && p.pod.Name == v.leader:
-		return "pod " + p.pod.Name + " (leader)"
+	leader := ""
+	if v.elected {
+		leader = v.leader
 	}
-	return "pod " + p.pod.Name
+	return v.c.DescribePod(p.pod, leader)
 }
 
 // most joins at most n of s, saying how many more there are.

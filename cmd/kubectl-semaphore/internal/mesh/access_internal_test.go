@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/promtext"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
+	"github.com/kube-semaphore/semaphore/internal/promtext"
 )
 
 var now = time.Unix(1795982460, 0).UTC()
@@ -54,7 +54,7 @@ func viewOf(t *testing.T, component, kind, leader string, pods ...pod) view {
 	c := release.Component{Name: component, Kind: kind, Namespace: "semaphore", Workload: "semaphore-" + component, Env: map[string]string{"SEMAPHORE_REMOTES": "aws"}}
 	v := view{c: c, elected: elects(c), leader: leader}
 	for _, p := range pods {
-		v.running = append(v.running, p.scraped(t, promtext.Prefix[component]))
+		v.running = append(v.running, p.scraped(t, release.MetricPrefix[component]))
 	}
 	return v
 }

@@ -14,9 +14,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/agents"
-	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/promtext"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
+	"github.com/kube-semaphore/semaphore/internal/promtext"
 )
 
 // view is a component as its pods run it: its pods, what the running ones say in their metrics,

@@ -145,3 +145,27 @@ func (c Component) container() *corev1.Container {
 	}
 	return nil
 }
+
+// MetricPrefix starts the name of every metric of each component, by component name (its
+// app.MetricsPrefix).
+var MetricPrefix = map[string]string{
+	ServiceMirror: "semaphore_service_mirror",
+	Policy:        "semaphore_policy",
+	WireGuard:     "semaphore_wg",
+}
+
+// MetricName is the full name of component's metric name: remote_up of policy is
+// semaphore_policy_remote_up.
+func MetricName(component, name string) string { return MetricPrefix[component] + "_" + name }
+
+// DescribePod names pod of c in messages: with its node for a DaemonSet's, marked as the
+// leader when it holds c's Lease (leader, "" when c elects none or it is not known).
+func (c Component) DescribePod(pod *corev1.Pod, leader string) string {
+	switch {
+	case c.Kind == "DaemonSet":
+		return fmt.Sprintf("pod %s (node %s)", pod.Name, pod.Spec.NodeName)
+	case leader != "" && pod.Name == leader:
+		return "pod " + pod.Name + " (leader)"
+	}
+	return "pod " + pod.Name
+}

@@ -5,6 +5,10 @@ import (
 	"slices"
 	"testing"
 
+	policyapp "github.com/kube-semaphore/semaphore/components/policy/app"
+	mirrorapp "github.com/kube-semaphore/semaphore/components/service-mirror/app"
+	wgapp "github.com/kube-semaphore/semaphore/components/wireguard/app"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -63,5 +67,14 @@ func TestFindsComponentsAndTheirRemoteCredentials(t *testing.T) {
 
 	if _, err := components[0].Remote(ctx, gcp.Client, "merit", release.CredentialOptions{}); err == nil {
 		t.Error("credentials of a remote the component does not read: no error")
+	}
+}
+
+// The metrics are read under the names the components give them.
+func TestPrefixesAreTheComponents(t *testing.T) {
+	for component, want := range map[string]string{release.ServiceMirror: mirrorapp.MetricsPrefix, release.Policy: policyapp.MetricsPrefix, release.WireGuard: wgapp.MetricsPrefix} {
+		if got := release.MetricPrefix[component]; got != want {
+			t.Errorf("metric prefix of %s: %q, want %q", component, got, want)
+		}
 	}
 }

@@ -1,6 +1,6 @@
 // Package promtext reads what the Semaphore components serve on /metrics, the Prometheus text
-// exposition: Parse makes it series by family, which the plugin's checks and views query by
-// label, and Name spells a component's metric as the component exports it.
+// exposition: Parse makes it series by family, which the plugin's checks and views and the
+// lab's status query by label.
 package promtext
 
 import (
@@ -11,21 +11,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
-	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
 )
-
-// Prefix starts the name of every metric of each component, by component name (its
-// app.MetricsPrefix).
-var Prefix = map[string]string{
-	release.ServiceMirror: "semaphore_service_mirror",
-	release.Policy:        "semaphore_policy",
-	release.WireGuard:     "semaphore_wg",
-}
-
-// Name is the full name of component's metric name: remote_up of policy is
-// semaphore_policy_remote_up.
-func Name(component, name string) string { return Prefix[component] + "_" + name }
 
 // Metrics are what one /metrics says: the series of each metric family, by family name.
 type Metrics map[string][]Series
@@ -36,8 +22,9 @@ type Series struct {
 	Value  float64
 }
 
-// Parse parses the Prometheus text exposition of a /metrics. A series whose value is NaN has no
-// value and is left out; one of a histogram or summary is read as 0.
+// Parse parses the Prometheus text exposition of a /metrics: the series of its counters, gauges
+// and untyped metrics. A series whose value is NaN has no value and is left out, and so are
+// histograms and summaries.
 func Parse(r io.Reader) (Metrics, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(r)
@@ -56,8 +43,10 @@ func Parse(r io.Reader) (Metrics, error) {
 				s.Value = m.GetGauge().GetValue()
 			case m.Counter != nil:
 				s.Value = m.GetCounter().GetValue()
-			default: // exposed without a TYPE line
+			case m.Untyped != nil: // exposed without a TYPE line
 				s.Value = m.GetUntyped().GetValue()
+			default:
+				continue
 			}
 			if !math.IsNaN(s.Value) {
 				out[name] = append(out[name], s)

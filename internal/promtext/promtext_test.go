@@ -8,11 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/promtext"
-	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
-	policyapp "github.com/kube-semaphore/semaphore/components/policy/app"
-	mirrorapp "github.com/kube-semaphore/semaphore/components/service-mirror/app"
-	wgapp "github.com/kube-semaphore/semaphore/components/wireguard/app"
+	"github.com/kube-semaphore/semaphore/internal/promtext"
 )
 
 const text = `# HELP semaphore_policy_remote_up Whether the remote answers.
@@ -25,16 +21,20 @@ semaphore_policy_client_requests_total{code="200",host="aws:6443",method="GET"} 
 semaphore_policy_client_requests_total{code="403",host="aws:6443",method="GET"} 2
 semaphore_policy_client_requests_total{code="403",host="aws:6443",method="POST"} 1
 semaphore_policy_remote_identity_info{remote="aws",user="system:serviceaccount:semaphore-remote:x"} 1
+# TYPE semaphore_policy_reconcile_duration_seconds histogram
+semaphore_policy_reconcile_duration_seconds_bucket{le="+Inf"} 3
+semaphore_policy_reconcile_duration_seconds_sum 0.5
+semaphore_policy_reconcile_duration_seconds_count 3
 `
 
-// The series are read with their labels, whatever their type (an untyped one too); a NaN value
-// is no value; and they are found by family and labels.
+// The series of counters, gauges and untyped metrics are read with their labels; a NaN value
+// is no value, a histogram is left out; and they are found by family and labels.
 func TestParse(t *testing.T) {
 	m, err := promtext.Parse(strings.NewReader(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	up := promtext.Name(release.Policy, "remote_up")
+	up := "semaphore_policy_remote_up"
 	if got := m.Where(up); len(got) != 2 {
 		t.Errorf("remote_up: %+v, want aws and merit (gcp's NaN is no value)", got)
 	}
@@ -55,6 +55,9 @@ func TestParse(t *testing.T) {
 	if !m.Has(requests) || m.Has("semaphore_policy_remote_last_sync_timestamp_seconds") {
 		t.Error("Has: want the families exported, and only those")
 	}
+	if m.Has("semaphore_policy_reconcile_duration_seconds") {
+		t.Error("a histogram's series were read")
+	}
 	if _, err := promtext.Parse(strings.NewReader("not metrics {")); err == nil || !strings.Contains(err.Error(), "parsing /metrics") {
 		t.Errorf("parsing garbage: %v", err)
 	}
@@ -70,15 +73,6 @@ func TestTime(t *testing.T) {
 	} {
 		if got := promtext.Time(v); !got.Equal(want) {
 			t.Errorf("Time(%v) = %v, want %v", v, got, want)
-		}
-	}
-}
-
-// The metrics are read under the names the components give them.
-func TestPrefixesAreTheComponents(t *testing.T) {
-	for component, want := range map[string]string{release.ServiceMirror: mirrorapp.MetricsPrefix, release.Policy: policyapp.MetricsPrefix, release.WireGuard: wgapp.MetricsPrefix} {
-		if got := promtext.Prefix[component]; got != want {
-			t.Errorf("metric prefix of %s: %q, want %q", component, got, want)
 		}
 	}
 }
