@@ -32,7 +32,11 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
-var aws, gcp *testenv.Cluster
+// One spec each: goimports sees only the first name of a spec in a sibling file.
+var (
+	aws *testenv.Cluster
+	gcp *testenv.Cluster
+)
 
 func TestMain(m *testing.M) {
 	// gcp runs Calico: its GlobalNetworkSets and IP pools.
