@@ -92,7 +92,7 @@ func (l *Lab) guideRunner(log string) (guide.Runner, error) {
 	}
 	l.onTeardown(func() { out.Close() })
 	r := guide.Runner{Dir: dir, Env: env, Out: out}
-	if l.withNodes && !l.Record().NodesSkipped() {
+	if l.NodesRun() {
 		r.Netns = InternetNetns
 	}
 	return r, nil
@@ -110,7 +110,7 @@ func (l *Lab) guideEnv() ([]string, error) {
 	}
 	kubeconfig := l.Path(KubeconfigFile)
 	server := func(cluster string) string { return l.clusters[cluster].Config.Host }
-	if l.withNodes && !l.Record().NodesSkipped() {
+	if l.NodesRun() {
 		if kubeconfig, err = l.WorkstationKubeconfig(); err != nil {
 			return nil, err
 		}

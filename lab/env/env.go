@@ -210,6 +210,9 @@ func (l *Lab) Cluster(name string) *testbed.Cluster { return l.clusters[name] }
 // without: Record().NodesSkipped says).
 func (l *Lab) WithNodes() bool { return l.withNodes }
 
+// NodesRun tells whether the lab's nodes run: it was asked to run them, and could.
+func (l *Lab) NodesRun() bool { return l.withNodes && !l.Record().NodesSkipped() }
+
 // Exited receives the children that exit while the lab is not stopping.
 func (l *Lab) Exited() <-chan *Child { return l.exited }
 

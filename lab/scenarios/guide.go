@@ -11,7 +11,7 @@ import (
 // its reader would: the lab installed everything by following the guide's sections before it,
 // so the guide's commands are shown to work from beginning to end.
 func checkGuide(ctx context.Context, l *env.Lab) []string {
-	if !l.WithNodes() {
+	if !l.NodesRun() {
 		return nil // no pods, no controllers: nothing for its check to pass
 	}
 	fmt.Fprintf(l.Out(), "The getting-started guide's check (%s, section %q; output in %s)\n", env.GuideFile, env.GuideCheckSection, l.Path("logs", "guide-check.log"))

@@ -22,7 +22,7 @@ import (
 // egress proxies, lab/cmd/egress) and dials none of the remotes' addresses it reads.
 func checkWithPlugin(ctx context.Context, l *env.Lab) []string {
 	fmt.Fprintln(l.Out(), "kubectl semaphore check (in every cluster, from this machine's shell; then gcp's token in aws revoked)")
-	if !l.WithNodes() {
+	if !l.NodesRun() {
 		fmt.Fprintln(l.Out(), "  skipped: no nodes, so no controllers run")
 		return nil
 	}

@@ -24,7 +24,7 @@ const largeBody = 64 << 10
 // open (nothing reaches them otherwise); meanwhile the internet carries WireGuard packets and
 // never a pod's address in clear.
 func checkProviders(ctx context.Context, l *env.Lab) []string {
-	if !l.WithNodes() {
+	if !l.NodesRun() {
 		return nil
 	}
 	fmt.Fprintf(l.Out(), "Between providers (a %d KiB POST from an echo pod of each cluster to one of each other cluster)\n", largeBody>>10)

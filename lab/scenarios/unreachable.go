@@ -33,7 +33,7 @@ const (
 // at their published endpoints, while merit's tunnels stay up; then it rolls the releases back
 // and waits for the mesh to be whole again.
 func checkUnreachablePeers(ctx context.Context, l *env.Lab) []string {
-	if !l.WithNodes() {
+	if !l.NodesRun() {
 		return nil
 	}
 	pair := [2]string{"aws", "gcp"}
