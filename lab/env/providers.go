@@ -101,7 +101,7 @@ func PublicAddrs(spec ClusterSpec, nodes []Node) []string {
 // wireguardPortRange is the UDP ports the internet and the clouds' firewalls open: those the
 // getting-started guide's links give the devices (docs/getting-started.md, its firewall), and
 // which it tells its reader to open.
-func wireguardPortRange() string { return "51821:51822" }
+const wireguardPortRange = "51821:51822"
 
 // routerRules are the iptables-restore rules of spec's router: the NAT between the nodes'
 // private addresses and their public ones, and the provider's firewall, which lets in from the
@@ -122,7 +122,7 @@ func routerRules(spec ClusterSpec, nodes []Node) string {
 	}
 	filter := []string{fmt.Sprintf("-A FORWARD -i %s -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT", uplinkLink)}
 	if spec.Network.NAT == OneToOneNAT {
-		filter = append(filter, fmt.Sprintf("-A FORWARD -i %s -p udp --dport %s -j ACCEPT", uplinkLink, wireguardPortRange()))
+		filter = append(filter, fmt.Sprintf("-A FORWARD -i %s -p udp --dport %s -j ACCEPT", uplinkLink, wireguardPortRange))
 	}
 	filter = append(filter, fmt.Sprintf("-A FORWARD -i %s -j DROP", uplinkLink))
 	return iptablesRestore(map[string][]string{"nat": nat, "filter": filter})
@@ -140,8 +140,8 @@ func internetRules(apiPorts map[string]string) string {
 		"-A FORWARD -s " + PodsCIDR + " -j " + cleartextChain,
 		"-A FORWARD -d " + PodsCIDR + " -j " + cleartextChain,
 		"-A INPUT -s " + PodsCIDR + " -j " + cleartextChain,
-		"-A FORWARD -p udp --dport " + wireguardPortRange() + " -j " + wireguardChain,
-		"-A FORWARD -p udp --dport " + wireguardPortRange() + " -j ACCEPT",
+		"-A FORWARD -p udp --dport " + wireguardPortRange + " -j " + wireguardChain,
+		"-A FORWARD -p udp --dport " + wireguardPortRange + " -j ACCEPT",
 		"-A FORWARD -m conntrack --ctstate ESTABLISHED -j ACCEPT",
 		"-A INPUT -i lo -j ACCEPT",
 		"-A INPUT -m conntrack --ctstate ESTABLISHED -j ACCEPT",
