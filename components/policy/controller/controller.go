@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
@@ -99,7 +100,12 @@ func New(opts Options, local kubernetes.Interface, dyn dynamic.Interface, remote
 	})
 	localFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, opts.ResyncPeriod)
 	setInformer := localFactory.ForResource(opts.Resource).Informer()
-	utilruntime.Must(setInformer.SetTransform(trim.ManagedFields))
+	// Sets the Calico API server stored keep their labels in an annotation when read
+	// through crd.projectcalico.org/v1 (calico.LiftLabels).
+	utilruntime.Must(setInformer.SetTransform(func(obj any) (any, error) {
+		obj, _ = trim.ManagedFields(obj)
+		return calico.LiftLabels(obj)
+	}))
 	utilruntime.Must(setInformer.AddIndexers(cache.Indexers{multiremote.BySource: c.base.IndexBySource}))
 	c.localSets = setInformer.GetIndexer()
 	c.base.WatchLocal(localFactory, setInformer.HasSynced)
