@@ -150,7 +150,7 @@ func up(opts options) int {
 		status.PrintProblems(l.Out(), left)
 		code = 1
 	} else {
-		fmt.Fprintf(l.Out(), "%s: nothing left behind (processes, network namespaces, cgroups, links, sysctls, runtime files)\n", opts.job)
+		fmt.Fprintf(l.Out(), "%s: nothing left behind (processes, network namespaces, cgroups, links, mounts, BPF files, ipsets, nftables tables, iptables rules, sysctls, runtime files)\n", opts.job)
 	}
 	if code == 0 {
 		fmt.Fprintf(l.Out(), "%s: PASSED in %s\n", opts.job, l.Elapsed())
