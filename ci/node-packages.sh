@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the lab's real nodes (lab/node) run besides kubelet and kube-proxy (which
 # ci/kube-binaries.sh all builds): containerd, runc, the CNI plugins (in /usr/lib/cni),
-# iptables, conntrack, and unshare/nsenter/mount (util-linux) and ip (iproute2). Debian's
+# iptables, conntrack, ipset (for Felix), and unshare/nsenter/mount (util-linux) and ip (iproute2). Debian's
 # packages, with apt-get, only when something is missing; that needs root (or sudo). Progress
 # goes to stderr; stdout stays empty.
 #
@@ -20,6 +20,8 @@ need_cmd runc runc
 need_cmd iptables iptables
 need_cmd iptables-restore iptables
 need_cmd conntrack conntrack
+# Felix (Calico) programs the nodes' IP sets with it.
+need_cmd ipset ipset
 need_cmd unshare util-linux
 need_cmd nsenter util-linux
 need_cmd mount mount

@@ -32,6 +32,7 @@ func (l *Lab) buildBinaries(context.Context) error {
 		{"Kubernetes (first run only, ~12 min)", kubeBinaries, &l.bin.kube},
 		{"CoreDNS (first run only, ~2.5 min)", testbed.CoreDNSBinary, &l.bin.coredns},
 		{"helm (first run only, ~2 min)", helmBinary, &l.bin.helm},
+		{"Calico (first run only, ~4 min)", calicoBinaries, &l.bin.calico},
 		{"kubectl-semaphore", func() (string, error) { return testbed.BuildBinary(pluginPackage, l.Path("bin")) }, &l.bin.plugin},
 		{"egress proxy", func() (string, error) { return testbed.BuildBinary(egressPackage, l.Path("bin")) }, &l.bin.egress},
 	}

@@ -1,82 +1,178 @@
 package env
 
 import (
+	"context"
+	"fmt"
 	"net/netip"
 	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
 
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/lab/node"
 )
 
-// The Calico-way cluster. aws runs the way a cluster whose pod addresses Calico's IPAM assigns
-// does: its Nodes carry no pod CIDR, and where each node's pods are is in Calico's IPAM blocks
-// (ipamblocks.crd.projectcalico.org), which gcp's and merit's semaphore-wireguard read
-// (wireguard.podCIDRsFrom {aws: calico-ipam}, semaphore-remote's consumers with calicoIPAM).
-// No Calico runs here: the nodes' CNI is still the bridge with host-local addresses, and the lab
-// plays calico-ipam's bookkeeping, writing the blocks that describe what the CNI hands out
-// (calicoipam.Object, as calico-ipam writes them). Each node's range is two blocks; the last
-// node's upper block is affine to the first node, and the last node's CNI hands out addresses
-// from it only (CalicoBorrowed): its pods' addresses are borrowed, as calico-ipam borrows
-// when a node's own blocks are full, and reach it as single addresses inside another node's
-// block. A loop keeps every block's allocations equal to the addresses of the cluster's pods.
+// Calico in every cluster, as its users run it (docs/calico.md): the release's CRDs in every
+// API server, Calico's own RBAC from its manifests, and per cluster kube-controllers and the
+// Calico API server (projectcalico.org/v3, an aggregated API); on every node calico-node and
+// Felix with Calico's CNI plugin (lab/node). In CalicoCluster pods get their addresses from
+// calico-ipam, in blocks of the cluster's IP pools that the nodes claim as they need them,
+// and reach the pods of the cluster's other nodes over VXLAN. gcp and merit run Calico as on a
+// provider that allocates each node a pod CIDR and routes it (GKE's VPC-native clusters):
+// host-local IPAM on the Node's pod CIDR, Calico for policy only, which keeps the other way
+// semaphore-wireguard learns a remote's pods (its Nodes' pod CIDRs) in the lab, and the
+// hostile remote's fake Nodes meaningful. Calico's binaries run as the
+// nodes' and control planes' other programs do, as processes in the lab's namespaces, each
+// with the ServiceAccount token of the workload it would be.
+//
+// In CalicoCluster, fluentd's addresses are borrowed, by calico-ipam itself: fluentd takes its
+// addresses from FluentdPool, a pool of one block, which a pod on the cluster's first node
+// claimed first (BlockHolderName); fluentd runs on the last node, which can claim no block of
+// that pool, and calico-ipam lends it addresses of the first node's block.
 
-// CalicoCluster is the Calico-way cluster.
+// CalicoVersion is the Calico release the lab runs (ci/calico.sh).
+const CalicoVersion = "v3.28.5"
+
+// CalicoCluster is the cluster where the lab shows calico-ipam's borrowed addresses.
 const CalicoCluster = "aws"
 
 // CalicoAPI is the API group semaphore-policy writes its GlobalNetworkSets to in the lab: the
-// umbrella chart's default.
+// umbrella chart's default, served by the Calico API server.
 const CalicoAPI = calico.APIv3
 
-// calicoCRD is the GlobalNetworkSet CRD of CalicoAPI that every cluster's API server gets. In a
-// real cluster the Calico API server (an aggregated API) serves projectcalico.org/v3; the lab has
-// no Calico, and this CRD, with the same group, version, kind, scope and schema, stands in for
-// it: the controller sees the same REST paths and objects. The crd.projectcalico.org/v1 CRD of the
-// same fixtures is left out, as the controller writes to one group only.
-var calicoCRD = filepath.Join(testbed.RepoRoot(), "components", "policy", "testdata", "crds", "projectcalico.org_globalnetworksets.yaml")
+const (
+	// FluentdPool is CalicoCluster's pool of one block that fluentd's addresses come from.
+	FluentdPool = "fluentd"
+	// BlockHolderName is the Deployment whose pod, on CalicoCluster's first node, claims
+	// FluentdPool's block.
+	BlockHolderName = "block-holder"
+	// podBlockSize is the size of the blocks of CalicoCluster's pod pool: small (8
+	// addresses), so that nodes claim several as pods come.
+	podBlockSize = 29
+	// BlockReleaseGrace is how long a block stays empty before kube-controllers releases it,
+	// when its node has others (kube-controllers' leakGracePeriod).
+	BlockReleaseGrace = 15 * time.Second
+	// vxlanOverhead is what VXLAN's headers take of the node network's MTU.
+	vxlanOverhead = 50
+	// apiServerPort is where the Calico API server listens, at its cluster's private API
+	// address in the provider's router.
+	calicoAPIServerPort = 5443
+)
 
-// ipamBlockCRD is Calico's IPAMBlock CRD, which CalicoCluster's API server serves.
-var ipamBlockCRD = filepath.Join(testbed.RepoRoot(), "components", "wireguard", "testdata", "crds", "crd.projectcalico.org_ipamblocks.yaml")
-
-// IPAMBlock is a block of CalicoCluster and the node it is affine to.
-type IPAMBlock struct {
-	CIDR netip.Prefix
-	Node string
+// IPPool is one of a cluster's own IP pools.
+type IPPool struct {
+	Name      string
+	CIDR      netip.Prefix
+	BlockSize int
 }
 
-// CalicoBlocks are CalicoCluster's blocks: each node's range in two halves, affine to the
-// node, except the last node's upper half, affine to the first node.
-func CalicoBlocks() []IPAMBlock {
-	var out []IPAMBlock
-	for i := range NodesPerCluster {
-		r := NodePodCIDR(CalicoCluster, i)
-		lower := netip.PrefixFrom(r.Addr(), r.Bits()+1)
-		upper := netip.PrefixFrom(AddrAdd(r.Addr(), 1<<(32-lower.Bits())), lower.Bits())
-		owner := NodeName(CalicoCluster, i)
-		out = append(out, IPAMBlock{lower, owner})
-		if i == NodesPerCluster-1 {
-			owner = NodeName(CalicoCluster, 0)
+// IPPoolsOf are cluster's own IP pools: its pod range, and in CalicoCluster the range's lower
+// half, and its last /29 as FluentdPool, one block.
+func IPPoolsOf(cluster string) []IPPool {
+	r := netip.MustParsePrefix(SpecOf(cluster).PodCIDR)
+	if cluster != CalicoCluster {
+		// No block is made of it (host-local hands the addresses out): the pool says what the
+		// cluster's pods are, for Calico's NAT.
+		return []IPPool{{"pods", r, 26}}
+	}
+	lower := netip.PrefixFrom(r.Addr(), r.Bits()+1)
+	fluentd := netip.PrefixFrom(AddrAdd(r.Addr(), 1<<(32-r.Bits())-8), 29)
+	return []IPPool{{"pods", lower, podBlockSize}, {FluentdPool, fluentd, 29}}
+}
+
+// calicoCRDs is the release's CRDs (ci/calico.sh keeps them with the binaries).
+func (l *Lab) calicoCRDs() string { return filepath.Join(l.bin.calico, "crds.yaml") }
+
+// calicoBinaries builds Calico's binaries (or finds them in the cache) with ci/calico.sh.
+func calicoBinaries() (string, error) { return testbed.CIToolPath(nil, "calico.sh") }
+
+// calicoNode is what node n needs to be a Calico node.
+func (l *Lab) calicoNode(n Node) *node.Calico {
+	dir := l.Path("clusters", n.Cluster, "calico")
+	c := &node.Calico{
+		BinDir:        l.bin.calico,
+		Kubeconfig:    filepath.Join(dir, "calico-node.kubeconfig"),
+		CNIKubeconfig: filepath.Join(dir, "calico-cni-plugin.kubeconfig"),
+		MTU:           SpecOf(n.Cluster).Network.MTU,
+		Uplink:        nodeLink,
+		HostLocal:     n.Cluster != CalicoCluster,
+	}
+	if !c.HostLocal {
+		c.MTU -= vxlanOverhead
+		// FluentdPool only for the pods that ask for it.
+		c.IPv4Pools = []string{"pods"}
+	}
+	return c
+}
+
+// startCalico makes every cluster a Calico cluster before its nodes start: Calico's RBAC and
+// the API server's APIService from the release's manifests, a kubeconfig per Calico
+// ServiceAccount, the cluster's own IP pools, and kube-controllers and the Calico API server
+// in the provider's router. It returns once projectcalico.org/v3 is served everywhere.
+func (l *Lab) startCalico(ctx context.Context) error {
+	var children []*Child
+	l.onTeardown(func() { stopAll(children, syscall.SIGTERM, 10*time.Second) })
+	for _, spec := range ClusterSpecs {
+		if err := l.applyCalicoManifests(ctx, spec); err != nil {
+			return fmt.Errorf("%s: Calico's manifests: %w", spec.Name, err)
 		}
-		out = append(out, IPAMBlock{upper, owner})
-	}
-	return out
-}
-
-// CalicoBorrowed is the range the CNI of node hands out when its pods' addresses are
-// borrowed: .8 to .58 of the last node's upper block (198.18.1.200-250 on aws-node-2).
-func CalicoBorrowed(node string) (start, end string, ok bool) {
-	if node != NodeName(CalicoCluster, NodesPerCluster-1) {
-		return "", "", false
-	}
-	b := CalicoBlocks()[2*NodesPerCluster-1].CIDR
-	return AddrAdd(b.Addr(), 8).String(), AddrAdd(b.Addr(), 58).String(), true
-}
-
-// BlockOf is the block of CalicoCluster that holds addr.
-func BlockOf(addr netip.Addr) (IPAMBlock, bool) {
-	for _, b := range CalicoBlocks() {
-		if b.CIDR.Contains(addr) {
-			return b, true
+		if err := l.writeCalicoKubeconfigs(ctx, spec.Name); err != nil {
+			return fmt.Errorf("%s: Calico's credentials: %w", spec.Name, err)
+		}
+		if err := l.createIPPools(ctx, spec.Name); err != nil {
+			return fmt.Errorf("%s: IP pools: %w", spec.Name, err)
+		}
+		started, err := l.startCalicoControllers(spec)
+		children = append(children, started...)
+		if err != nil {
+			return fmt.Errorf("%s: %w", spec.Name, err)
 		}
 	}
-	return IPAMBlock{}, false
+	for _, spec := range ClusterSpecs {
+		if err := l.waitCalicoAPI(ctx, spec.Name); err != nil {
+			return fmt.Errorf("%s: %w", spec.Name, err)
+		}
+	}
+	if err := l.createRemotePools(ctx); err != nil {
+		return err
+	}
+	l.Logf("Calico %s in %v: kube-controllers and the Calico API server (projectcalico.org/v3) in each provider's router", CalicoVersion, ClusterNames())
+	return nil
+}
+
+// startCalicoControllers starts cluster spec's kube-controllers and Calico API server in its
+// provider's router, where its private API address is.
+func (l *Lab) startCalicoControllers(spec ClusterSpec) ([]*Child, error) {
+	dir := l.Path("clusters", spec.Name, "calico")
+	var out []*Child
+	programs := []struct {
+		name, kubeconfig string
+		env, args        []string
+	}{
+		{"calico-kube-controllers", "calico-kube-controllers", []string{"ENABLED_CONTROLLERS=node"},
+			[]string{"-status-file", filepath.Join(dir, "kube-controllers-status.json")}},
+		{"calico-apiserver", "calico-apiserver", nil, []string{
+			"--secure-port=" + strconv.Itoa(calicoAPIServerPort), "--bind-address=" + spec.APIAddr,
+			"--tls-cert-file=" + l.Path("clusters", spec.Name, "pki", calicoAPIServerCertFile),
+			"--tls-private-key-file=" + l.Path("clusters", spec.Name, "pki", calicoAPIServerKeyFile),
+			"--kubeconfig=" + filepath.Join(dir, "calico-apiserver.kubeconfig"),
+			"--authentication-kubeconfig=" + filepath.Join(dir, "calico-apiserver.kubeconfig"),
+			"--authorization-kubeconfig=" + filepath.Join(dir, "calico-apiserver.kubeconfig"),
+		}},
+	}
+	for _, p := range programs {
+		binary := map[string]string{"calico-kube-controllers": "kube-controllers", "calico-apiserver": "calico-apiserver"}[p.name]
+		args := append([]string{"netns", "exec", VPCNetns(spec.Name), "env",
+			"KUBECONFIG=" + filepath.Join(dir, p.kubeconfig+".kubeconfig"), "DATASTORE_TYPE=kubernetes"}, p.env...)
+		args = append(append(args, filepath.Join(l.bin.calico, binary)), p.args...)
+		name := p.name + "-" + spec.Name
+		ch, err := l.startChild(name, "ip", args, nil, l.Path("logs", name+".log"), false)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", p.name, err)
+		}
+		out = append(out, ch)
+	}
+	return out, nil
 }

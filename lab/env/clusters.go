@@ -20,8 +20,8 @@ import (
 
 // startClusters starts every cluster's control plane, in parallel: an API server (etcd and
 // kube-apiserver through envtest, with the lab's certificates and the flags of a real cluster),
-// kube-controller-manager and kube-scheduler. The GlobalNetworkSet CRD stands in for the Calico
-// API server (calicoCRD); the Calico-way cluster also serves Calico's IPAMBlocks (ipamBlockCRD).
+// kube-controller-manager and kube-scheduler. Every API server serves Calico's CRDs, from the
+// Calico release (calico.go).
 // It also writes .lab/kubeconfig, a context per cluster.
 func (l *Lab) startClusters(ctx context.Context) error {
 	// envtest keeps etcd's data in temporary directories. Under the lab directory they are
@@ -97,11 +97,8 @@ func (l *Lab) startAPIServer(spec ClusterSpec) (*testbed.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	// envtest takes single files as well as directories.
-	crds := []string{calicoCRD}
-	if spec.Name == CalicoCluster {
-		crds = append(crds, ipamBlockCRD) // the Calico-way cluster's IPAM blocks (calico.go)
-	}
+	// envtest takes single files as well as directories: the Calico release's CRDs.
+	crds := []string{l.calicoCRDs()}
 	egress, err := l.writeEgressSelectorConfig(spec.Name, l.Path("clusters", spec.Name))
 	if err != nil {
 		return nil, err
@@ -126,6 +123,16 @@ func (l *Lab) startAPIServer(spec ClusterSpec) (*testbed.Cluster, error) {
 			"kubelet-preferred-address-types": "InternalIP,Hostname",
 			"kubelet-client-certificate":      filepath.Join(certs, kubeletClientCertFile),
 			"kubelet-client-key":              filepath.Join(certs, kubeletClientKeyFile),
+			// The aggregation layer, for the Calico API server (calico.go), reached at its
+			// Service's endpoint through the egress proxy.
+			"requestheader-client-ca-file":       filepath.Join(certs, frontProxyCAFile),
+			"requestheader-allowed-names":        frontProxyClientName,
+			"requestheader-username-headers":     "X-Remote-User",
+			"requestheader-group-headers":        "X-Remote-Group",
+			"requestheader-extra-headers-prefix": "X-Remote-Extra-",
+			"proxy-client-cert-file":             filepath.Join(certs, frontProxyClientCertFile),
+			"proxy-client-key-file":              filepath.Join(certs, frontProxyClientKeyFile),
+			"enable-aggregator-routing":          "true",
 		},
 	})
 }
@@ -147,8 +154,7 @@ func controlPlanePrograms(spec ClusterSpec, dir string) []controlPlaneProgram {
 			"--service-account-private-key-file=" + filepath.Join(dir, "pki", saKeyFile),
 			"--service-cluster-ip-range=" + spec.ServiceCIDR,
 			"--cluster-name=" + spec.Name,
-			// The lab sets the Nodes' pod CIDRs itself (nodePodCIDR), but for the
-			// Calico-way cluster's, which have none.
+			// calico-ipam gives the pods their addresses: the Nodes have no pod CIDR.
 			"--allocate-node-cidrs=false",
 		}},
 		{"kube-scheduler", "system:kube-scheduler", nil},

@@ -1,8 +1,8 @@
 // Package env brings the lab's environment up and takes it down: the binaries, the registry
 // with our images and charts, the three clusters (control planes and, as root, nodes running
-// containerd, kubelet and kube-proxy in network namespaces, see lab/node), Calico's IPAM
-// blocks in the Calico-way cluster, semaphore-remote and the umbrella chart installed with the
-// helm CLI, each cluster's CoreDNS, the sample workloads and Prometheus.
+// containerd, kubelet, kube-proxy and Calico in network namespaces, see lab/node),
+// semaphore-remote and the umbrella chart installed with the helm CLI, each cluster's CoreDNS,
+// the sample workloads and Prometheus.
 //
 // New takes a lab directory and returns the Lab, the handle the rest of the lab works with;
 // Up brings the parts up, in the one ordered list of parts, and Teardown takes down what they
@@ -63,6 +63,8 @@ type binaries struct {
 	// egress is the egress proxy (lab/cmd/egress), through which the API servers reach the
 	// nodes and pods.
 	egress string
+	// calico is the directory of Calico's binaries and the release's manifests (ci/calico.sh).
+	calico string
 }
 
 // part is one piece of the lab. Parts come up in order; each registers with onTeardown how
@@ -82,7 +84,6 @@ func (l *Lab) parts() []part {
 		{"registry", l.startRegistry},
 		{"clusters", l.startClusters},
 		{"nodes", l.startNodes},
-		{"Calico IPAM blocks", l.startCalicoIPAM},
 		{"the charts, as docs/getting-started.md installs them", l.installWithGuide},
 		{"CoreDNS", l.createCoreDNS},
 		{"sample workloads", l.createSampleWorkloads},

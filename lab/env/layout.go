@@ -131,9 +131,11 @@ func LabNodes(dir string) []Node {
 				Cluster:    c.Name,
 				Netns:      fmt.Sprintf("%s%s-%d", NetnsPrefix, c.Name, i+1),
 				InternalIP: AddrAdd(netip.MustParsePrefix(c.Network.CIDR).Addr(), host).String(),
-				PodCIDR:    NodePodCIDR(c.Name, i).String(),
 				Dir:        filepath.Join(dir, name),
 				Zone:       nodeZone(c.Name, i),
+			}
+			if c.Name != CalicoCluster {
+				n.PodCIDR = NodePodCIDR(c.Name, i).String()
 			}
 			if c.Network.NAT == OneToOneNAT {
 				n.ExternalIP = AddrAdd(netip.MustParsePrefix(InternetCIDR).Addr(), host).String()

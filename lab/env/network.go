@@ -112,9 +112,15 @@ func (l *Lab) createProviderNetwork(spec ClusterSpec, nodes []Node) error {
 	}
 	routes := [][]string{{"default", "via", net.internetEnd()}}
 	for _, n := range nodes {
-		if n.Cluster == spec.Name {
+		if n.Cluster == spec.Name && n.PodCIDR != "" {
 			routes = append(routes, []string{n.PodCIDR, "via", n.InternalIP})
 		}
+	}
+	if spec.Name == CalicoCluster {
+		// calico-ipam's blocks move: the router sends the cluster's pods to its first node,
+		// which has a route to every block (VXLAN to the others), as an overlay network's
+		// gateway would.
+		routes = append(routes, []string{spec.PodCIDR, "via", firstNodeOf(spec.Name, nodes).InternalIP})
 	}
 	if err := netnstopo.AddRoutes(vpc, routes...); err != nil {
 		return err
@@ -187,15 +193,31 @@ func (l *Lab) createNodeNetns(n Node, nodes []Node) error {
 	}
 	routes := [][]string{{"default", "via", spec.Network.gateway()}}
 	for _, o := range nodes {
-		if o.Cluster == n.Cluster && o.Name != n.Name {
+		if o.Cluster == n.Cluster && o.Name != n.Name && o.PodCIDR != "" {
 			routes = append(routes, []string{o.PodCIDR, "via", o.InternalIP})
 		}
 	}
 	if err := netnstopo.AddRoutes(n.Netns, routes...); err != nil {
 		return err
 	}
-	masquerade := fmt.Sprintf("-A POSTROUTING -o %s -s %s ! -d %s -j MASQUERADE", nodeLink, spec.PodCIDR, spec.PodCIDR)
-	return iptablesRestoreIn(n.Netns, iptablesRestore(map[string][]string{"nat": {masquerade}}))
+	nat := []string{fmt.Sprintf("-A POSTROUTING -o %s -s %s ! -d %s -j MASQUERADE", nodeLink, spec.PodCIDR, spec.PodCIDR)}
+	if n.Cluster == CalicoCluster {
+		// What the router sends the first node for a pod of another node leaves it over
+		// VXLAN from the node's own address, so that the reply comes back the same way (Felix
+		// drops the packets of a connection it saw only half of).
+		nat = append(nat, fmt.Sprintf("-A POSTROUTING -o vxlan.calico -s %s -j MASQUERADE", spec.Network.CIDR))
+	}
+	return iptablesRestoreIn(n.Netns, iptablesRestore(map[string][]string{"nat": nat}))
+}
+
+// firstNodeOf is cluster's first node of nodes.
+func firstNodeOf(cluster string, nodes []Node) Node {
+	for _, n := range nodes {
+		if n.Cluster == cluster {
+			return n
+		}
+	}
+	return Node{}
 }
 
 // forwardIntoNodes makes every API server reachable at its private address in its provider's

@@ -77,8 +77,8 @@ type Node struct {
 	// ExternalIP is the node's public address, which its provider's 1:1 NAT translates to
 	// InternalIP; empty behind a source NAT (no way in).
 	ExternalIP string `json:"externalIP,omitempty"`
-	// PodCIDR is the range the node's CNI hands out addresses from (the Calico-way cluster's
-	// nodes: within it, see CalicoBorrowed), and its Node's pod CIDR (but for those).
+	// PodCIDR is the node's Node's pod CIDR, which host-local hands addresses out from; none
+	// in CalicoCluster, where calico-ipam hands them out (calico.go).
 	PodCIDR string `json:"podCIDR"`
 	// Dir holds the node's state: containerd's, kubelet's, the pods' logs (lab/node).
 	Dir string `json:"dir"`
@@ -128,6 +128,9 @@ func (l *Lab) startNodes(ctx context.Context) error {
 		return err
 	}
 	if err := l.createNodeObjects(ctx, nodes); err != nil {
+		return err
+	}
+	if err := l.startCalico(ctx); err != nil {
 		return err
 	}
 	stop, err := l.runNodes(ctx, nodes)
@@ -201,7 +204,6 @@ func (l *Lab) startNode(ctx context.Context, n Node, keyDir string) (*node.Node,
 	if err := c.AddUser(proxyKubeconfig, "system:kube-proxy", nil, server); err != nil {
 		return nil, err
 	}
-	start, end, _ := CalicoBorrowed(n.Name)
 	return node.Start(ctx, node.Config{
 		Name:  n.Name,
 		Netns: n.Netns,
@@ -209,8 +211,7 @@ func (l *Lab) startNode(ctx context.Context, n Node, keyDir string) (*node.Node,
 		// The lab sets the Nodes' addresses, as a cloud controller manager does.
 		ExternalCloudProvider: true,
 		PodCIDR:               n.PodCIDR,
-		PodRangeStart:         start,
-		PodRangeEnd:           end,
+		Calico:                l.calicoNode(n),
 		ClusterCIDR:           spec.PodCIDR,
 		ClusterDNS:            spec.dnsServiceIP(),
 		ClusterDomain:         clusterDomain,

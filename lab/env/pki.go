@@ -36,6 +36,18 @@ const (
 	// SubjectAccessReview) lets read logs, exec and port-forward.
 	kubeletClientCertFile = "apiserver-kubelet-client.crt"
 	kubeletClientKeyFile  = "apiserver-kubelet-client.key"
+	// The aggregation layer's, as kubeadm's front-proxy: a CA of its own, and the client
+	// certificate the API server presents to aggregated API servers (the Calico API server),
+	// which trust that CA for the user it forwards (--requestheader-client-ca-file).
+	frontProxyCAFile         = "front-proxy-ca.crt"
+	frontProxyClientCertFile = "front-proxy-client.crt"
+	frontProxyClientKeyFile  = "front-proxy-client.key"
+	// The Calico API server's serving certificate, signed by the cluster's CA, which its
+	// APIService trusts.
+	calicoAPIServerCertFile = "calico-apiserver.crt"
+	calicoAPIServerKeyFile  = "calico-apiserver.key"
+	// frontProxyClientName is the front-proxy client certificate's name (--requestheader-allowed-names).
+	frontProxyClientName = "front-proxy-client"
 )
 
 // clusterPKI writes dir's certificates for a cluster whose API server is reached at ips and
@@ -80,18 +92,61 @@ func clusterPKI(dir, cluster string, ips []net.IP) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	calicoServing, err := issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "calico-api"},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    []string{"calico-api.calico-apiserver.svc"},
+		IPAddresses: ips,
+	}, caCert, ca.key)
+	if err != nil {
+		return nil, err
+	}
 	caPEM := pemBlock("CERTIFICATE", ca.der)
 	files := map[string][]byte{
-		caFile:                caPEM,
-		servingCertFile:       append(pemBlock("CERTIFICATE", serving.der), caPEM...),
-		saCertFile:            pemBlock("CERTIFICATE", sa.der),
-		kubeletClientCertFile: pemBlock("CERTIFICATE", kubeletClient.der),
+		caFile:                  caPEM,
+		servingCertFile:         append(pemBlock("CERTIFICATE", serving.der), caPEM...),
+		saCertFile:              pemBlock("CERTIFICATE", sa.der),
+		kubeletClientCertFile:   pemBlock("CERTIFICATE", kubeletClient.der),
+		calicoAPIServerCertFile: append(pemBlock("CERTIFICATE", calicoServing.der), caPEM...),
 	}
-	keys := map[string]*ecdsa.PrivateKey{servingKeyFile: serving.key, saKeyFile: sa.key, kubeletClientKeyFile: kubeletClient.key}
+	keys := map[string]*ecdsa.PrivateKey{servingKeyFile: serving.key, saKeyFile: sa.key, kubeletClientKeyFile: kubeletClient.key, calicoAPIServerKeyFile: calicoServing.key}
+	if err := frontProxyPKI(files, keys); err != nil {
+		return nil, err
+	}
 	if err := writePKI(dir, files, keys); err != nil {
 		return nil, err
 	}
 	return caPEM, nil
+}
+
+// frontProxyPKI adds the aggregation layer's CA and client certificate to files and keys.
+func frontProxyPKI(files map[string][]byte, keys map[string]*ecdsa.PrivateKey) error {
+	ca, err := selfSigned(&x509.Certificate{
+		Subject:               pkix.Name{CommonName: "front-proxy-ca"},
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	})
+	if err != nil {
+		return err
+	}
+	caCert, err := x509.ParseCertificate(ca.der)
+	if err != nil {
+		return err
+	}
+	client, err := issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: frontProxyClientName},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, caCert, ca.key)
+	if err != nil {
+		return err
+	}
+	files[frontProxyCAFile] = pemBlock("CERTIFICATE", ca.der)
+	files[frontProxyClientCertFile] = pemBlock("CERTIFICATE", client.der)
+	keys[frontProxyClientKeyFile] = client.key
+	return nil
 }
 
 // writePKI writes the certificates files and the keys keys into dir, by file name.

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/internal/testbed"
@@ -26,7 +27,7 @@ const (
 	FluentdName           = "fluentd"
 	fluentdReplicas int32 = 2
 	// FluentdPort is the port the forwarders send to.
-	FluentdPort            = 8888
+	FluentdPort            = 8889
 	ForwarderCluster       = "gcp"
 	ForwarderName          = "forwarder"
 	forwarderCount   int32 = 2
@@ -41,7 +42,7 @@ const (
 var fluentdPorts = []struct {
 	name string
 	port int32
-}{{"forward", FluentdPort}, {"http", 8889}}
+}{{"http", FluentdPort}, {"forward", 8888}}
 
 // createSampleWorkloads creates the sample workloads: Deployments of the lab's sample program
 // (lab/cmd/sample, in the lab's registry), spread over the nodes of their cluster.
@@ -88,10 +89,16 @@ func (l *Lab) createFluentd(ctx context.Context) error {
 	ctr.Ports = ports
 	ctr.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 		HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString(fluentdPorts[0].name)}}}
-	// On the node whose pods' addresses are borrowed (CalicoBorrowed): the forwarders' requests
-	// reach them through single-address routes inside another node's block.
-	onNode := map[string]string{corev1.LabelHostname: NodeName(CalicoCluster, NodesPerCluster-1)}
-	if err := l.CreateSampleDeployment(ctx, c, SampleNamespace, FluentdName, fluentdReplicas, nil, onNode, ctr); err != nil {
+	// On the last node, from FluentdPool, whose one block the first node holds (calico.go):
+	// calico-ipam lends fluentd addresses of that block, and the forwarders' requests reach
+	// them through single-address routes inside another node's block.
+	if err := l.holdFluentdBlock(ctx); err != nil {
+		return err
+	}
+	// app=fluentd: what docs/policy.md's example policy selects fluentd by.
+	d := sampleDeployment(SampleNamespace, FluentdName, fluentdReplicas, map[string]string{"app": FluentdName}, onNode(CalicoCluster, NodesPerCluster-1), ctr)
+	d.Spec.Template.Annotations = fromPool(FluentdPool)
+	if err := createDeployment(ctx, c, d); err != nil {
 		return err
 	}
 	_, err := c.Client.CoreV1().Services(SampleNamespace).Create(ctx, svc, metav1.CreateOptions{})
@@ -123,14 +130,25 @@ func (l *Lab) SampleContainer(name string, args ...string) corev1.Container {
 // CreateSampleDeployment creates a Deployment of replicas pods of ctr in namespace,
 // spread over the nodes nodeSelector selects (all when nil).
 func (l *Lab) CreateSampleDeployment(ctx context.Context, c *testbed.Cluster, namespace, name string, replicas int32, extraLabels, nodeSelector map[string]string, ctr corev1.Container) error {
-	if err := c.EnsureNamespace(ctx, namespace); err != nil {
+	return createDeployment(ctx, c, sampleDeployment(namespace, name, replicas, extraLabels, nodeSelector, ctr))
+}
+
+// createDeployment creates d in its namespace, which it creates first when missing.
+func createDeployment(ctx context.Context, c *testbed.Cluster, d *appsv1.Deployment) error {
+	if err := c.EnsureNamespace(ctx, d.Namespace); err != nil {
 		return err
 	}
+	_, err := c.Client.AppsV1().Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{})
+	return err
+}
+
+// sampleDeployment is the Deployment CreateSampleDeployment creates.
+func sampleDeployment(namespace, name string, replicas int32, extraLabels, nodeSelector map[string]string, ctr corev1.Container) *appsv1.Deployment {
 	app := map[string]string{"app.kubernetes.io/name": name}
 	podLabels := maps.Clone(app)
 	maps.Copy(podLabels, extraLabels)
-	_, err := c.Client.AppsV1().Deployments(namespace).Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: app},
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: app},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: app},
@@ -150,6 +168,31 @@ func (l *Lab) CreateSampleDeployment(ctx context.Context, c *testbed.Cluster, na
 				},
 			},
 		},
-	}, metav1.CreateOptions{})
-	return err
+	}
+}
+
+// holdFluentdBlock runs BlockHolderName on CalicoCluster's first node, from FluentdPool, and
+// waits until its pod has an address: the node has claimed the pool's one block.
+func (l *Lab) holdFluentdBlock(ctx context.Context) error {
+	c := l.clusters[CalicoCluster]
+	d := sampleDeployment(SampleNamespace, BlockHolderName, 1, nil, onNode(CalicoCluster, 0), l.SampleContainer(BlockHolderName, "serve", "-listen", ":8080"))
+	d.Spec.Template.Annotations = fromPool(FluentdPool)
+	if err := createDeployment(ctx, c, d); err != nil {
+		return err
+	}
+	selector := "app.kubernetes.io/name=" + BlockHolderName
+	return wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.Client.CoreV1().Pods(SampleNamespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		return err == nil && len(pods.Items) > 0 && pods.Items[0].Status.PodIP != "", nil
+	})
+}
+
+// onNode is the node selector of cluster's i-th node.
+func onNode(cluster string, i int) map[string]string {
+	return map[string]string{corev1.LabelHostname: NodeName(cluster, i)}
+}
+
+// fromPool is the annotation that makes calico-ipam take a pod's address from pool.
+func fromPool(pool string) map[string]string {
+	return map[string]string{"cni.projectcalico.org/ipv4pools": `["` + pool + `"]`}
 }

@@ -36,7 +36,11 @@ const Language = "sh"
 // or tildes, indented by at most three spaces (as much indentation is taken off the block's
 // lines), closed by a fence of the same character at least as long; a block left open is an
 // error, as it would swallow the rest of the guide.
-func Blocks(markdown []byte) ([]Block, error) {
+func Blocks(markdown []byte) ([]Block, error) { return BlocksOf(markdown, Language) }
+
+// BlocksOf are the blocks of a markdown text fenced with info string language ("yaml"), in
+// order, as Blocks finds them.
+func BlocksOf(markdown []byte, language string) ([]Block, error) {
 	var (
 		out     []Block
 		open    *fence
@@ -53,7 +57,7 @@ func Blocks(markdown []byte) ([]Block, error) {
 				section = title
 			}
 		case open.closes(line):
-			if open.info == Language {
+			if open.info == language {
 				out = append(out, block)
 			}
 			open = nil

@@ -64,7 +64,13 @@ func writeConfigs(cfg Config, maxOpenFiles uint64) error {
 	if err != nil {
 		return err
 	}
+	if err := linkCNIPlugins(cfg); err != nil {
+		return err
+	}
 	cni, err := cniConfig(cfg)
+	if cfg.Calico != nil {
+		cni, err = calicoCNIConfig(cfg)
+	}
 	if err != nil {
 		return err
 	}
@@ -134,7 +140,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = %[6]s
-`, cfg.Name, tomlString(containerdSocket), tomlString(cfg.SandboxImage), tomlString(cniBinDir),
+`, cfg.Name, tomlString(containerdSocket), tomlString(cfg.SandboxImage), tomlString(cniPluginDir),
 		tomlString(cniConfDir), tomlString(p.config("certs.d")))
 }
 

@@ -54,7 +54,7 @@ func TestConfigs(t *testing.T) {
 		"restrict_oom_score_adj = true",
 		`snapshotter = "overlayfs"`,
 		"SystemdCgroup = false",
-		`bin_dir = "/usr/lib/cni"`,
+		`bin_dir = "/opt/cni/bin"`,
 		`config_path = "/lab/nodes/aws-node-1/config/certs.d"`,
 	} {
 		if !strings.Contains(containerd, want) {

@@ -175,6 +175,10 @@ type Config struct {
 	// hostPath of a pod that must differ between nodes of one machine. The node sees
 	// Dir/root/<path> there.
 	PrivateDirs []string
+	// Calico, when set, makes the node a Calico node (calico.go): its pods' networking is
+	// Calico's, and so are their addresses but with Calico.HostLocal (PodCIDR's then);
+	// PodRangeStart and PodRangeEnd are not used.
+	Calico *Calico
 }
 
 // privatePaths are the directories every node has to itself (see the package documentation).
@@ -190,6 +194,7 @@ var privatePaths = []string{
 	"/var/log/containers",
 	"/etc/cni/net.d",
 	"/opt/containerd",
+	cniPluginDir,
 }
 
 // underRun reports whether path is in /run (/var/run is a link to it), which every node has
@@ -250,12 +255,19 @@ func (cfg Config) fieldErrors() []error {
 			errs = append(errs, fmt.Errorf("%s %q is not an IPv4 address", field, v))
 		}
 	}
-	for field, v := range map[string]string{"PodCIDR": cfg.PodCIDR, "ClusterCIDR": cfg.ClusterCIDR} {
+	networks := map[string]string{"ClusterCIDR": cfg.ClusterCIDR}
+	if cfg.Calico == nil || cfg.Calico.HostLocal {
+		networks["PodCIDR"] = cfg.PodCIDR
+	}
+	if cfg.Calico != nil {
+		errs = append(errs, cfg.validateCalico()...)
+	}
+	for field, v := range networks {
 		if p, err := netip.ParsePrefix(v); err != nil || !p.Addr().Is4() || p.Masked() != p {
 			errs = append(errs, fmt.Errorf("%s %q is not an IPv4 network", field, v))
 		}
 	}
-	if err := cfg.validatePodRange(); err != nil {
+	if err := cfg.validatePodRange(); err != nil && cfg.Calico == nil {
 		errs = append(errs, err)
 	}
 	if strings.ContainsAny(cfg.Registry, "/ \t\n") {
@@ -324,7 +336,11 @@ func (cfg Config) validatePodRange() error {
 
 // mountTargets are the directories bind-mounted in the node.
 func (cfg Config) mountTargets() []string {
-	return append(append([]string(nil), privatePaths...), cfg.PrivateDirs...)
+	out := append(append([]string(nil), privatePaths...), cfg.PrivateDirs...)
+	if cfg.Calico != nil {
+		out = append(out, calicoPaths...)
+	}
+	return out
 }
 
 // within reports whether path is dir or below it.

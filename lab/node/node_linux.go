@@ -67,6 +67,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, hs: hs}
 	containerd, procsFiles, err := n.startContainerd(ctx, netns)
 	unlock()
+	if err == nil && cfg.Calico != nil {
+		err = n.startCalico(ctx, netns, containerd, procsFiles)
+	}
 	if err == nil {
 		err = n.startKubeletAndProxy(ctx, netns, containerd, procsFiles)
 	}
@@ -152,7 +155,7 @@ func prepareDirs(cfg Config) error {
 // containers), and returns once both answer on their health ports.
 func (n *Node) startKubeletAndProxy(ctx context.Context, netns string, containerd *proc, procsFiles []string) error {
 	cfg, p := n.cfg, paths{n.cfg.Dir}
-	enter := []string{"nsenter", "--mount=/proc/" + strconv.Itoa(containerd.cmd.Process.Pid) + "/ns/mnt", "--net=" + netns, "--"}
+	enter := enterNode(netns, containerd)
 	args := append(enter,
 		filepath.Join(cfg.BinDir, "kubelet"),
 		"--config="+p.config("kubelet.yaml"),
@@ -180,6 +183,48 @@ func (n *Node) startKubeletAndProxy(ctx context.Context, netns string, container
 	return waitHTTP(ctx, cfg.Netns, proxy, "http://"+proxyHealthz+"/livez", false)
 }
 
+// enterNode is the command prefix that runs a program in the node: in containerd's mount
+// namespace and the node's network namespace.
+func enterNode(netns string, containerd *proc) []string {
+	return []string{"nsenter", "--mount=/proc/" + strconv.Itoa(containerd.cmd.Process.Pid) + "/ns/mnt", "--net=" + netns, "--"}
+}
+
+// startCalico runs `calico-node -startup` to its end, then Felix and the tunnel address
+// allocator, and returns once Felix is live (calico.go).
+func (n *Node) startCalico(ctx context.Context, netns string, containerd *proc, procsFiles []string) error {
+	enter := enterNode(netns, containerd)
+	startup, err := n.start("calico-startup", procsFiles, calicoCommand(n.cfg, enter, "-startup")...)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-startup.done:
+		if startup.err != nil {
+			return fmt.Errorf("calico-node -startup: %w; the end of %s:\n%s", startup.err, startup.log, logTail(startup.log, 15))
+		}
+	case <-ctx.Done():
+		return fmt.Errorf("calico-node -startup did not finish: %w; the end of %s:\n%s", ctx.Err(), startup.log, logTail(startup.log, 15))
+	}
+	felix, err := n.start("felix", procsFiles, restarting(calicoCommand(n.cfg, enter, "-felix"))...)
+	if err != nil {
+		return err
+	}
+	if !n.cfg.Calico.HostLocal {
+		if _, err := n.start("calico-tunnel-addrs", procsFiles, calicoCommand(n.cfg, enter, "-allocate-tunnel-addrs")...); err != nil {
+			return err
+		}
+	}
+	return waitHTTP(ctx, n.cfg.Netns, felix, felixHealth, true)
+}
+
+// restarting is args run again a second after each exit, as calico-node's container runs
+// Felix (runit): Felix exits to take a changed configuration (the Kubernetes datastore's
+// first FelixConfiguration, written by calico-node -startup) and wants to be started again.
+func restarting(args []string) []string {
+	loop := `while :; do "$@"; echo "exited with status $?, starting again in a second"; sleep 1; done`
+	return append([]string{"sh", "-c", loop, "sh"}, args...)
+}
+
 // checkTools checks that what the node runs is there.
 func checkTools(cfg Config) error {
 	var errs []error
@@ -197,6 +242,19 @@ func checkTools(cfg Config) error {
 	}
 	if len(errs) > 0 {
 		errs = append(errs, errors.New("(bash ci/node-packages.sh installs them)"))
+	}
+	if cfg.Calico != nil {
+		// Felix programs the node's IP sets with ipset.
+		if _, err := exec.LookPath("ipset"); err != nil {
+			if _, err2 := exec.LookPath("/usr/sbin/ipset"); err2 != nil {
+				errs = append(errs, fmt.Errorf("%w (bash ci/node-packages.sh installs it)", err))
+			}
+		}
+		for _, bin := range []string{"calico-node", "calico"} {
+			if _, err := os.Stat(filepath.Join(cfg.Calico.BinDir, bin)); err != nil {
+				errs = append(errs, fmt.Errorf("%w (bash ci/calico.sh builds it)", err))
+			}
+		}
 	}
 	for _, bin := range []string{"kubelet", "kube-proxy"} {
 		if _, err := os.Stat(filepath.Join(cfg.BinDir, bin)); err != nil {
@@ -275,7 +333,8 @@ func Cleanup(name string, privateDirs ...string) error {
 	if err := killCgroups(hs, name, 20*time.Second); err != nil {
 		return err
 	}
-	return removeUnusedMountpoints(hs, machineMountpoints(append(append([]string(nil), privatePaths...), privateDirs...)))
+	targets := append(append(append([]string(nil), privatePaths...), calicoPaths...), privateDirs...)
+	return removeUnusedMountpoints(hs, machineMountpoints(targets))
 }
 
 // shellQuote quotes s for sh.

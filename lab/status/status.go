@@ -38,14 +38,16 @@ type Status struct {
 // newStatus is the status of every part, not read yet, in the order they print.
 func newStatus() *Status {
 	mirrors := &mirrorsStatus{}
+	// One read of the IPAM blocks for both parts that check against them.
+	blocks := &calicoBlocks{}
 	return &Status{parts: []part{
 		clustersStatus{},
 		&networkStatus{},
 		mirrors,
 		&netSetsStatus{},
 		&dnsStatus{mirrors: mirrors},
-		&wireguardStatus{},
-		&trafficStatus{},
+		&wireguardStatus{blocks: blocks},
+		&trafficStatus{blocks: blocks},
 		&globalStatus{},
 		&controllersStatus{},
 		&prometheusStatus{},

@@ -41,33 +41,42 @@ type TrafficLog struct {
 	Traffic []TrafficStatus
 	// Fluentd are fluentd's pods, with the IPAM block their addresses are from.
 	Fluentd []BlockAddr
-	// Reach are pings from the forwarders' nodes to a pod on a node that holds its own blocks.
+	// Reach are pings from the forwarders' nodes to a pod in a block affine to its node.
 	Reach []ReachStatus
-	// Strangers are client addresses fluentd logged that are no forwarder pod's.
+	// Strangers are client addresses fluentd logged that are no pod's of the forwarders'
+	// cluster: addresses translated on the way. (A forwarder that is gone, one a scenario
+	// added and removed, has a pod address and is no stranger.)
 	Strangers []string
 	Err       error
+	// BlocksErr is why the Calico-way cluster's IPAM blocks could not be read; then neither
+	// Fluentd nor Reach is known.
+	BlocksErr error
 }
 
 // BlockAddr is a pod of the Calico-way cluster and the IPAM block its address is from.
 type BlockAddr struct {
 	Pod   env.Pod
-	Block env.IPAMBlock
+	Block IPAMBlock
 }
 
 // Borrowed tells whether the pod's address is from a block affine to another node.
 func (b BlockAddr) Borrowed() bool { return b.Block.Node != "" && b.Block.Node != b.Pod.Node }
 
-// ReachStatus is a ping from a node of the forwarders' cluster (from its pods' gateway address,
-// in its pod CIDR, which the other side routes back) to a pod of the Calico-way cluster.
+// ReachStatus is a ping from a forwarder, inside its pod's network namespace (From is its
+// node), to a pod of the Calico-way cluster: the Calico-way cluster's device for the
+// forwarders' cluster takes only the pod CIDRs of its nodes, not their InternalIPs, so only a
+// pod address reaches it and back.
 type ReachStatus struct {
 	From, Src string
 	To        BlockAddr
 	RTT       time.Duration
 	Err       error
+	pod       string // the forwarder's UID
 }
 
-// collectTraffic reads fluentd's logs and the routes between the forwarders and fluentd.
-func collectTraffic(rec *env.Record) *TrafficLog {
+// collectTraffic reads fluentd's logs, the routes between the forwarders and fluentd, and
+// through blocks the IPAM blocks of fluentd's pods.
+func collectTraffic(ctx context.Context, rec *env.Record, blocks *calicoBlocks) *TrafficLog {
 	if rec.Nodes == nil || rec.NodesSkipped() {
 		return nil
 	}
@@ -93,14 +102,15 @@ func collectTraffic(rec *env.Record) *TrafficLog {
 		}
 		out.Traffic = append(out.Traffic, t)
 	}
-	for _, f := range fluentd {
-		a, _ := netip.ParseAddr(f.IP)
-		b, _ := env.BlockOf(a)
-		out.Fluentd = append(out.Fluentd, BlockAddr{f, b})
+	if ipam := blocks.read(ctx, rec); ipam.err != nil {
+		out.BlocksErr = ipam.err
+	} else {
+		out.Fluentd = blockAddrs(ipam, fluentd)
+		out.Reach = reachBlocks(rec, ipam, forwarders)
 	}
-	out.Reach = reachBlocks(rec, forwarders)
+	pods := netip.MustParsePrefix(env.SpecOf(env.ForwarderCluster).PodCIDR)
 	for client := range byClient {
-		if !slices.ContainsFunc(forwarders, func(p env.Pod) bool { return p.IP == client }) {
+		if a, err := netip.ParseAddr(client); err != nil || !pods.Contains(a) {
 			out.Strangers = append(out.Strangers, client)
 		}
 	}
@@ -108,14 +118,28 @@ func collectTraffic(rec *env.Record) *TrafficLog {
 	return out
 }
 
+// blockAddrs are pods, with the block of ipam each one's address is from.
+func blockAddrs(ipam calicoIPAM, pods []env.Pod) []BlockAddr {
+	var out []BlockAddr
+	for _, p := range pods {
+		a, _ := netip.ParseAddr(p.IP)
+		b, _ := ipam.blockOf(a)
+		out = append(out, BlockAddr{p, b})
+	}
+	return out
+}
+
 // reachBlocks pings, from every node of the forwarders, a pod of the Calico-way cluster on its
-// first node (whose blocks are all its own): the way to the blocks beside the borrowed
-// addresses fluentd's traffic takes. None when no such pod has an address.
-func reachBlocks(rec *env.Record, forwarders []env.Pod) []ReachStatus {
+// first node whose address is from a block affine to that node: the way to the blocks beside
+// the borrowed addresses fluentd's traffic takes. None when no such pod has an address.
+func reachBlocks(rec *env.Record, ipam calicoIPAM, forwarders []env.Pod) []ReachStatus {
 	var to *BlockAddr
 	for _, p := range rec.Pods {
+		if p.Cluster != env.CalicoCluster || p.Node != env.NodeName(env.CalicoCluster, 0) || (to != nil && p.Name >= to.Pod.Name) {
+			continue
+		}
 		a, err := netip.ParseAddr(p.IP)
-		if b, ok := env.BlockOf(a); err == nil && ok && p.Cluster == env.CalicoCluster && p.Node == env.NodeName(env.CalicoCluster, 0) && (to == nil || p.Name < to.Pod.Name) {
+		if b, ok := ipam.blockOf(a); err == nil && ok && b.Node == p.Node {
 			to = &BlockAddr{p, b}
 		}
 	}
@@ -123,16 +147,17 @@ func reachBlocks(rec *env.Record, forwarders []env.Pod) []ReachStatus {
 		return nil
 	}
 	var out []ReachStatus
-	for _, n := range rec.Nodes.Nodes {
-		if slices.ContainsFunc(forwarders, func(f env.Pod) bool { return f.Node == n.Name }) {
-			gateway := env.AddrAdd(netip.MustParsePrefix(n.PodCIDR).Addr(), 1).String()
-			out = append(out, ReachStatus{From: n.Name, Src: gateway, To: *to})
-		}
+	for _, f := range forwarders {
+		out = append(out, ReachStatus{From: f.Node, Src: f.IP, To: *to, pod: f.UID})
 	}
 	var wg sync.WaitGroup
 	for i := range out {
 		wg.Go(func() {
-			out[i].RTT, out[i].Err = testbed.Ping(rec.NetnsOf(out[i].From), out[i].Src, out[i].To.Pod.IP, time.Second)
+			// From inside the forwarder: only its own cluster's pod addresses cross the tunnel.
+			netns, err := testbed.PodNetns(out[i].pod)
+			if out[i].Err = err; err == nil {
+				out[i].RTT, out[i].Err = testbed.Ping(netns, out[i].Src, out[i].To.Pod.IP, time.Second)
+			}
 		})
 	}
 	wg.Wait()
@@ -179,11 +204,12 @@ func TrafficProblems(rec *env.Record) []string {
 
 // trafficStatus is the traffic between the forwarders and fluentd (nil without nodes).
 type trafficStatus struct {
-	log *TrafficLog
+	log    *TrafficLog
+	blocks *calicoBlocks // shared with the other parts of a collection; nil reads its own
 }
 
-func (s *trafficStatus) collect(_ context.Context, rec *env.Record) {
-	s.log = collectTraffic(rec)
+func (s *trafficStatus) collect(ctx context.Context, rec *env.Record) {
+	s.log = collectTraffic(ctx, rec, s.blocks)
 }
 
 // problems: fluentd logged requests from every forwarder pod, with the pod's own address, none
@@ -196,6 +222,9 @@ func (s *trafficStatus) problems(*env.Record) []string {
 	var problems []string
 	if t.Err != nil {
 		problems = append(problems, t.Err.Error())
+	}
+	if t.BlocksErr != nil {
+		problems = append(problems, fmt.Sprintf("the blocks of fluentd's pods are not checked: %v", t.BlocksErr))
 	}
 	for _, f := range t.Traffic {
 		if f.Requests == 0 {
@@ -210,16 +239,16 @@ func (s *trafficStatus) problems(*env.Record) []string {
 	}
 	for _, f := range t.Fluentd {
 		if !f.Borrowed() {
-			problems = append(problems, fmt.Sprintf("fluentd pod %s (%s on %s) is in block %s of %s: not a borrowed address", f.Pod.Name, f.Pod.IP, f.Pod.Node, f.Block.CIDR, f.Block.Node))
+			problems = append(problems, fmt.Sprintf("fluentd pod %s (%s on %s) is in %s: not a borrowed address", f.Pod.Name, f.Pod.IP, f.Pod.Node, f.Block))
 		}
 	}
 	for _, r := range t.Reach {
 		if r.Err != nil {
-			problems = append(problems, fmt.Sprintf("%s cannot reach %s (%s on %s, block %s): %v", r.From, r.To.Pod.Name, r.To.Pod.IP, r.To.Pod.Node, r.To.Block.CIDR, r.Err))
+			problems = append(problems, fmt.Sprintf("%s cannot reach %s (%s on %s, block %s): %v", r.From, r.To.Pod.Name, r.To.Pod.IP, r.To.Pod.Node, r.To.Block, r.Err))
 		}
 	}
 	if len(t.Strangers) > 0 {
-		problems = append(problems, fmt.Sprintf("fluentd logged requests from %v, which is no forwarder pod's address: translated on the way", t.Strangers))
+		problems = append(problems, fmt.Sprintf("fluentd logged requests from %v, which is no address of %s's pods: translated on the way", t.Strangers, env.ForwarderCluster))
 	}
 	return problems
 }
@@ -244,11 +273,11 @@ func (s *trafficStatus) print(w io.Writer, rec *env.Record) {
 			t.Forwarder.Name, t.Forwarder.IP, t.Forwarder.Node, t.Requests, t.Fluentd, t.Forwarder.IP, t.Device, t.ReturnDevice)
 	}
 	for _, f := range logged.Fluentd {
-		how := "its own block"
+		how := "from its node's calico-ipam block"
 		if f.Borrowed() {
-			how = "borrowed"
+			how = "borrowed from calico-ipam's block"
 		}
-		fmt.Fprintf(w, "  %s %s on %s: in IPAM block %s, affine to %s (%s)\n", f.Pod.Name, f.Pod.IP, f.Pod.Node, f.Block.CIDR, f.Block.Node, how)
+		fmt.Fprintf(w, "  %s %s on %s: %s %s\n", f.Pod.Name, f.Pod.IP, f.Pod.Node, how, f.Block)
 	}
 	for _, r := range logged.Reach {
 		result := fmt.Sprintf("ping %s", r.RTT.Round(10*time.Microsecond))
@@ -257,7 +286,9 @@ func (s *trafficStatus) print(w io.Writer, rec *env.Record) {
 		}
 		fmt.Fprintf(w, "  %s (%s) -> %s/%s %s on %s (block %s): %s\n", r.From, r.Src, r.To.Pod.Namespace, r.To.Pod.Name, r.To.Pod.IP, r.To.Pod.Node, r.To.Block.CIDR, result)
 	}
-	if logged.Err != nil {
-		fmt.Fprintf(w, "  error: %v\n", logged.Err)
+	for _, err := range []error{logged.Err, logged.BlocksErr} {
+		if err != nil {
+			fmt.Fprintf(w, "  error: %v\n", err)
+		}
 	}
 }

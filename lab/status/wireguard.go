@@ -129,21 +129,6 @@ func readDevices(ctx context.Context, n env.Node, c env.Controller) ([]WGDevice,
 	return devices, nil
 }
 
-// wantAllowedIPs are the allowed IPs a device for remote must give the peer for node: the
-// node's pod CIDR, or in the Calico-way cluster the blocks affine to it and the addresses its
-// pods borrowed.
-func wantAllowedIPs(rec *env.Record, remote, node string) []string {
-	if remote == env.CalicoCluster {
-		return calicoPeerPrefixes(rec, node)
-	}
-	for _, n := range rec.Nodes.Nodes {
-		if n.Name == node {
-			return []string{n.PodCIDR}
-		}
-	}
-	return nil
-}
-
 // wgDevices are node n's devices, one per remote, from its controller's samples.
 func wgDevices(n env.Node, ss []testbed.Sample) []WGDevice {
 	var out []WGDevice
@@ -184,13 +169,22 @@ func nodeAnnotations(ctx context.Context, kubeconfig string) (map[string]map[str
 	return out, nil
 }
 
-// wireguardStatus is every node's semaphore-wireguard: its devices and their peers.
+// wireguardStatus is every node's semaphore-wireguard: its devices and their peers, and the
+// Calico-way cluster's IPAM, which says what its peers' allowed IPs must be.
 type wireguardStatus struct {
-	nodes []NodeWireGuard
+	nodes  []NodeWireGuard
+	blocks *calicoBlocks // shared with the other parts of a collection; nil reads its own
+	ipam   calicoIPAM
 }
 
 func (s *wireguardStatus) collect(ctx context.Context, rec *env.Record) {
+	if rec.Nodes == nil || rec.NodesSkipped() {
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { s.ipam = s.blocks.read(ctx, rec) })
 	s.nodes = collectWireGuard(ctx, rec)
+	wg.Wait()
 }
 
 // problems: every node runs semaphore-wireguard, whose device for each remote has every node
@@ -201,6 +195,9 @@ func (s *wireguardStatus) problems(rec *env.Record) []string {
 		return nil
 	}
 	var problems []string
+	if s.ipam.err != nil {
+		problems = append(problems, fmt.Sprintf("the allowed IPs of %s's nodes are not checked: %v", env.CalicoCluster, s.ipam.err))
+	}
 	for _, n := range s.nodes {
 		if n.Err != nil {
 			problems = append(problems, fmt.Sprintf("semaphore-wireguard on %s: %v", n.Node.Name, n.Err))
@@ -221,7 +218,7 @@ func (s *wireguardStatus) problems(rec *env.Record) []string {
 				if p.Handshake.IsZero() {
 					problems = append(problems, fmt.Sprintf("%s: %s has not shaken hands with %s", n.Node.Name, d.Name, p.Node))
 				}
-				if want := wantAllowedIPs(rec, d.Remote, p.Node); d.AllowedErr == nil && !slices.Equal(p.AllowedIPs, want) {
+				if want, known := wantAllowedIPs(rec, s.ipam, d.Remote, p.Node); known && d.AllowedErr == nil && !slices.Equal(p.AllowedIPs, want) {
 					problems = append(problems, fmt.Sprintf("%s: %s gives %s allowed IPs %v, want %v", n.Node.Name, d.Name, p.Node, p.AllowedIPs, want))
 				}
 			}
@@ -247,7 +244,7 @@ func (s *wireguardStatus) print(w io.Writer, rec *env.Record) {
 	tw := table(w)
 	fmt.Fprintf(tw, "  node\taddresses\tpods\tdevice\tpeer\tendpoint\tlast handshake\tallowed IPs\n")
 	for _, n := range s.nodes {
-		node := fmt.Sprintf("  %s\t%s\t%s", n.Node.Name, nodeAddresses(n.Node), podsColumn(n.Node))
+		node := fmt.Sprintf("  %s\t%s\t%s", n.Node.Name, nodeAddresses(n.Node), podsColumn(n.Node, s.ipam))
 		if n.Err != nil {
 			fmt.Fprintf(tw, "%s\terror: %v\n", node, n.Err)
 			continue
@@ -273,6 +270,9 @@ func (s *wireguardStatus) print(w io.Writer, rec *env.Record) {
 		}
 	}
 	tw.Flush()
+	if s.ipam.err != nil {
+		fmt.Fprintf(w, "  error: %v\n", s.ipam.err)
+	}
 }
 
 // handshakeAge is how long ago t was: "12s ago", or "never" for the zero time.
