@@ -43,6 +43,9 @@ const CalicoCluster = "aws"
 const CalicoAPI = calico.APIv3
 
 const (
+	// PodsPool is every cluster's pool of its pods' addresses; in CalicoCluster the one
+	// calico-ipam takes them from unless a pod asks for another.
+	PodsPool = "pods"
 	// FluentdPool is CalicoCluster's pool of one block that fluentd's addresses come from.
 	FluentdPool = "fluentd"
 	// BlockHolderName is the Deployment whose pod, on CalicoCluster's first node, claims
@@ -75,11 +78,11 @@ func IPPoolsOf(cluster string) []IPPool {
 	if cluster != CalicoCluster {
 		// No block is made of it (host-local hands the addresses out): the pool says what the
 		// cluster's pods are, for Calico's NAT.
-		return []IPPool{{"pods", r, 26}}
+		return []IPPool{{PodsPool, r, 26}}
 	}
 	lower := netip.PrefixFrom(r.Addr(), r.Bits()+1)
 	fluentd := netip.PrefixFrom(AddrAdd(r.Addr(), 1<<(32-r.Bits())-8), 29)
-	return []IPPool{{"pods", lower, podBlockSize}, {FluentdPool, fluentd, 29}}
+	return []IPPool{{PodsPool, lower, podBlockSize}, {FluentdPool, fluentd, 29}}
 }
 
 // calicoCRDs is the release's CRDs (ci/calico.sh keeps them with the binaries).
@@ -102,7 +105,7 @@ func (l *Lab) calicoNode(n Node) *node.Calico {
 	if !c.HostLocal {
 		c.MTU -= vxlanOverhead
 		// FluentdPool only for the pods that ask for it.
-		c.IPv4Pools = []string{"pods"}
+		c.IPv4Pools = []string{PodsPool}
 	}
 	return c
 }

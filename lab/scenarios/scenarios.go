@@ -1,6 +1,7 @@
 // Package scenarios holds what the lab does to the mesh once it is up and its status is good,
 // and what it asserts meanwhile: traffic between the providers' networks, Calico enforcing a
-// policy built on semaphore-policy's sets, every identity, the dashboards, a global service's failover, a
+// policy built on semaphore-policy's sets, WireGuard peers following calico-ipam's blocks,
+// every identity, the dashboards, a global service's failover, a
 // hostile remote, kubectl semaphore check with a revoked token and a rollout during the outage
 // (All, which `lab check` runs), and the soak (Soak, which `lab soak` runs): churn, remote cuts
 // and controller pods deleted, then the mesh compared with what the clusters hold.
@@ -29,6 +30,7 @@ type Scenario struct {
 var All = []Scenario{
 	{"between providers", checkProviders},
 	{"Calico policy", checkCalicoPolicy},
+	{"calico-ipam blocks", checkCalicoBlocks},
 	{"the getting-started guide's check", checkGuide},
 	{"unreachable peers", checkUnreachablePeers},
 	{"identities", checkIdentities},
