@@ -96,8 +96,8 @@ func (n Node) veth() string {
 // startNodes creates the nodes where the machine allows: the providers' networks and the
 // internet with the API servers' addresses, a network namespace per node with routes to its
 // cluster's other nodes' pods, and
-// in each a real node (containerd, kubelet, kube-proxy) registered as the Node the lab made
-// with its pod CIDR (none in the Calico-way cluster).
+// in each a real node (containerd, kubelet, kube-proxy, Calico) registered as the Node the lab
+// made with its pod CIDR (none in the Calico-way cluster, where calico-ipam hands addresses out).
 func (l *Lab) startNodes(ctx context.Context) error {
 	nodes := LabNodes(l.Path("nodes"))
 	reason := nodesUnsupported()

@@ -172,8 +172,12 @@ func sampleDeployment(namespace, name string, replicas int32, extraLabels, nodeS
 }
 
 // holdFluentdBlock runs BlockHolderName on CalicoCluster's first node, from FluentdPool, and
-// waits until its pod has an address: the node has claimed the pool's one block.
+// waits until its pod has an address: the node has claimed the pool's one block. Without nodes
+// there is nothing to hold.
 func (l *Lab) holdFluentdBlock(ctx context.Context) error {
+	if !l.NodesRun() {
+		return nil // no pod runs, and no Calico
+	}
 	c := l.clusters[CalicoCluster]
 	d := sampleDeployment(SampleNamespace, BlockHolderName, 1, nil, onNode(CalicoCluster, 0), l.SampleContainer(BlockHolderName, "serve", "-listen", ":8080"))
 	d.Spec.Template.Annotations = fromPool(FluentdPool)

@@ -225,14 +225,10 @@ func proxyConfig(cfg Config) ([]byte, error) {
 	})
 }
 
-// cniConfig is the node's CNI network: a bridge whose address is the gateway of the pods,
-// host-local addresses from PodCIDR (from PodRangeStart to PodRangeEnd when set), and portmap
-// for hostPorts.
+// cniConfig is the node's CNI network without Calico: a bridge whose address is the gateway of
+// the pods, host-local addresses from PodCIDR, and portmap for hostPorts.
 func cniConfig(cfg Config) ([]byte, error) {
 	podRange := map[string]string{"subnet": cfg.PodCIDR}
-	if cfg.PodRangeStart != "" {
-		podRange["rangeStart"], podRange["rangeEnd"] = cfg.PodRangeStart, cfg.PodRangeEnd
-	}
 	return json.MarshalIndent(map[string]any{
 		"cniVersion": "0.4.0",
 		"name":       "lab",

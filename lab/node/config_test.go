@@ -2,7 +2,6 @@ package node
 
 import (
 	"encoding/json"
-	"maps"
 	"strings"
 	"testing"
 
@@ -32,9 +31,6 @@ func TestValidate(t *testing.T) {
 		"relative private dir": func(c *Config) { c.PrivateDirs = []string{"var/lib/x"} },
 		"Dir in a private one": func(c *Config) { c.Dir = "/var/lib/kubelet/node" },
 		"Dir in /run":          func(c *Config) { c.Dir = "/run/lab/node" },
-		"pod range start only": func(c *Config) { c.PodRangeStart = "198.18.1.100" },
-		"pod range outside":    func(c *Config) { c.PodRangeStart, c.PodRangeEnd = "198.18.1.100", "198.18.1.200" },
-		"pod range backwards":  func(c *Config) { c.PodRangeStart, c.PodRangeEnd = "198.18.1.100", "198.18.1.90" },
 	} {
 		c := validConfig()
 		change(&c)
@@ -115,36 +111,5 @@ func TestConfigs(t *testing.T) {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("the CNI configuration lacks %s:\n%s", want, data)
 		}
-	}
-
-	if strings.Contains(string(data), "rangeStart") {
-		t.Errorf("a node without a pod range has one:\n%s", data)
-	}
-}
-
-// A node with a pod range hands out addresses from that range only, in its pod CIDR.
-func TestPodRange(t *testing.T) {
-	cfg := validConfig()
-	cfg.PodCIDR, cfg.PodRangeStart, cfg.PodRangeEnd = "198.18.1.128/25", "198.18.1.200", "198.18.1.250"
-	if _, err := cfg.validate(); err != nil {
-		t.Fatal(err)
-	}
-	data, err := cniConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conf struct {
-		Plugins []struct {
-			IPAM struct {
-				Ranges [][]map[string]string `json:"ranges"`
-			} `json:"ipam"`
-		} `json:"plugins"`
-	}
-	if err := json.Unmarshal(data, &conf); err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]string{"subnet": "198.18.1.128/25", "rangeStart": "198.18.1.200", "rangeEnd": "198.18.1.250"}
-	if r := conf.Plugins[0].IPAM.Ranges; len(r) != 1 || len(r[0]) != 1 || !maps.Equal(r[0][0], want) {
-		t.Errorf("host-local ranges %v, want [[%v]]", r, want)
 	}
 }

@@ -134,14 +134,9 @@ type Config struct {
 	// are set by someone else (a cloud controller manager, the lab), and kubelet keeps them.
 	ExternalCloudProvider bool
 	// PodCIDR is this node's pod range, where CNI (host-local) takes pod addresses from. The
-	// caller sets the Node's spec.podCIDR to the same (no controller allocates it), or leaves
-	// it empty where something else says where the addresses are (the lab's Calico-way
-	// cluster, whose IPAM blocks say it).
+	// caller sets the Node's spec.podCIDR to the same (no controller allocates it). A Calico
+	// node with calico-ipam needs none: its IPAM blocks say where its pods' addresses are.
 	PodCIDR string
-	// PodRangeStart and PodRangeEnd, both or neither, narrow the addresses host-local hands out
-	// to those from PodRangeStart to PodRangeEnd, inside PodCIDR (host-local's rangeStart and
-	// rangeEnd; the bridge keeps PodCIDR's first address as gateway). Empty: all of PodCIDR.
-	PodRangeStart, PodRangeEnd string
 	// ClusterCIDR is the cluster's pod range (kube-proxy's clusterCIDR: traffic from outside it
 	// to a Service is masqueraded).
 	ClusterCIDR string
@@ -176,8 +171,7 @@ type Config struct {
 	// Dir/root/<path> there.
 	PrivateDirs []string
 	// Calico, when set, makes the node a Calico node (calico.go): its pods' networking is
-	// Calico's, and so are their addresses but with Calico.HostLocal (PodCIDR's then);
-	// PodRangeStart and PodRangeEnd are not used.
+	// Calico's, and so are their addresses but with Calico.HostLocal (PodCIDR's then).
 	Calico *Calico
 }
 
@@ -267,9 +261,6 @@ func (cfg Config) fieldErrors() []error {
 			errs = append(errs, fmt.Errorf("%s %q is not an IPv4 network", field, v))
 		}
 	}
-	if err := cfg.validatePodRange(); err != nil && cfg.Calico == nil {
-		errs = append(errs, err)
-	}
 	if strings.ContainsAny(cfg.Registry, "/ \t\n") {
 		errs = append(errs, fmt.Errorf("registry %q is not host:port", cfg.Registry))
 	}
@@ -311,27 +302,6 @@ func (cfg Config) cleanPaths() (Config, []error) {
 		}
 	}
 	return cfg, errs
-}
-
-// validatePodRange checks PodRangeStart and PodRangeEnd: neither, or both IPv4 addresses in
-// PodCIDR, in order.
-func (cfg Config) validatePodRange() error {
-	if cfg.PodRangeStart == "" && cfg.PodRangeEnd == "" {
-		return nil
-	}
-	p, err := netip.ParsePrefix(cfg.PodCIDR)
-	if err != nil {
-		return fmt.Errorf("PodRangeStart and PodRangeEnd need a valid PodCIDR: %w", err)
-	}
-	start, err1 := netip.ParseAddr(cfg.PodRangeStart)
-	end, err2 := netip.ParseAddr(cfg.PodRangeEnd)
-	switch {
-	case err1 != nil || err2 != nil || !p.Contains(start) || !p.Contains(end):
-		return fmt.Errorf("pod range %q-%q is not two addresses of PodCIDR %s", cfg.PodRangeStart, cfg.PodRangeEnd, cfg.PodCIDR)
-	case end.Less(start):
-		return fmt.Errorf("pod range %s-%s ends before it starts", start, end)
-	}
-	return nil
 }
 
 // mountTargets are the directories bind-mounted in the node.

@@ -153,6 +153,6 @@ func (n *netSetsStatus) print(w io.Writer, rec *env.Record) {
 		}
 		return fmt.Sprintf("  %s\t%s\t%s\t%s\n", c, s.Name, strings.Join(s.Nets, ", "), src)
 	})
-	fmt.Fprintf(w, "  a CRD stands in for the Calico API server, and no Calico enforces anything here;\n")
-	fmt.Fprintf(w, "  docs/policy.md shows the Calico NetworkPolicy that selects a set by its labels\n")
+	fmt.Fprintf(w, "  served by the Calico API server; Felix enforces docs/policy.md's NetworkPolicy, which selects a set by\n")
+	fmt.Fprintf(w, "  its labels, on fluentd once lab check's \"Calico policy\" has applied it (without nodes, no Calico runs)\n")
 }
