@@ -10,8 +10,8 @@ import (
 
 // Object is an IPAMBlock as calico-ipam writes it: the block cidr affine to node (none when
 // node is empty), with the addresses in holders (address -> node holding it) allocated to pods
-// on those nodes. It stands in for Calico where there is none (tests, the lab). Calico names a
-// block after its CIDR, as BlockName does.
+// on those nodes. It stands in for Calico in the tests that run none (the lab runs Calico).
+// Calico names a block after its CIDR, as BlockName does.
 func Object(cidr netip.Prefix, node string, holders map[netip.Addr]string) (*unstructured.Unstructured, error) {
 	hostBits := cidr.Addr().BitLen() - cidr.Bits()
 	if hostBits > 16 {
