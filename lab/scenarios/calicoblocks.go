@@ -297,14 +297,14 @@ func (c *blocksRun) borrow(ctx context.Context) []string {
 		return []string{fmt.Sprintf("%s: scaling %s to %d: %v", env.FluentdCluster, env.FluentdName, replicas+1, err)}
 	}
 	var problems []string
-	pod, err := waitNewPod(ctx, c.client.CoreV1().Pods(env.SampleNamespace), env.FluentdName, c.rec.PodsOf(env.FluentdCluster, env.FluentdName))
+	pod, err := waitNewPod(ctx, c.client.CoreV1().Pods(env.SampleNamespace), env.FluentdName, c.rec.PodsOf(env.FluentdCluster, env.FluentdName), podRunning)
 	if err != nil {
 		problems = []string{err.Error()}
 	} else {
 		problems = c.lent(ctx, pod, up)
 	}
 	down := time.Now()
-	gone, err := scaleBack(ctx, c.client, pod, replicas)
+	gone, err := scaleBack(ctx, c.client, env.FluentdName, pod, replicas)
 	if err != nil {
 		return append(problems, err.Error())
 	}
@@ -348,15 +348,16 @@ func hostPrefix(ip string) netip.Prefix {
 	return p
 }
 
-// waitNewPod waits for a pod of app that known does not hold to run, with an address.
-func waitNewPod(ctx context.Context, pods typedcorev1.PodInterface, app string, known []env.Pod) (*corev1.Pod, error) {
+// waitNewPod waits for a pod of app that known does not hold, with an address, for which ok
+// holds (it runs, it is ready).
+func waitNewPod(ctx context.Context, pods typedcorev1.PodInterface, app string, known []env.Pod, ok func(*corev1.Pod) bool) (*corev1.Pod, error) {
 	var found *corev1.Pod
 	err := wait.PollUntilContextTimeout(ctx, blocksPoll, calicoSettle, true, func(ctx context.Context) (bool, error) {
 		// An error (the API server busy) is asked again, like pods not running yet.
 		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + app})
 		for _, pod := range podsOrNone(list, err) {
 			recorded := slices.ContainsFunc(known, func(p env.Pod) bool { return p.UID == string(pod.UID) })
-			if !recorded && pod.DeletionTimestamp == nil && pod.Status.PodIP != "" && pod.Status.Phase == corev1.PodRunning {
+			if !recorded && pod.DeletionTimestamp == nil && pod.Status.PodIP != "" && ok(&pod) {
 				found = &pod
 				return true, nil
 			}
@@ -364,23 +365,26 @@ func waitNewPod(ctx context.Context, pods typedcorev1.PodInterface, app string, 
 		return false, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("no new %s pod runs within %s of the scale-up", app, calicoSettle)
+		return nil, fmt.Errorf("no new %s pod within %s of the scale-up", app, calicoSettle)
 	}
 	return found, nil
 }
 
-// scaleBack scales fluentd back to replicas, making the ReplicaSet remove pod (the new one, nil
-// when none came), and returns when pod was gone.
-func scaleBack(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, replicas int32) (time.Time, error) {
+// podRunning tells whether pod runs.
+func podRunning(pod *corev1.Pod) bool { return pod.Status.Phase == corev1.PodRunning }
+
+// scaleBack scales Deployment app in the sample namespace back to replicas, making the
+// ReplicaSet remove pod (the new one, nil when none came), and returns when pod was gone.
+func scaleBack(ctx context.Context, client kubernetes.Interface, app string, pod *corev1.Pod, replicas int32) (time.Time, error) {
 	pods := client.CoreV1().Pods(env.SampleNamespace)
 	if pod != nil {
 		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"-1000"}}}`, deletionCost)
 		if _, err := pods.Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			return time.Time{}, fmt.Errorf("%s: marking %s the pod to remove: %w", env.FluentdCluster, pod.Name, err)
+			return time.Time{}, fmt.Errorf("marking %s the pod to remove: %w", pod.Name, err)
 		}
 	}
-	if err := scaleDeployment(ctx, client, env.SampleNamespace, env.FluentdName, replicas); err != nil {
-		return time.Time{}, fmt.Errorf("%s: scaling %s back to %d: %w", env.FluentdCluster, env.FluentdName, replicas, err)
+	if err := scaleDeployment(ctx, client, env.SampleNamespace, app, replicas); err != nil {
+		return time.Time{}, fmt.Errorf("scaling %s back to %d: %w", app, replicas, err)
 	}
 	if pod == nil {
 		return time.Time{}, nil

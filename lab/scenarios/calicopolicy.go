@@ -312,7 +312,7 @@ func (c *calicoRun) scaleForwarders(ctx context.Context) []string {
 		return []string{fmt.Sprintf("%s: scaling %s to %d: %v", env.ForwarderCluster, env.ForwarderName, replicas+1, err)}
 	}
 	var problems []string
-	pod, err := c.waitNewForwarder(ctx, client.CoreV1().Pods(env.SampleNamespace))
+	pod, err := waitNewPod(ctx, client.CoreV1().Pods(env.SampleNamespace), env.ForwarderName, c.forwarders, podReady)
 	if err != nil {
 		problems = []string{err.Error()}
 	} else {
@@ -326,28 +326,6 @@ func scaleDeployment(ctx context.Context, client kubernetes.Interface, namespace
 	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)
 	_, err := client.AppsV1().Deployments(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	return err
-}
-
-// waitNewForwarder waits for a forwarder pod the record does not hold to be ready, with an
-// address.
-func (c *calicoRun) waitNewForwarder(ctx context.Context, pods typedcorev1.PodInterface) (*corev1.Pod, error) {
-	var found *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, calicoSettle, true, func(ctx context.Context) (bool, error) {
-		// An error (the API server busy) is asked again, like pods not ready yet.
-		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + env.ForwarderName})
-		for _, pod := range podsOrNone(list, err) {
-			recorded := slices.ContainsFunc(c.forwarders, func(p env.Pod) bool { return p.UID == string(pod.UID) })
-			if !recorded && pod.DeletionTimestamp == nil && pod.Status.PodIP != "" && podReady(&pod) {
-				found = &pod
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s: no new %s pod ready within %s of the scale-up", env.ForwarderCluster, env.ForwarderName, calicoSettle)
-	}
-	return found, nil
 }
 
 // readySince is when pod turned ready (to the second, as the API has it).
@@ -386,28 +364,18 @@ func (c *calicoRun) timeAdmission(ctx context.Context, pod *corev1.Pod) []string
 // new one, nil when none came), and expects its address to leave the set in aws within
 // admitWithin of its end, and the forwarders to be the recorded ones again.
 func (c *calicoRun) removeForwarder(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, replicas int32) []string {
-	pods := client.CoreV1().Pods(env.SampleNamespace)
-	var problems []string
-	if pod != nil {
-		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"-1000"}}}`, deletionCost)
-		if _, err := pods.Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			problems = append(problems, fmt.Sprintf("%s: marking %s the pod to remove: %v", env.ForwarderCluster, pod.Name, err))
-		}
-	}
-	if err := scaleDeployment(ctx, client, env.SampleNamespace, env.ForwarderName, replicas); err != nil {
-		return append(problems, fmt.Sprintf("%s: scaling %s back to %d: %v", env.ForwarderCluster, env.ForwarderName, replicas, err))
+	gone, err := scaleBack(ctx, client, env.ForwarderName, pod, replicas)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: %v", env.ForwarderCluster, err)}
 	}
 	if pod == nil {
-		return problems
+		return nil
 	}
-	gone, err := waitGone(ctx, pods, pod.Name)
-	if err != nil {
-		return append(problems, err.Error())
-	}
+	var problems []string
 	if p := c.leftSet(ctx, pod, gone); p != "" {
 		problems = append(problems, p)
 	}
-	return append(problems, c.sameForwarders(ctx, pods)...)
+	return append(problems, c.sameForwarders(ctx, client.CoreV1().Pods(env.SampleNamespace))...)
 }
 
 // leftSet waits for the address of pod, gone at gone, to leave the forwarders' set in aws.

@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-semaphore/semaphore/lab/env"
@@ -337,9 +336,7 @@ func (f *failover) tooLong(longest time.Duration, while string) []string {
 
 // scaleGlobal scales GlobalCluster's echo to replicas.
 func scaleGlobal(ctx context.Context, l *env.Lab, replicas int32) error {
-	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
-	_, err := l.Cluster(env.GlobalCluster).Client.AppsV1().Deployments(env.SampleNamespace).Patch(ctx, env.GlobalName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-	return err
+	return scaleDeployment(ctx, l.Cluster(env.GlobalCluster).Client, env.SampleNamespace, env.GlobalName, replicas)
 }
 
 // waitGlobalPods waits until GlobalCluster's echo has GlobalReplicas ready pods, none of old,

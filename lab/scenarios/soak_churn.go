@@ -160,9 +160,7 @@ func (s *soakRun) change(ctx context.Context) {
 
 // scale sets the replicas of workload in cluster.
 func (s *soakRun) scale(ctx context.Context, cluster, workload string, replicas int32) error {
-	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)
-	_, err := s.l.Cluster(cluster).Client.AppsV1().Deployments(soakNamespace).Patch(ctx, workload, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-	return err
+	return scaleDeployment(ctx, s.l.Cluster(cluster).Client, soakNamespace, workload, replicas)
 }
 
 // toggleGlobal creates one of the global services in cluster, or deletes it when the cluster
