@@ -150,11 +150,12 @@ func (l *Lab) startCalico(ctx context.Context) error {
 func (l *Lab) startCalicoControllers(spec ClusterSpec) ([]*Child, error) {
 	dir := l.Path("clusters", spec.Name, "calico")
 	var out []*Child
+	// Each runs as its ServiceAccount (calicoServiceAccounts), which also names its log.
 	programs := []struct {
-		name, kubeconfig string
-		env, args        []string
+		serviceAccount, binary string
+		env, args              []string
 	}{
-		{"calico-kube-controllers", "calico-kube-controllers", []string{"ENABLED_CONTROLLERS=node"},
+		{"calico-kube-controllers", "kube-controllers", []string{"ENABLED_CONTROLLERS=node"},
 			[]string{"-status-file", filepath.Join(dir, "kube-controllers-status.json")}},
 		{"calico-apiserver", "calico-apiserver", nil, []string{
 			"--secure-port=" + strconv.Itoa(calicoAPIServerPort), "--bind-address=" + spec.APIAddr,
@@ -166,14 +167,13 @@ func (l *Lab) startCalicoControllers(spec ClusterSpec) ([]*Child, error) {
 		}},
 	}
 	for _, p := range programs {
-		binary := map[string]string{"calico-kube-controllers": "kube-controllers", "calico-apiserver": "calico-apiserver"}[p.name]
 		args := append([]string{"netns", "exec", VPCNetns(spec.Name), "env",
-			"KUBECONFIG=" + filepath.Join(dir, p.kubeconfig+".kubeconfig"), "DATASTORE_TYPE=kubernetes"}, p.env...)
-		args = append(append(args, filepath.Join(l.bin.calico, binary)), p.args...)
-		name := p.name + "-" + spec.Name
+			"KUBECONFIG=" + filepath.Join(dir, p.serviceAccount+".kubeconfig"), "DATASTORE_TYPE=kubernetes"}, p.env...)
+		args = append(append(args, filepath.Join(l.bin.calico, p.binary)), p.args...)
+		name := p.serviceAccount + "-" + spec.Name
 		ch, err := l.startChild(name, "ip", args, nil, l.Path("logs", name+".log"), false)
 		if err != nil {
-			return out, fmt.Errorf("%s: %w", p.name, err)
+			return out, fmt.Errorf("%s: %w", p.serviceAccount, err)
 		}
 		out = append(out, ch)
 	}

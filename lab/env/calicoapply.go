@@ -54,7 +54,8 @@ var calicoServiceAccounts = [][2]string{
 // applyCalicoManifests applies calicoManifestKinds from the release's manifests to cluster
 // spec: the Calico API server's Service without its selector, with the API server's address
 // at the provider's router as its endpoint, and its APIService trusting the cluster's CA, which
-// signed the Calico API server's certificate.
+// signed the Calico API server's certificate; and kube-controllers' configuration
+// (kubeControllersConfig).
 func (l *Lab) applyCalicoManifests(ctx context.Context, spec ClusterSpec) error {
 	c := l.clusters[spec.Name]
 	ca, err := os.ReadFile(l.Path("clusters", spec.Name, "pki", caFile))
@@ -83,7 +84,7 @@ func (l *Lab) applyCalicoManifests(ctx context.Context, spec ClusterSpec) error 
 			}
 		}
 	}
-	if err := applyObjects(ctx, c, objs); err != nil {
+	if err := applyObjects(ctx, c, append(objs, kubeControllersConfig())); err != nil {
 		return err
 	}
 	return l.setCalicoAPIEndpoints(ctx, spec)
@@ -192,7 +193,7 @@ func (l *Lab) writeCalicoKubeconfigs(ctx context.Context, cluster string) error 
 // ippoolsV1 is Calico's IPPools in the CRD API, which Felix and calico-ipam read.
 var ippoolsV1 = schema.GroupVersionResource{Group: "crd.projectcalico.org", Version: "v1", Resource: "ippools"}
 
-// createIPPools creates kube-controllers' configuration and cluster's own pools (IPPoolsOf): in CalicoCluster encapsulated with
+// createIPPools creates cluster's own pools (IPPoolsOf): in CalicoCluster encapsulated with
 // VXLAN between the cluster's nodes, masqueraded when leaving the cluster's pod range (except to the other
 // clusters' pods: their pools, from docs/calico.md, say so).
 func (l *Lab) createIPPools(ctx context.Context, cluster string) error {
@@ -203,9 +204,6 @@ func (l *Lab) createIPPools(ctx context.Context, cluster string) error {
 	vxlan := "Never"
 	if cluster == CalicoCluster {
 		vxlan = "Always"
-	}
-	if err := applyObjects(ctx, l.clusters[cluster], []*unstructured.Unstructured{kubeControllersConfig()}); err != nil {
-		return err
 	}
 	for _, p := range IPPoolsOf(cluster) {
 		obj := &unstructured.Unstructured{Object: map[string]any{
