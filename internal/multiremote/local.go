@@ -63,7 +63,7 @@ func (c *Controller[K]) EnqueueIndexed(indexer cache.Indexer, match func(K) bool
 // enqueues its source, so an object someone edited or deleted is repaired; a change of any
 // enqueues the source waiting for its name (Clashes), also when the holder is ours but stands
 // for another source whose name coincides. A deletion also settles our expectation of the
-// object, under expectKey of its name: an object deleted before our cache saw our write of it
+// object, under expectKey of its ObjectName: an object deleted before our cache saw our write of it
 // will never show that write.
 func (c *Controller[K]) LocalHandler(expectKey func(name string) string) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
@@ -71,7 +71,7 @@ func (c *Controller[K]) LocalHandler(expectKey func(name string) string) cache.R
 		UpdateFunc: func(_, obj any) { c.onLocal(obj) },
 		DeleteFunc: func(obj any) {
 			if m, err := reconcile.MetaOf(obj); err == nil {
-				c.Expect.ObservedDeletion(expectKey(m.GetName()), m.GetResourceVersion())
+				c.Expect.ObservedDeletion(expectKey(c.ObjectName(m)), m.GetResourceVersion())
 			}
 			c.onLocal(obj)
 		},
@@ -86,16 +86,25 @@ func (c *Controller[K]) onLocal(obj any) {
 	if s, ok := c.sourceOf(m); ok {
 		c.Queue.Add(s)
 	}
-	if s, ok := c.Clashes.Waiting(m.GetName()); ok {
+	if s, ok := c.Clashes.Waiting(c.ObjectName(m)); ok {
 		c.Queue.Add(s)
 	}
+}
+
+// ObjectName is the name a local object is known by in clashes and expectations: its name, or
+// namespace/name for a controller whose objects are in many namespaces (Config.Namespaced).
+func (c *Controller[K]) ObjectName(m metav1.Object) string {
+	if c.cfg.Namespaced {
+		return m.GetNamespace() + "/" + m.GetName()
+	}
+	return m.GetName()
 }
 
 // Owns reports whether a local object is ours and stands for src, and then drops any clash
 // src had on its name. When it does not, the caller reports the clash and leaves it alone.
 func (c *Controller[K]) Owns(src K, m metav1.Object) bool {
 	if s, ok := c.sourceOf(m); ok && s == src {
-		c.Clashes.Resolve(m.GetName(), src)
+		c.Clashes.Resolve(c.ObjectName(m), src)
 		return true
 	}
 	return false

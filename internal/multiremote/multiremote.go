@@ -62,6 +62,9 @@ type Config[K comparable] struct {
 	EnqueueLocal func(match func(K) bool)
 	// LocalLog are the attributes logged with "local caches synced". Optional.
 	LocalLog []any
+	// Namespaced says the controller writes objects in many namespaces: they are known by
+	// namespace/name (ObjectName), not by name alone.
+	Namespaced bool
 	// Events is the local client events are recorded with. Optional.
 	Events kubernetes.Interface
 	// Inventory, run every InventoryInterval, refreshes the inventory gauges. Optional.

@@ -47,18 +47,22 @@ func readMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 }
 
 // RemoteService keeps of a Service only to be read its metadata (readMeta) and what a mirror
-// or a global service copies of its spec: headless or not, ports, session affinity and
-// whether not-ready addresses are published. Not its selector, addresses, type, policies or
-// node ports, nor its status (load balancer ingress) or managedFields.
+// or a global service copies of its spec, and what an exported Service's ServiceImport
+// takes: its type, headless or not, ports, session affinity, traffic policies and whether
+// not-ready addresses are published. Not its selector, addresses or node ports, nor its status
+// (load balancer ingress) or managedFields.
 func RemoteService(obj any) (any, error) {
 	svc, ok := obj.(*corev1.Service)
 	if !ok {
 		return obj, nil
 	}
 	spec := corev1.ServiceSpec{
+		Type:                     svc.Spec.Type,
 		PublishNotReadyAddresses: svc.Spec.PublishNotReadyAddresses,
 		SessionAffinity:          svc.Spec.SessionAffinity,
 		SessionAffinityConfig:    svc.Spec.SessionAffinityConfig,
+		InternalTrafficPolicy:    svc.Spec.InternalTrafficPolicy,
+		TrafficDistribution:      svc.Spec.TrafficDistribution,
 	}
 	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
 		spec.ClusterIP = corev1.ClusterIPNone

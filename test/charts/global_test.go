@@ -52,7 +52,7 @@ func checkGlobalServices(t *testing.T, m *manifest, w workload, sub map[string]a
 	// The read of the local ranges (checkRBACSanity) is there whether global services are on
 	// or not.
 	globalOnes := func(u *unstructured.Unstructured) bool {
-		return u.GetLabels()["app.kubernetes.io/component"] == w.Component && !isLocalRangesRBAC(u)
+		return u.GetLabels()["app.kubernetes.io/component"] == w.Component && !isLocalRangesRBAC(u) && !isMCSRBAC(u)
 	}
 	mine := func(kind string) []*rbacv1.ClusterRoleBinding {
 		var out []*rbacv1.ClusterRoleBinding
@@ -156,7 +156,7 @@ func TestGlobalServicesValues(t *testing.T) {
 			}
 			var roles []string
 			for _, u := range m.Of("ClusterRole") {
-				if u.GetLabels()["app.kubernetes.io/component"] == "service-mirror" && !isLocalRangesRBAC(u) {
+				if u.GetLabels()["app.kubernetes.io/component"] == "service-mirror" && !isLocalRangesRBAC(u) && !isMCSRBAC(u) {
 					roles = append(roles, u.GetName())
 				}
 			}

@@ -191,6 +191,7 @@ func checkWorkload(t *testing.T, m *manifest, w workload, vals, sub map[string]a
 	checkIdentity(t, m, w)
 	if w.Component == "service-mirror" {
 		checkGlobalServices(t, m, w, sub)
+		checkMCS(t, m, w, sub)
 	}
 	if w.Kind == "Deployment" {
 		want := int32(2)
@@ -421,6 +422,7 @@ func checkRemoteChart(t *testing.T, m *manifest, vals map[string]any) {
 	if lookup(vals, "components", "serviceMirror") == true {
 		want[schema.GroupResource{Resource: "services"}] = true
 		want[schema.GroupResource{Group: "discovery.k8s.io", Resource: "endpointslices"}] = true
+		want[schema.GroupResource{Group: "multicluster.x-k8s.io", Resource: "serviceexports"}] = true
 	}
 	if lookup(vals, "components", "policy") == true {
 		want[schema.GroupResource{Resource: "pods"}] = true

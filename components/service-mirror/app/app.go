@@ -19,6 +19,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/caches"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/globalcontroller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/limit"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mcscontroller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirrorcontroller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
@@ -44,8 +45,9 @@ type Config struct {
 	GlobalSelector string          `envconfig:"SEMAPHORE_GLOBAL_LABEL_SELECTOR" default:"mirror.semaphore.uw.io/global-service=true" desc:"label selector of the Services, in every cluster, that are global services; empty turns global services off"`
 	WithdrawAfter  withdraw.Policy `envconfig:"SEMAPHORE_WITHDRAW_AFTER" desc:"outage policy: after this long without a successful sync with a remote, its mirrored endpoints (mirrors and global services) are marked not ready, and ready again as soon as it answers; a duration for every remote (5m), remote:duration pairs (aws:5m,gcp:30s) or both (5m,gcp:30s); empty keeps them as they are during an outage"`
 	// The limits bound what one remote can make the service mirror hold and write.
-	MaxServices       int `envconfig:"SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE" default:"1000" desc:"most Services of one remote that are mirrored: of a remote with more selected Services, the first this many in namespace/name order are, the others are not (their mirrors are deleted), counted in over_limit{what=services} and logged; at least 1"`
-	GlobalMaxServices int `envconfig:"SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE" default:"1000" desc:"most global services one remote contributes endpoints to (and creates, when it is the only cluster that has one): of a remote with more selected global Services, the first this many in namespace/name order do, the others do not, counted in over_limit{what=global_services} and logged; at least 1"`
+	MaxServices       int  `envconfig:"SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE" default:"1000" desc:"most Services of one remote that are mirrored: of a remote with more selected Services, the first this many in namespace/name order are, the others are not (their mirrors are deleted), counted in over_limit{what=services} and logged; at least 1"`
+	MCS               bool `envconfig:"SEMAPHORE_MCS_ENABLED" default:"false" desc:"serve the Multi-Cluster Services API: ServiceImports, derived Services and EndpointSlices for the Services exported (ServiceExport) in any cluster, and the conditions of the local ServiceExports; needs the API's CRDs (multicluster.x-k8s.io) in the local cluster and every remote"`
+	GlobalMaxServices int  `envconfig:"SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE" default:"1000" desc:"most global services one remote contributes endpoints to (and creates, when it is the only cluster that has one): of a remote with more selected global Services, the first this many in namespace/name order do, the others do not, counted in over_limit{what=global_services} and logged; at least 1"`
 
 	selector, globalSelector labels.Selector
 }
@@ -125,6 +127,7 @@ func MetricSpecs() []metrics.Spec {
 	return component.MetricSpecs(MetricsPrefix, func(f *metrics.Factory) {
 		mirrorcontroller.NewMetrics(f)
 		globalcontroller.NewMetrics(f)
+		mcscontroller.NewMetrics(f)
 		withdraw.NewMetrics(f)
 		adopt.NewMetrics(f)
 		addrguard.RefusedMetric(f, refusedWhat)
@@ -191,11 +194,32 @@ func New(cfg Config, log *slog.Logger) (*ServiceMirror, error) {
 			Limit:             limit.New(cfg.GlobalMaxServices, limit.WhatGlobalServices, "SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE", over, log.With("global", true)),
 		}, base.Local, meta, base.Remotes, base.Health, globalcontroller.NewMetrics(base.Factory), base.Queue, log.With("global", true))
 	}
+	if cfg.MCS {
+		if ctrls.MCS, err = newMCS(cfg, base, write, remoteSlices, log); err != nil {
+			return nil, err
+		}
+	}
 	return &ServiceMirror{Leading: component.NewLeading(base, ctrls, cfg.Workers), cfg: cfg}, nil
 }
 
 // Starting are the attributes of the line logged when the component starts.
 func (a *ServiceMirror) Starting() []any {
-	return []any{"cluster", a.cfg.LocalCluster, "remotes", a.cfg.Remotes, "namespace", a.cfg.Namespace, "global", a.cfg.GlobalSelector, "withdraw_after", a.cfg.WithdrawAfter.String(),
+	return []any{"cluster", a.cfg.LocalCluster, "remotes", a.cfg.Remotes, "namespace", a.cfg.Namespace, "global", a.cfg.GlobalSelector, "mcs", a.cfg.MCS, "withdraw_after", a.cfg.WithdrawAfter.String(),
 		"max_services_per_remote", a.cfg.MaxServices, "global_max_services_per_remote", a.cfg.GlobalMaxServices, "admin", a.AdminAddr()}
+}
+
+// newMCS builds the controller of the Multi-Cluster Services API, sharing the mirrors' remote
+// slices and what holds back a remote's endpoints.
+func newMCS(cfg Config, base *component.Base, write apply.Config, remoteSlices *caches.RemoteSlices, log *slog.Logger) (*mcscontroller.Controller, error) {
+	client, err := mcscontroller.NewClient(base.LocalConfig)
+	if err != nil {
+		return nil, fmt.Errorf("SEMAPHORE_LOCAL_KUBECONFIG: %w", err)
+	}
+	return mcscontroller.New(mcscontroller.Options{
+		Config:            write,
+		LocalCluster:      cfg.LocalCluster,
+		ResyncPeriod:      cfg.ResyncPeriod,
+		InventoryInterval: cfg.DriftInterval,
+		RemoteSlices:      remoteSlices,
+	}, base.Local, client, base.Remotes, base.Health, mcscontroller.NewMetrics(base.Factory), base.Queue, log.With("mcs", true))
 }

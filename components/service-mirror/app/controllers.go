@@ -7,6 +7,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/adopt"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/globalcontroller"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mcscontroller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirrorcontroller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 )
@@ -18,6 +19,8 @@ type Controllers struct {
 	Adopter *adopt.Adopter
 	Mirrors *mirrorcontroller.Controller
 	Global  *globalcontroller.Controller
+	// MCS serves the Multi-Cluster Services API, unless it is turned off (nil).
+	MCS *mcscontroller.Controller
 	// Withdraw applies the outage policy, every WithdrawInterval, while this replica leads.
 	Withdraw         *withdraw.Tracker
 	WithdrawInterval time.Duration
@@ -34,12 +37,15 @@ func (c *Controllers) Run(ctx context.Context, workers int) {
 	if c.Global != nil {
 		wg.Go(func() { c.Global.Run(ctx, workers) })
 	}
+	if c.MCS != nil {
+		wg.Go(func() { c.MCS.Run(ctx, workers) })
+	}
 	wg.Wait()
 }
 
 // LocalSynced reports whether the local caches of both have synced, for /readyz.
 func (c *Controllers) LocalSynced() bool {
-	return c.Mirrors.LocalSynced() && (c.Global == nil || c.Global.LocalSynced())
+	return c.Mirrors.LocalSynced() && (c.Global == nil || c.Global.LocalSynced()) && (c.MCS == nil || c.MCS.LocalSynced())
 }
 
 // ResyncRemotes reconciles again everything of every remote that synced, in both: the local
@@ -48,5 +54,8 @@ func (c *Controllers) ResyncRemotes() {
 	c.Mirrors.ResyncRemotes()
 	if c.Global != nil {
 		c.Global.ResyncRemotes()
+	}
+	if c.MCS != nil {
+		c.MCS.ResyncRemotes()
 	}
 }

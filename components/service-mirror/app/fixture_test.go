@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/app"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
@@ -44,10 +46,12 @@ func testLabelValue(t *testing.T) string { return fixture.Namespace(t, "t") }
 
 func TestMain(m *testing.M) {
 	// Remotes are dual-stack, the local cluster is IPv4 only, as many real ones are.
+	// Every cluster serves the Multi-Cluster Services API, from the CRDs the chart installs.
+	crds := []string{filepath.Join(testbed.RepoRoot(), "charts", "semaphore", "charts", "service-mirror", "crds")}
 	opts := fixture.Options{
-		Local: testenv.Options{Audit: true},
-		AWS:   testenv.Options{ServiceCIDRs: "10.1.0.0/16,fd00:1::/108"},
-		GCP:   testenv.Options{ServiceCIDRs: "10.2.0.0/16,fd00:2::/108"},
+		Local: testenv.Options{Audit: true, CRDDirs: crds},
+		AWS:   testenv.Options{ServiceCIDRs: "10.1.0.0/16,fd00:1::/108", CRDDirs: crds},
+		GCP:   testenv.Options{ServiceCIDRs: "10.2.0.0/16,fd00:2::/108", CRDDirs: crds},
 	}
 	os.Exit(fixture.Main(m, "semaphore-mirror-test-", opts, func(c *fixture.Clusters) error {
 		clusters, local, aws, gcp = c, c.Local, c.AWS, c.GCP

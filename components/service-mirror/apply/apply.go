@@ -76,8 +76,8 @@ type Writer[K comparable] struct {
 	SliceCache   cache.Indexer
 
 	base     *multiremote.Controller[K]
-	services kind[*corev1.Service]
-	slices   kind[*discoveryv1.EndpointSlice]
+	services Kind[*corev1.Service]
+	slices   Kind[*discoveryv1.EndpointSlice]
 }
 
 // NewWriter returns the Writer of the controller base: it indexes the slices of the mirror
@@ -95,10 +95,13 @@ func NewWriter[K comparable](base *multiremote.Controller[K], client kubernetes.
 		base: base,
 	}
 	services, slices := client.CoreV1().Services(cfg.Namespace), client.DiscoveryV1().EndpointSlices(cfg.Namespace)
-	w.services = kind[*corev1.Service]{
-		name: KindService, key: serviceKey, change: rules.UpdateService,
-		create: services.Create, update: services.Update, delete: services.Delete,
-		cached: func(name string) (*corev1.Service, bool, error) {
+	w.services = Kind[*corev1.Service]{
+		Name: KindService, Key: func(m metav1.Object) string { return serviceKey(m.GetName()) }, Change: rules.UpdateService,
+		Create: services.Create, Update: services.Update,
+		Delete: func(ctx context.Context, _, name string, opts metav1.DeleteOptions) error {
+			return services.Delete(ctx, name, opts)
+		},
+		Cached: func(_, name string) (*corev1.Service, bool, error) {
 			svc, err := w.ServiceCache.Services(cfg.Namespace).Get(name)
 			if apierrors.IsNotFound(err) {
 				return nil, false, nil
@@ -106,10 +109,13 @@ func NewWriter[K comparable](base *multiremote.Controller[K], client kubernetes.
 			return svc, err == nil, err
 		},
 	}
-	w.slices = kind[*discoveryv1.EndpointSlice]{
-		name: KindEndpointSlice, key: sliceKey, change: mirror.UpdateEndpointSlice,
-		create: slices.Create, update: slices.Update, delete: slices.Delete,
-		cached: func(name string) (*discoveryv1.EndpointSlice, bool, error) {
+	w.slices = Kind[*discoveryv1.EndpointSlice]{
+		Name: KindEndpointSlice, Key: func(m metav1.Object) string { return sliceKey(m.GetName()) }, Change: mirror.UpdateEndpointSlice,
+		Create: slices.Create, Update: slices.Update,
+		Delete: func(ctx context.Context, _, name string, opts metav1.DeleteOptions) error {
+			return slices.Delete(ctx, name, opts)
+		},
+		Cached: func(_, name string) (*discoveryv1.EndpointSlice, bool, error) {
 			obj, exists, err := w.SliceCache.GetByKey(cfg.Namespace + "/" + name)
 			if !exists || err != nil {
 				return nil, false, err
@@ -128,11 +134,19 @@ func (w *Writer[K]) Ours(key K) ([]*discoveryv1.EndpointSlice, error) {
 // HoldBack applies to desired, the copies of remote's slices of the Service named what, what
 // holds back a remote's endpoints: the addresses it may not publish are left out (each
 // reported once), and its endpoints are not ready while its outage policy withdraws them.
-func (w *Writer[K]) HoldBack(remote, what string, desired []*discoveryv1.EndpointSlice) {
-	w.Refusals.Report(remote, what, mirror.Admit(desired, w.Guard.For(remote)))
-	if w.Withdraw.Withdrawn(remote) {
+func (c Config) HoldBack(remote, what string, desired []*discoveryv1.EndpointSlice) {
+	c.Refusals.Report(remote, what, mirror.Admit(desired, c.Guard.For(remote)))
+	if c.Withdraw.Withdrawn(remote) {
 		withdraw.Endpoints(desired)
 	}
+}
+
+func (w *Writer[K]) ownedService(key K, svc *corev1.Service) bool {
+	return w.owned(key, svc, KindService)
+}
+
+func (w *Writer[K]) ownedSlice(key K, s *discoveryv1.EndpointSlice) bool {
+	return w.owned(key, s, KindEndpointSlice)
 }
 
 // serviceKey is the expectation key of our writes of the Service name.
@@ -144,44 +158,27 @@ func sliceKey(name string) string { return KindEndpointSlice + "/" + name }
 // Service makes the local Service desired for key exist as desired. clashed is true when an
 // object we do not own holds its name.
 func (w *Writer[K]) Service(ctx context.Context, key K, desired *corev1.Service) (clashed bool, err error) {
-	return put(ctx, w, w.services, key, desired)
+	_, clashed, err = Put(ctx, w.base, w.ownedService, w.services, key, desired)
+	return clashed, err
 }
 
 // DeleteService deletes a Service of ours, on the condition that it is still the object we
 // looked at: a preconditioned delete never removes an object that replaced it meanwhile.
 func (w *Writer[K]) DeleteService(ctx context.Context, svc *corev1.Service) error {
-	return remove(ctx, w, w.services, svc)
+	return Remove(ctx, w.base, w.services, svc)
 }
 
 // Slices makes the local slices desired for key exist as desired, and deletes those of
 // existing (ours, for key) that are not desired. clashed is true when an object we do not own
 // holds the name of a desired slice.
 func (w *Writer[K]) Slices(ctx context.Context, key K, desired, existing []*discoveryv1.EndpointSlice) (clashed bool, err error) {
-	want := make(map[string]bool, len(desired))
-	var errs []error
-	for _, d := range desired {
-		want[d.Name] = true
-		c, err := put(ctx, w, w.slices, key, d)
-		clashed = clashed || c
-		errs = append(errs, err)
-	}
-	for _, s := range existing {
-		if want[s.Name] {
-			continue
-		}
-		if !w.base.Expect.Satisfied(sliceKey(s.Name), s) {
-			errs = append(errs, errStale)
-			continue
-		}
-		errs = append(errs, w.DeleteSlice(ctx, s))
-	}
-	return clashed, errors.Join(errs...)
+	return PutAll(ctx, w.base, w.ownedSlice, w.slices, key, desired, existing)
 }
 
 // DeleteSlice deletes a slice of ours, on the condition that it is still the object we looked
 // at.
 func (w *Writer[K]) DeleteSlice(ctx context.Context, s *discoveryv1.EndpointSlice) error {
-	return remove(ctx, w, w.slices, s)
+	return Remove(ctx, w.base, w.slices, s)
 }
 
 // Finish makes the local slices desired for key exist as desired, and deletes those of existing
@@ -198,9 +195,15 @@ func (w *Writer[K]) Finish(ctx context.Context, key K, service string, desired, 
 
 // Result is the result of a sync that ended with clashed and err; a stale cache postpones key.
 func (w *Writer[K]) Result(key K, clashed bool, err error) (reconcile.Result, error) {
+	return Result(w.base, key, clashed, err)
+}
+
+// Result is the result of base's sync of key that ended with clashed and err; a stale cache
+// postpones key.
+func Result[K comparable](base *multiremote.Controller[K], key K, clashed bool, err error) (reconcile.Result, error) {
 	switch {
 	case errors.Is(err, errStale):
-		return w.base.Stale(key)
+		return base.Stale(key)
 	case err != nil:
 		return reconcile.Error, err
 	case clashed:

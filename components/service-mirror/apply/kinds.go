@@ -2,85 +2,117 @@ package apply
 
 import (
 	"context"
+	"errors"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
 const fieldManager = ownership.ServiceMirror
 
-// object is a local object the Writer writes: a Service or an EndpointSlice.
-type object interface {
+// Object is a local object a writer writes: a Service, an EndpointSlice, a ServiceImport.
+type Object interface {
 	runtime.Object
 	metav1.Object
 }
 
-// kind is how a Writer reads and writes the objects of one kind in its namespace.
-type kind[T object] struct {
-	// name is the kind label of the write and clash metrics.
-	name string
-	// key is the expectation key of our writes of the object name.
-	key func(name string) string
-	// cached is the object name in the local cache, if there.
-	cached func(name string) (T, bool, error)
-	// change says how an existing object must change to match the desired one.
-	change func(desired, actual T) (mirror.Change, T)
-	create func(context.Context, T, metav1.CreateOptions) (T, error)
-	update func(context.Context, T, metav1.UpdateOptions) (T, error)
-	delete func(context.Context, string, metav1.DeleteOptions) error
+// Kind is how a writer reads and writes the local objects of one kind.
+type Kind[T Object] struct {
+	// Name is the kind label of the write and clash metrics.
+	Name string
+	// Key is the expectation key of our writes of an object of this kind.
+	Key func(m metav1.Object) string
+	// Cached is the object namespace/name in the local cache, if there.
+	Cached func(namespace, name string) (T, bool, error)
+	// Change says how an existing object must change to match the desired one.
+	Change func(desired, actual T) (mirror.Change, T)
+	// Create and Update write an object into its own namespace; Delete deletes one.
+	Create func(context.Context, T, metav1.CreateOptions) (T, error)
+	Update func(context.Context, T, metav1.UpdateOptions) (T, error)
+	Delete func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
 }
 
-// put makes the local object desired for key, of kind k, exist as desired. clashed is true when
-// an object we do not own holds its name.
-func put[K comparable, T object](ctx context.Context, w *Writer[K], k kind[T], key K, desired T) (clashed bool, err error) {
-	expectKey := k.key(desired.GetName())
-	actual, exists, err := k.cached(desired.GetName())
+// Put makes the local object desired for key, of kind k, exist as desired, and returns it as
+// the API server or the cache has it (the desired object itself when nothing was written yet).
+// clashed is true when an object owned reports not to be ours holds its name; it is left alone.
+func Put[K comparable, T Object](ctx context.Context, base *multiremote.Controller[K], owned func(K, T) bool, k Kind[T], key K, desired T) (out T, clashed bool, err error) {
+	expectKey := k.Key(desired)
+	actual, exists, err := k.Cached(desired.GetNamespace(), desired.GetName())
 	if err != nil {
-		return false, err
+		return out, false, err
 	}
 	if !exists {
-		if !w.base.Expect.Satisfied(expectKey, nil) {
-			return false, errStale
+		if !base.Expect.Satisfied(expectKey, nil) {
+			return out, false, errStale
 		}
-		return false, create(ctx, w, k, desired)
+		return create(ctx, base, k, desired)
 	}
-	if !w.base.Expect.Satisfied(expectKey, actual) {
-		return false, errStale
+	if !base.Expect.Satisfied(expectKey, actual) {
+		return out, false, errStale
 	}
-	if !w.owned(key, actual, k.name) {
-		return true, nil
+	if !owned(key, actual) {
+		return actual, true, nil
 	}
-	change, next := k.change(desired, actual)
+	change, next := k.Change(desired, actual)
 	switch change {
 	case mirror.Update:
-		out, err := k.update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
-		return false, w.base.Wrote(expectKey, out, err, k.name, "update")
+		out, err := k.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
+		return out, false, base.Wrote(expectKey, out, err, k.Name, "update")
 	case mirror.Recreate:
-		if err := remove(ctx, w, k, actual); err != nil {
-			return false, err
+		if err := Remove(ctx, base, k, actual); err != nil {
+			return out, false, err
 		}
-		return false, create(ctx, w, k, desired)
+		return create(ctx, base, k, desired)
 	}
-	return false, nil
+	return actual, false, nil
 }
 
-func create[K comparable, T object](ctx context.Context, w *Writer[K], k kind[T], obj T) error {
-	out, err := k.create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager})
-	return w.base.Wrote(k.key(obj.GetName()), out, err, k.name, "create")
+// PutAll makes the local objects desired for key, of kind k, exist as desired, and deletes those
+// of existing (ours, for key) that are not desired. clashed is true when an object we do not
+// own holds the name of a desired one.
+func PutAll[K comparable, T Object](ctx context.Context, base *multiremote.Controller[K], owned func(K, T) bool, k Kind[T], key K, desired, existing []T) (clashed bool, err error) {
+	want := make(map[string]bool, len(desired))
+	var errs []error
+	for _, d := range desired {
+		want[d.GetName()] = true
+		_, c, err := Put(ctx, base, owned, k, key, d)
+		clashed = clashed || c
+		errs = append(errs, err)
+	}
+	for _, obj := range existing {
+		if want[obj.GetName()] {
+			continue
+		}
+		if !base.Expect.Satisfied(k.Key(obj), obj) {
+			errs = append(errs, errStale)
+			continue
+		}
+		errs = append(errs, Remove(ctx, base, k, obj))
+	}
+	return clashed, errors.Join(errs...)
 }
 
-// remove deletes obj, an object of ours, on the condition that it is still the object we looked
-// at: a preconditioned delete never removes an object that replaced it meanwhile.
-func remove[K comparable, T object](ctx context.Context, w *Writer[K], k kind[T], obj T) error {
-	return w.base.Delete(ctx, k.key(obj.GetName()), obj, k.delete, k.name, "delete")
+func create[K comparable, T Object](ctx context.Context, base *multiremote.Controller[K], k Kind[T], obj T) (T, bool, error) {
+	out, err := k.Create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager})
+	return out, false, base.Wrote(k.Key(obj), out, err, k.Name, "create")
+}
+
+// Remove deletes obj, an object of ours, on the condition that it is still the object we
+// looked at: a preconditioned delete never removes an object that replaced it meanwhile.
+func Remove[K comparable, T Object](ctx context.Context, base *multiremote.Controller[K], k Kind[T], obj T) error {
+	del := func(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+		return k.Delete(ctx, obj.GetNamespace(), name, opts)
+	}
+	return base.Delete(ctx, k.Key(obj), obj, del, k.Name, "delete")
 }
 
 // owned reports whether obj, of kind, is ours and stands for key; when it is not, the clash is
 // reported.
-func (w *Writer[K]) owned(key K, obj object, kind string) bool {
+func (w *Writer[K]) owned(key K, obj Object, kind string) bool {
 	if w.base.Owns(key, obj) || (kind == KindService && w.Adopt != nil && w.Adopt(key, obj)) {
 		return true
 	}

@@ -1,0 +1,234 @@
+package mcscontroller
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mcs"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/multiremote"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
+	"github.com/kube-semaphore/semaphore/internal/reconcile"
+)
+
+// sync makes the local objects of exported Service k match what every cluster exports, and the
+// local ServiceExport's conditions say so, reading only from caches and writing only what
+// differs.
+func (c *Controller) sync(ctx context.Context, k mcs.Key) (reconcile.Result, error) {
+	ours, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.ours.slices, c.base.SourceIndex(), k.String())
+	if err != nil {
+		return reconcile.Error, err
+	}
+	actual, _, err := c.imports.Cached(k.Namespace, k.Name)
+	if err != nil {
+		return reconcile.Error, err
+	}
+	imp, ok := mcs.Merge(c.exportsOf(k))
+	if !ok || !c.namespaceUsable(k.Namespace) {
+		if !ok && c.unknownHolds(ours) {
+			// A cluster we cannot read yet exported it: keep what it contributed until we can.
+			return reconcile.Skipped, nil
+		}
+		err := c.deleteAll(ctx, k, actual, ours)
+		return multiremote.Result(errors.Join(err, c.writeExportStatus(ctx, k, imp, ok, false)))
+	}
+	if actual == nil && c.mayStillWin() {
+		// Created now, it could be rewritten once that cluster synced: wait for it, or for the
+		// end of the grace period.
+		c.base.Queue.AddAfter(k, startGrace-time.Since(c.started))
+		return reconcile.Skipped, nil
+	}
+	imp = c.keepFrom(imp, actual)
+	clashed, err := c.writeImport(ctx, k, imp)
+	if err == nil && !clashed {
+		var c2 bool
+		c2, err = apply.PutAll(ctx, c.base, owned(c, c.slices), c.slices, k, c.desiredSlices(k, imp, ours), ours)
+		clashed = c2
+	}
+	statusErr := c.writeExportStatus(ctx, k, imp, true, err == nil && !clashed)
+	return apply.Result(c.base, k, clashed, errors.Join(err, statusErr))
+}
+
+// exportsOf are the exports of k in every cluster that can be read and has a ServiceExport of it.
+func (c *Controller) exportsOf(k mcs.Key) []mcs.Export {
+	var out []mcs.Export
+	for _, cl := range c.clusters {
+		if !cl.ready() {
+			continue
+		}
+		se, err := cl.exports.ServiceExports(k.Namespace).Get(k.Name)
+		if err != nil {
+			continue
+		}
+		e := mcs.Export{Cluster: cl.name, Created: se.CreationTimestamp.Time, Spec: se.Spec}
+		if svc, err := cl.services.Services(k.Namespace).Get(k.Name); err == nil {
+			e.Service = svc
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// namespaceUsable reports whether the local namespace exists and is not being deleted: imports
+// are written only into a namespace the local cluster has (namespace sameness is the user's).
+func (c *Controller) namespaceUsable(name string) bool {
+	ns, err := c.ours.namespaces.Get(name)
+	return err == nil && ns.Status.Phase != corev1.NamespaceTerminating && ns.DeletionTimestamp == nil
+}
+
+// startGrace is how long after the start a new ServiceImport waits for every remote to sync:
+// any of them may hold an older export, whose properties would win.
+const startGrace = 10 * time.Second
+
+// mayStillWin reports whether, within startGrace, a configured cluster has not synced yet.
+func (c *Controller) mayStillWin() bool {
+	if time.Since(c.started) > startGrace {
+		return false
+	}
+	for _, cl := range c.clusters {
+		if !cl.ready() {
+			return true
+		}
+	}
+	return false
+}
+
+// keepFrom keeps the properties of the existing import while the cluster they came from cannot
+// be read: a restart or an outage of that cluster rewrites nothing.
+func (c *Controller) keepFrom(imp mcs.Import, actual *mcsv1beta1.ServiceImport) mcs.Import {
+	if actual == nil {
+		return imp
+	}
+	from := actual.Annotations[mcs.AnnotationExportFrom]
+	if cl := c.clusters[from]; cl == nil || cl.ready() {
+		return imp
+	}
+	return imp.KeepProperties(from, actual)
+}
+
+// unknownHolds reports whether any of our slices comes from a configured cluster that cannot be
+// read yet.
+func (c *Controller) unknownHolds(ours []*discoveryv1.EndpointSlice) bool {
+	for _, s := range ours {
+		if cl := c.clusters[s.Labels[mcsv1beta1.LabelSourceCluster]]; cl != nil && !cl.ready() {
+			return true
+		}
+	}
+	return false
+}
+
+// writeImport writes the derived Service of a ClusterSetIP import (removing one a headless
+// import no longer has), then the ServiceImport with the derived Service's addresses.
+func (c *Controller) writeImport(ctx context.Context, k mcs.Key, imp mcs.Import) (clashed bool, err error) {
+	var derived *corev1.Service
+	if imp.Spec.Type == mcsv1beta1.ClusterSetIP {
+		derived, clashed, err = apply.Put(ctx, c.base, owned(c, c.services), c.services, k, mcs.DerivedService(k, imp))
+		if err != nil || clashed {
+			return clashed, err
+		}
+	} else if err := c.deleteDerived(ctx, k); err != nil {
+		return false, err
+	}
+	_, clashed, err = apply.Put(ctx, c.base, owned(c, c.imports), c.imports, k, mcs.ServiceImport(k, imp, derived))
+	return clashed, err
+}
+
+// desiredSlices are the imported slices of k: a copy of every slice of each cluster whose export
+// is valid; for a cluster that cannot be read yet, the copies we hold. Those of a remote are
+// held back as a mirror's are (addresses it may not publish, an outage policy).
+func (c *Controller) desiredSlices(k mcs.Key, imp mcs.Import, ours []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
+	var out []*discoveryv1.EndpointSlice
+	for _, cl := range c.sortedClusters() {
+		if !cl.ready() {
+			out = append(out, kept(cl.name, ours)...)
+			continue
+		}
+		if !slices.Contains(imp.Clusters, cl.name) {
+			continue
+		}
+		source, _ := multiremote.Indexed[*discoveryv1.EndpointSlice](cl.slices, mirror.ByServiceName, k.String())
+		copies := mcs.EndpointSlices(k, imp, cl.name, source)
+		if cl.remote != nil {
+			c.opts.HoldBack(cl.name, k.String(), copies)
+		}
+		out = append(out, copies...)
+	}
+	return out
+}
+
+// kept are our copies of cluster's slices, as they are.
+func kept(cluster string, ours []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
+	var out []*discoveryv1.EndpointSlice
+	for _, s := range ours {
+		if s.Labels[mcsv1beta1.LabelSourceCluster] == cluster {
+			out = append(out, s.DeepCopy())
+		}
+	}
+	return out
+}
+
+func (c *Controller) sortedClusters() []*cluster {
+	out := make([]*cluster, 0, len(c.clusters))
+	for _, cl := range c.clusters {
+		out = append(out, cl)
+	}
+	slices.SortFunc(out, func(a, b *cluster) int { return cmp.Compare(a.name, b.name) })
+	return out
+}
+
+// deleteAll removes the ServiceImport, derived Service and slices of k, only those that are ours.
+func (c *Controller) deleteAll(ctx context.Context, k mcs.Key, actual *mcsv1beta1.ServiceImport, ours []*discoveryv1.EndpointSlice) error {
+	var errs []error
+	for _, s := range ours {
+		errs = append(errs, apply.Remove(ctx, c.base, c.slices, s))
+	}
+	errs = append(errs, c.deleteDerived(ctx, k))
+	if actual != nil && c.base.Owns(k, actual) {
+		errs = append(errs, apply.Remove(ctx, c.base, c.imports, actual))
+	}
+	return errors.Join(errs...)
+}
+
+// deleteDerived removes the derived Service of k when it is ours.
+func (c *Controller) deleteDerived(ctx context.Context, k mcs.Key) error {
+	svc, exists, err := c.services.Cached(k.Namespace, mcs.DerivedServiceName(k))
+	if err != nil || !exists || !c.base.Owns(k, svc) {
+		return err
+	}
+	return apply.Remove(ctx, c.base, c.services, svc)
+}
+
+// writeExportStatus sets the conditions of the local ServiceExport of k, when there is one:
+// only a change is written.
+func (c *Controller) writeExportStatus(ctx context.Context, k mcs.Key, imp mcs.Import, ok, imported bool) error {
+	local := c.clusters[c.opts.LocalCluster]
+	se, err := local.exports.ServiceExports(k.Namespace).Get(k.Name)
+	if err != nil {
+		return nil //nolint:nilerr // no local export, nothing to say
+	}
+	e := mcs.Export{Cluster: local.name, Created: se.CreationTimestamp.Time, Spec: se.Spec}
+	if svc, err := local.services.Services(k.Namespace).Get(k.Name); err == nil {
+		e.Service = svc
+	}
+	expect := keyOf(kindServiceExport)(se)
+	if !c.base.Expect.Satisfied(expect, se) {
+		return nil // the event of our last write enqueues k again
+	}
+	conditions, changed := mcs.SetConditions(se.Status.Conditions, mcs.Conditions(e, imp, ok, imported), se.Generation)
+	if !changed {
+		return nil
+	}
+	next := se.DeepCopy()
+	next.Status.Conditions = conditions
+	out, err := c.exports.MulticlusterV1beta1().ServiceExports(k.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: ownership.ServiceMirror})
+	return c.base.Wrote(expect, out, err, kindServiceExport, "update")
+}
