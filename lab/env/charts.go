@@ -227,6 +227,9 @@ func (l *Lab) labValues(string) map[string]any {
 			// Small, so that the hostile remote (lab/scenarios) goes over it with a few dozen
 			// Services; the lab's own mirror a handful per remote.
 			"maxServicesPerRemote": HostileMirrorCap,
+			// The Multi-Cluster Services API, off by default (docs/mcs.md): the conformance
+			// suite runs against the lab.
+			"mcs": map[string]any{"enabled": true},
 		},
 		"policy": map[string]any{"calicoAPI": CalicoAPI},
 		"wireguard": map[string]any{
