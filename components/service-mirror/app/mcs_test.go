@@ -352,3 +352,82 @@ func TestImportsKeepTheTrustRulesAndLeaveOthersObjectsAlone(t *testing.T) {
 		t.Errorf("the foreign ServiceImport changed: %v %+v", err, si)
 	}
 }
+
+// readyOf are the addresses of imported slices and whether each is ready.
+func readyOf(t *testing.T, k mcs.Key) (map[string]bool, error) {
+	got, err := importOf(t, k)
+	if err != nil {
+		return nil, err
+	}
+	return addressesOf(got.slices), nil
+}
+
+// expectReady waits until the imported slices of k hold exactly want (address → ready).
+func expectReady(t *testing.T, k mcs.Key, want map[string]bool) {
+	t.Helper()
+	eventually(t, 30*time.Second, fmt.Sprintf("import %s with %v", k, want), func() error {
+		got, err := readyOf(t, k)
+		if err != nil {
+			return err
+		}
+		if !cmp.Equal(got, want) {
+			return fmt.Errorf("imported %v", got)
+		}
+		return nil
+	})
+}
+
+// A remote that goes away keeps what it exported imported: nothing is written while it is
+// down, nor by a restart while it still is; its outage policy (SEMAPHORE_WITHDRAW_AFTER) marks
+// its imported endpoints not ready, and ready again once it answers; once it is no longer
+// configured, its endpoints go, and the import with them when no other cluster exports it.
+func TestImportsThroughARemoteOutageAndTheRemotesRemoval(t *testing.T) {
+	cfg := newMCSConfig(t, "aws", "gcp")
+	cfg.RemoteProbeInterval = 200 * time.Millisecond
+	if err := cfg.WithdrawAfter.Decode("aws:2s"); err != nil {
+		t.Fatal(err)
+	}
+	ns := fixture.Namespace(t, "mcs")
+	exportService(t, local, ns, "api", nil, "198.18.1.1")
+	exportService(t, aws, ns, "api", nil, "198.18.2.1")
+	exportService(t, aws, ns, "only-aws", nil, "198.18.2.9")
+	r := start(t, cfg)
+	k, onlyAWS := mcs.Key{Namespace: ns, Name: "api"}, mcs.Key{Namespace: ns, Name: "only-aws"}
+	expectReady(t, k, map[string]bool{"198.18.1.1": true, "198.18.2.1": true})
+	expectReady(t, onlyAWS, map[string]bool{"198.18.2.9": true})
+	expectNoMCSWrites(t, ns, "at rest")
+
+	aws.Cut(t)
+	before := len(mcsWrites(t, ns))
+	expectReady(t, k, map[string]bool{"198.18.1.1": true, "198.18.2.1": false})
+	expectReady(t, onlyAWS, map[string]bool{"198.18.2.9": false})
+	if got := mcsWrites(t, ns)[before:]; len(got) != 2 {
+		t.Errorf("withdrawing aws's endpoints made %d writes, want 2 (one per slice):%s", len(got), got)
+	}
+
+	r.Stop()
+	before = len(mcsWrites(t, ns))
+	r = start(t, cfg)
+	testenv.Hold(t, 3*time.Second, "imports kept while aws is down at start", func() error {
+		got, err := readyOf(t, onlyAWS)
+		if err != nil || len(got) != 1 {
+			return fmt.Errorf("import of a Service only aws exports: %v %w", got, err)
+		}
+		return nil
+	})
+	if got := mcsWrites(t, ns)[before:]; len(got) != 0 {
+		t.Errorf("a start with aws down made %d writes, want none:%s", len(got), got)
+	}
+
+	if err := aws.SetReachable(true); err != nil {
+		t.Fatal(err)
+	}
+	expectReady(t, k, map[string]bool{"198.18.1.1": true, "198.18.2.1": true})
+	expectReady(t, onlyAWS, map[string]bool{"198.18.2.9": true})
+
+	r.Stop()
+	cfg = newMCSConfig(t, "gcp")
+	start(t, cfg)
+	expectReady(t, k, map[string]bool{"198.18.1.1": true})
+	expectNoImport(t, onlyAWS)
+}

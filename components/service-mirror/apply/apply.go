@@ -198,11 +198,15 @@ func (w *Writer[K]) Result(key K, clashed bool, err error) (reconcile.Result, er
 	return Result(w.base, key, clashed, err)
 }
 
+// IsStale reports whether err says a cache does not show our last write yet: the sync is
+// retried once it does.
+func IsStale(err error) bool { return errors.Is(err, errStale) }
+
 // Result is the result of base's sync of key that ended with clashed and err; a stale cache
 // postpones key.
 func Result[K comparable](base *multiremote.Controller[K], key K, clashed bool, err error) (reconcile.Result, error) {
 	switch {
-	case errors.Is(err, errStale):
+	case IsStale(err):
 		return base.Stale(key)
 	case err != nil:
 		return reconcile.Error, err

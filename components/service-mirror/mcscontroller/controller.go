@@ -126,6 +126,10 @@ func New(opts Options, local kubernetes.Interface, exports mcsclient.Interface, 
 		InventoryInterval: opts.InventoryInterval,
 	})
 	c.watchLocal(local, exports)
+	if opts.Withdraw != nil {
+		// A remote's endpoints withdrawn, or back: every import holding them changes.
+		opts.Withdraw.OnChange(func(string) { c.enqueueOurs(func(mcs.Key) bool { return true }) })
+	}
 	for _, r := range remotes {
 		client, err := NewClient(r.Config)
 		if err != nil {

@@ -57,6 +57,8 @@ func (c *Controller) countEndpoints(y *multiremote.Yielder) {
 		s := o.(*discoveryv1.EndpointSlice)
 		endpoints[s.Labels[mcsv1beta1.LabelSourceCluster]] += len(s.Endpoints)
 	}
+	// Series of a cluster no longer configured, once none of ours names it, go.
+	c.metrics.endpoints.Reset()
 	for name, n := range endpoints {
 		c.metrics.endpoints.WithLabelValues(name).Set(float64(n))
 	}

@@ -49,12 +49,12 @@ func (c *Controller) sync(ctx context.Context, k mcs.Key) (reconcile.Result, err
 	}
 	imp = c.keepFrom(imp, actual)
 	clashed, err := c.writeImport(ctx, k, imp)
+	// Imported: the ServiceImport is there, ours, whether or not the cache shows our last write.
+	imported := !clashed && (err == nil || (apply.IsStale(err) && actual != nil))
 	if err == nil && !clashed {
-		var c2 bool
-		c2, err = apply.PutAll(ctx, c.base, owned(c, c.slices), c.slices, k, c.desiredSlices(k, imp, ours), ours)
-		clashed = c2
+		clashed, err = apply.PutAll(ctx, c.base, owned(c, c.slices), c.slices, k, c.desiredSlices(k, imp, ours), ours)
 	}
-	statusErr := c.writeExportStatus(ctx, k, imp, true, err == nil && !clashed)
+	statusErr := c.writeExportStatus(ctx, k, imp, true, imported)
 	return apply.Result(c.base, k, clashed, errors.Join(err, statusErr))
 }
 
