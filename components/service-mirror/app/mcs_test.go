@@ -290,6 +290,35 @@ func TestServiceExportConflictOldestExportWins(t *testing.T) {
 	expectCondition(t, k, mcsv1beta1.ServiceExportConditionConflict, metav1.ConditionTrue, "PortConflict")
 }
 
+// An import whose properties come from a remote's export keeps them while that remote cannot be
+// read: a restart while it is down rewrites nothing, though the local export, the only one then
+// known, defines the Service differently.
+func TestImportKeepsTheOldestExportWhileItsClusterIsDown(t *testing.T) {
+	cfg := newMCSConfig(t, "aws", "gcp")
+	ns := fixture.Namespace(t, "mcs")
+	exportService(t, aws, ns, "api", func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP }, "198.18.2.1")
+	time.Sleep(1100 * time.Millisecond)
+	exportService(t, local, ns, "api", nil, "198.18.1.1")
+	r := start(t, cfg)
+	k := mcs.Key{Namespace: ns, Name: "api"}
+	got := expectImport(t, k, map[string][]string{"local": {"198.18.1.1"}, "aws": {"198.18.2.1"}})
+	if got.si.Annotations[mcs.AnnotationExportFrom] != "aws" || got.si.Spec.SessionAffinity != corev1.ServiceAffinityClientIP {
+		t.Errorf("import from %q with affinity %s, want aws's ClientIP", got.si.Annotations[mcs.AnnotationExportFrom], got.si.Spec.SessionAffinity)
+	}
+	// ClientIP affinity has a timeout the API server defaults, which the local export lacks.
+	expectCondition(t, k, mcsv1beta1.ServiceExportConditionConflict, metav1.ConditionTrue, "SessionAffinityConfigConflict,SessionAffinityConflict")
+	expectNoMCSWrites(t, ns, "at rest")
+
+	r.Stop()
+	aws.Cut(t)
+	before := len(mcsWrites(t, ns))
+	start(t, cfg)
+	time.Sleep(3 * time.Second)
+	if got := mcsWrites(t, ns)[before:]; len(got) != 0 {
+		t.Errorf("a restart while aws is down made %d writes, want none:%s", len(got), got)
+	}
+}
+
 // An export the API refuses (an ExternalName Service, no Service at all) is not Valid and
 // imports nothing; a Service exported into a namespace the local cluster lacks is imported
 // once the namespace exists.

@@ -54,3 +54,20 @@ func SetConditions(actual []metav1.Condition, desired []metav1.Condition, genera
 	}
 	return next, changed
 }
+
+// KeepRaisedConflict returns desired with the Conflict condition of actual when actual raises
+// one and desired does not: while a cluster cannot be read, its export may still conflict, and
+// a conflict is lowered only once every cluster is known.
+func KeepRaisedConflict(desired, actual []metav1.Condition) []metav1.Condition {
+	raised := meta.FindStatusCondition(actual, string(mcsv1beta1.ServiceExportConditionConflict))
+	if raised == nil || raised.Status != metav1.ConditionTrue {
+		return desired
+	}
+	out := append([]metav1.Condition(nil), desired...)
+	for i := range out {
+		if out[i].Type == raised.Type && out[i].Status != metav1.ConditionTrue {
+			out[i] = *raised
+		}
+	}
+	return out
+}

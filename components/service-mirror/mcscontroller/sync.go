@@ -91,9 +91,11 @@ const startGrace = 10 * time.Second
 
 // mayStillWin reports whether, within startGrace, a configured cluster has not synced yet.
 func (c *Controller) mayStillWin() bool {
-	if time.Since(c.started) > startGrace {
-		return false
-	}
+	return time.Since(c.started) <= startGrace && c.someUnready()
+}
+
+// someUnready reports whether a configured cluster cannot be read yet.
+func (c *Controller) someUnready() bool {
 	for _, cl := range c.clusters {
 		if !cl.ready() {
 			return true
@@ -223,7 +225,11 @@ func (c *Controller) writeExportStatus(ctx context.Context, k mcs.Key, imp mcs.I
 	if !c.base.Expect.Satisfied(expect, se) {
 		return nil // the event of our last write enqueues k again
 	}
-	conditions, changed := mcs.SetConditions(se.Status.Conditions, mcs.Conditions(e, imp, ok, imported), se.Generation)
+	desired := mcs.Conditions(e, imp, ok, imported)
+	if c.someUnready() {
+		desired = mcs.KeepRaisedConflict(desired, se.Status.Conditions)
+	}
+	conditions, changed := mcs.SetConditions(se.Status.Conditions, desired, se.Generation)
 	if !changed {
 		return nil
 	}
