@@ -2,19 +2,31 @@ package charts_test
 
 import (
 	"bytes"
+	"context"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	mcscrd "sigs.k8s.io/mcs-api/config/crd"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mcs"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mcscontroller"
+	"github.com/kube-semaphore/semaphore/internal/ownership"
+	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 // mcsRules are what the Multi-Cluster Services API's ClusterRole grants, and nothing else:
@@ -119,4 +131,100 @@ func TestChartInstallsTheMCSCRDs(t *testing.T) {
 			t.Errorf("%s: group %s, served %v, stored %v", file, crd.Spec.Group, served, stored)
 		}
 	}
+}
+
+// The service mirror's ServiceAccount, which the Multi-Cluster Services API's ClusterRole lets
+// write every Service, EndpointSlice and ServiceImport, may write outside its mirror namespace
+// only those of its own: the chart's ValidatingAdmissionPolicy, installed with the chart's RBAC
+// into a real API server, checked with a token the TokenRequest API issues for that
+// ServiceAccount. What the controller itself writes passes; in the mirror namespace the Role
+// alone applies.
+func TestServiceMirrorWritesOnlyItsOwnImportObjects(t *testing.T) {
+	_, gcp := clusters(t)
+	ctx := context.Background()
+	const namespace, appNS = "semaphore-admission-mcs", "admission-mcs-app"
+	m := install(t, gcp, umbrellaChart, admissionRelease, namespace, valuesOf(t, nil, awsGlobals, `
+serviceMirror: {mcs: {enabled: true}, mirrorNamespace: {name: semaphore-admission-mirrors}}
+policy: {enabled: false}
+wireguard: {enabled: false}
+`))
+	t.Cleanup(func() { uninstall(t, gcp, admissionRelease, namespace) })
+	policy := admissionPolicyOf(t, m, "service-mirror")
+	w, err := m.Workload("service-mirror")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gcp.EnsureNamespace(ctx, appNS); err != nil {
+		t.Fatal(err)
+	}
+	sa := kubernetes.NewForConfigOrDie(serviceAccountConfig(t, gcp, namespace, w.Pod.Spec.ServiceAccountName, nil))
+	k := mcs.Key{Namespace: appNS, Name: "api"}
+	ours := mcs.DerivedService(k, mcs.Import{Spec: mcsv1beta1.ServiceImportSpec{Ports: []mcsv1beta1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}})
+	foreign := ours.DeepCopy()
+	foreign.Name, foreign.Labels = "someone-elses", map[string]string{"owner": "someone-else"}
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+
+	testenv.Eventually(t, 30*time.Second, "the policy refuses a Service without our mark", func() error {
+		_, err := sa.CoreV1().Services(appNS).Create(ctx, foreign, dryRun)
+		return policyRefusal(err, policy)
+	})
+	created, err := sa.CoreV1().Services(appNS).Create(ctx, ours, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating a derived Service of its own: %v", err)
+	}
+	unmarked := created.DeepCopy()
+	delete(unmarked.Labels, ownership.ManagedBy)
+	if _, err := sa.CoreV1().Services(appNS).Update(ctx, unmarked, metav1.UpdateOptions{}); policyRefusal(err, policy) != nil {
+		t.Errorf("removing our mark: %v", policyRefusal(err, policy))
+	}
+	moved := created.DeepCopy()
+	moved.Labels[mcsv1beta1.LabelServiceName] = "other"
+	if _, err := sa.CoreV1().Services(appNS).Update(ctx, moved, metav1.UpdateOptions{}); policyRefusal(err, policy) != nil {
+		t.Errorf("moving it to another exported Service: %v", policyRefusal(err, policy))
+	}
+	if err := sa.CoreV1().Services(appNS).Delete(ctx, created.Name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting a Service of its own: %v", err)
+	}
+
+	byAdmin, err := gcp.Client.CoreV1().Services(appNS).Create(ctx, foreign, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = gcp.Client.CoreV1().Services(appNS).Delete(context.Background(), byAdmin.Name, metav1.DeleteOptions{})
+	})
+	if err := sa.CoreV1().Services(appNS).Delete(ctx, byAdmin.Name, metav1.DeleteOptions{}); policyRefusal(err, policy) != nil {
+		t.Errorf("deleting someone else's Service: %v", policyRefusal(err, policy))
+	}
+	taken := byAdmin.DeepCopy()
+	taken.Labels = mcs.Labels(k)
+	if _, err := sa.CoreV1().Services(appNS).Update(ctx, taken, metav1.UpdateOptions{}); policyRefusal(err, policy) != nil {
+		t.Errorf("taking someone else's Service over: %v", policyRefusal(err, policy))
+	}
+
+	imports := mcsClientOf(t, serviceAccountConfig(t, gcp, namespace, w.Pod.Spec.ServiceAccountName, nil)).MulticlusterV1beta1().ServiceImports(appNS)
+	foreignImport := &mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Name: "api"}, Spec: mcsv1beta1.ServiceImportSpec{Type: mcsv1beta1.Headless, Ports: []mcsv1beta1.ServicePort{{Port: 80}}}}
+	if _, err := imports.Create(ctx, foreignImport, dryRun); policyRefusal(err, policy) != nil {
+		t.Errorf("creating a ServiceImport without our mark: %v", policyRefusal(err, policy))
+	}
+	ourImport := mcs.ServiceImport(k, mcs.Import{From: "gcp", Spec: foreignImport.Spec}, nil)
+	if _, err := imports.Create(ctx, ourImport, dryRun); err != nil {
+		t.Errorf("creating a ServiceImport of its own: %v", err)
+	}
+
+	mirrors := "semaphore-admission-mirrors"
+	mirror := foreign.DeepCopy()
+	mirror.Namespace = mirrors
+	if _, err := sa.CoreV1().Services(mirrors).Create(ctx, mirror, dryRun); err != nil {
+		t.Errorf("in the mirror namespace, where the policy does not apply: %v", err)
+	}
+}
+
+func mcsClientOf(t *testing.T, cfg *rest.Config) mcsclient.Interface {
+	t.Helper()
+	c, err := mcscontroller.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
