@@ -179,11 +179,16 @@ func New(cfg Config, log *slog.Logger) (*ServiceMirror, error) {
 		RemoteSlices:  remoteSlices,
 		Limit:         limit.New(cfg.MaxServices, limit.WhatServices, "SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", over, log),
 	}, base.Local, base.Remotes, base.Health, mirrorcontroller.NewMetrics(base.Factory), base.Queue, log)}
-	if cfg.globalSelector != nil {
+	// One watch of the local Nodes' zones, for the local-first routing of both.
+	var zones *caches.Zones
+	if cfg.globalSelector != nil || cfg.MCS {
 		meta, err := metadata.NewForConfig(base.LocalConfig)
 		if err != nil {
 			return nil, fmt.Errorf("SEMAPHORE_LOCAL_KUBECONFIG: %w", err)
 		}
+		zones = caches.NewZones(meta, cfg.ResyncPeriod)
+	}
+	if cfg.globalSelector != nil {
 		ctrls.Global = globalcontroller.New(globalcontroller.Options{
 			Config:            write,
 			LocalCluster:      cfg.LocalCluster,
@@ -192,10 +197,11 @@ func New(cfg Config, log *slog.Logger) (*ServiceMirror, error) {
 			InventoryInterval: cfg.DriftInterval,
 			RemoteSlices:      remoteSlices,
 			Limit:             limit.New(cfg.GlobalMaxServices, limit.WhatGlobalServices, "SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE", over, log.With("global", true)),
-		}, base.Local, meta, base.Remotes, base.Health, globalcontroller.NewMetrics(base.Factory), base.Queue, log.With("global", true))
+			Zones:             zones,
+		}, base.Local, base.Remotes, base.Health, globalcontroller.NewMetrics(base.Factory), base.Queue, log.With("global", true))
 	}
 	if cfg.MCS {
-		if ctrls.MCS, err = newMCS(cfg, base, write, remoteSlices, log); err != nil {
+		if ctrls.MCS, err = newMCS(cfg, base, write, remoteSlices, zones, log); err != nil {
 			return nil, err
 		}
 	}
@@ -209,8 +215,8 @@ func (a *ServiceMirror) Starting() []any {
 }
 
 // newMCS builds the controller of the Multi-Cluster Services API, sharing the mirrors' remote
-// slices and what holds back a remote's endpoints.
-func newMCS(cfg Config, base *component.Base, write apply.Config, remoteSlices *caches.RemoteSlices, log *slog.Logger) (*mcscontroller.Controller, error) {
+// slices, what holds back a remote's endpoints and the zones local-first hints follow.
+func newMCS(cfg Config, base *component.Base, write apply.Config, remoteSlices *caches.RemoteSlices, zones *caches.Zones, log *slog.Logger) (*mcscontroller.Controller, error) {
 	client, err := mcscontroller.NewClient(base.LocalConfig)
 	if err != nil {
 		return nil, fmt.Errorf("SEMAPHORE_LOCAL_KUBECONFIG: %w", err)
@@ -221,5 +227,6 @@ func newMCS(cfg Config, base *component.Base, write apply.Config, remoteSlices *
 		ResyncPeriod:      cfg.ResyncPeriod,
 		InventoryInterval: cfg.DriftInterval,
 		RemoteSlices:      remoteSlices,
+		Zones:             zones,
 	}, base.Local, client, base.Remotes, base.Health, mcscontroller.NewMetrics(base.Factory), base.Queue, log.With("mcs", true))
 }

@@ -341,6 +341,12 @@ func TestGlobalServiceLocalFirstHints(t *testing.T) {
 
 // checkHints checks the zone hints of every endpoint, by source cluster (nil: no hints).
 func checkHints(sl []discoveryv1.EndpointSlice, want map[string][]string) error {
+	return checkHintsBy(sl, global.LabelCluster, want)
+}
+
+// checkHintsBy is nil when the endpoints of sl, by the cluster their label clusterLabel names,
+// are hinted for the zones of want.
+func checkHintsBy(sl []discoveryv1.EndpointSlice, clusterLabel string, want map[string][]string) error {
 	got := map[string][]string{}
 	for _, s := range sl {
 		for _, e := range s.Endpoints {
@@ -350,7 +356,7 @@ func checkHints(sl []discoveryv1.EndpointSlice, want map[string][]string) error 
 					zones = append(zones, z.Name)
 				}
 			}
-			got[s.Labels[global.LabelCluster]] = zones
+			got[s.Labels[clusterLabel]] = zones
 		}
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

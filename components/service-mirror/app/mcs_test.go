@@ -460,3 +460,38 @@ func TestImportsThroughARemoteOutageAndTheRemotesRemoval(t *testing.T) {
 	expectReady(t, k, map[string]bool{"198.18.1.1": true})
 	expectNoImport(t, onlyAWS)
 }
+
+// Exports that ask for trafficDistribution PreferClose are imported local first: the local
+// endpoints hinted for every zone of the local Nodes, the others' for a zone of their own, so
+// kube-proxy keeps the traffic in the cluster while a local endpoint is ready; the derived
+// Service says PreferClose too.
+func TestImportPreferCloseHintsTheLocalEndpoints(t *testing.T) {
+	cfg := newMCSConfig(t, "aws")
+	ns := fixture.Namespace(t, "mcs")
+	ctx := context.Background()
+	zone := ns[:min(len(ns), 50)] + "-a"
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ns + "-node", Labels: map[string]string{corev1.LabelTopologyZone: zone}}}
+	if _, err := local.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = local.Client.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{})
+	})
+	preferClose := func(s *corev1.Service) {
+		s.Spec.TrafficDistribution = ptr.To(corev1.ServiceTrafficDistributionPreferClose)
+	}
+	exportService(t, local, ns, "api", preferClose, "198.18.1.1")
+	exportService(t, aws, ns, "api", preferClose, "198.18.2.1")
+	start(t, cfg)
+	k := mcs.Key{Namespace: ns, Name: "api"}
+	eventually(t, 30*time.Second, "zone hints", func() error {
+		got, err := importOf(t, k)
+		if err != nil {
+			return err
+		}
+		if got.derived == nil || ptr.Deref(got.derived.Spec.TrafficDistribution, "") != corev1.ServiceTrafficDistributionPreferClose {
+			return fmt.Errorf("derived Service %v without PreferClose", got.derived)
+		}
+		return checkHintsBy(got.slices, mcsv1beta1.LabelSourceCluster, map[string][]string{"local": {zone}, "aws": {"semaphore-remote-aws"}})
+	})
+}

@@ -16,7 +16,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -48,6 +47,8 @@ type Options struct {
 	RemoteSlices *caches.RemoteSlices
 	// Limit bounds the global services each remote contributes to (nil: no bound).
 	Limit *limit.PerRemote
+	// Zones are the local Nodes' zones, which local-first hints follow.
+	Zones *caches.Zones
 }
 
 // Controller serves global services in the local cluster.
@@ -59,7 +60,7 @@ type Controller struct {
 	// write writes the mirror namespace, and holds its Services and EndpointSlices (the
 	// mirrors' too), the slices indexed by global service.
 	write *apply.Writer[global.Key]
-	zones *zones
+	zones *caches.Zones
 
 	// clusters are the local cluster and the remotes, by name.
 	clusters  map[string]*cluster
@@ -80,9 +81,8 @@ type cluster struct {
 
 func (c *cluster) ready() bool { return c.Remote == nil || c.Remote.Ready() }
 
-// New wires informers for the local cluster and for each remote. meta reads the local Nodes'
-// metadata (their zone labels).
-func New(opts Options, local kubernetes.Interface, meta metadata.Interface, remotes []remote.Cluster, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) *Controller {
+// New wires informers for the local cluster and for each remote.
+func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) *Controller {
 	c := &Controller{opts: opts, log: log, metrics: m, clusters: map[string]*cluster{}, announced: newAnnounced(), postponed: &keySet{}}
 	c.base = multiremote.New(multiremote.Config[global.Key]{
 		Queue:        "service_mirror_global",
@@ -107,7 +107,7 @@ func New(opts Options, local kubernetes.Interface, meta metadata.Interface, remo
 		UpdateService: global.UpdateService, Clash: c.reportClash,
 		Adopt: func(_ global.Key, svc metav1.Object) bool { return opts.Adopter.AdoptGlobal(svc) },
 	})
-	c.watchLocal(local, meta)
+	c.watchLocal(local)
 	if opts.Withdraw != nil {
 		opts.Withdraw.OnChange(func(string) { c.enqueueAllOurs() })
 	}
@@ -127,7 +127,7 @@ func New(opts Options, local kubernetes.Interface, meta metadata.Interface, remo
 // watchLocal adds the local informers besides the mirror namespace's: the EndpointSlices of
 // every other namespace (the sources of the local cluster's global services), the local
 // cluster's selected Services and the Nodes' zones.
-func (c *Controller) watchLocal(local kubernetes.Interface, meta metadata.Interface) {
+func (c *Controller) watchLocal(local kubernetes.Interface) {
 	// The mirror namespace is ours: no Service there is a source of a global service.
 	others := informers.NewSharedInformerFactoryWithOptions(local, c.opts.ResyncPeriod,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -138,13 +138,14 @@ func (c *Controller) watchLocal(local kubernetes.Interface, meta metadata.Interf
 	utilruntime.Must(sources.Informer().AddIndexers(cache.Indexers{mirror.ByServiceName: mirror.IndexByServiceName}))
 	selected := caches.SelectedServices(local, c.opts.Selector, c.opts.ResyncPeriod)
 	services := selected.Core().V1().Services()
-	c.zones = newZones(meta, c.opts.ResyncPeriod, c.enqueueAllOurs)
+	c.zones = c.opts.Zones
+	c.zones.OnChange(c.enqueueAllOurs)
 	localCluster := &cluster{name: c.opts.LocalCluster, Selected: &caches.Selected{Services: services.Lister(), Slices: sources.Informer().GetIndexer()}}
 	c.clusters[localCluster.name] = localCluster
 
 	c.base.WatchLocal(others, sources.Informer().HasSynced)
 	c.base.WatchLocal(selected, services.Informer().HasSynced)
-	c.base.WatchLocal(c.zones.factory, c.zones.synced)
+	c.base.WatchLocal(c.zones.Factory, c.zones.Synced)
 	_, _ = services.Informer().AddEventHandler(handler(func(obj any) { c.onService(obj) }))
 	_, _ = sources.Informer().AddEventHandler(handler(caches.OnSlice(localCluster.Services, c.enqueue)))
 }

@@ -49,7 +49,7 @@ func (c *Controller) takeInventory() inventory {
 			}
 		}
 	}
-	inv.LocalZones = len(c.zones.list())
+	inv.LocalZones = len(c.zones.List())
 	return inv
 }
 

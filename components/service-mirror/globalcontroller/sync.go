@@ -203,7 +203,7 @@ func (c *Controller) hints(k global.Key, used global.Definition) *global.Hints {
 	if !used.LocalFirst() {
 		return nil
 	}
-	h := &global.Hints{LocalZones: c.zones.list()}
+	h := &global.Hints{LocalZones: c.zones.List()}
 	if !h.Usable() {
 		if c.announced.noZones(k, len(h.LocalZones)) {
 			c.log.Warn("global service asks for local-first routing, but the local Nodes' zones cannot express it; kube-proxy uses every cluster's endpoints alike",

@@ -60,6 +60,8 @@ type Options struct {
 	InventoryInterval time.Duration
 	// RemoteSlices are the remotes' EndpointSlice informers, shared with the mirrors.
 	RemoteSlices *caches.RemoteSlices
+	// Zones are the local Nodes' zones, which the hints of local-first imports follow.
+	Zones *caches.Zones
 }
 
 // Controller serves ServiceImports for every Service exported in any cluster of the clusterset.
@@ -126,6 +128,8 @@ func New(opts Options, local kubernetes.Interface, exports mcsclient.Interface, 
 		InventoryInterval: opts.InventoryInterval,
 	})
 	c.watchLocal(local, exports)
+	c.base.WatchLocal(opts.Zones.Factory, opts.Zones.Synced)
+	opts.Zones.OnChange(func() { c.enqueueOurs(func(mcs.Key) bool { return true }) })
 	if opts.Withdraw != nil {
 		// A remote's endpoints withdrawn, or back: every import holding them changes.
 		opts.Withdraw.OnChange(func(string) { c.enqueueOurs(func(mcs.Key) bool { return true }) })

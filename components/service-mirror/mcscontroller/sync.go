@@ -10,9 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mcs"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
@@ -148,23 +150,48 @@ func (c *Controller) writeImport(ctx context.Context, k mcs.Key, imp mcs.Import)
 // is valid; for a cluster that cannot be read yet, the copies we hold. Those of a remote are
 // held back as a mirror's are (addresses it may not publish, an outage policy).
 func (c *Controller) desiredSlices(k mcs.Key, imp mcs.Import, ours []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
+	hints := c.hints(imp)
 	var out []*discoveryv1.EndpointSlice
 	for _, cl := range c.sortedClusters() {
-		if !cl.ready() {
-			out = append(out, kept(cl.name, ours)...)
-			continue
+		var copies []*discoveryv1.EndpointSlice
+		switch {
+		case !cl.ready():
+			copies = kept(cl.name, ours)
+		case slices.Contains(imp.Clusters, cl.name):
+			source, _ := multiremote.Indexed[*discoveryv1.EndpointSlice](cl.slices, mirror.ByServiceName, k.String())
+			copies = mcs.EndpointSlices(k, imp, cl.name, source)
+			if cl.remote != nil {
+				c.opts.HoldBack(cl.name, k.String(), copies)
+			}
 		}
-		if !slices.Contains(imp.Clusters, cl.name) {
-			continue
+		var h *discoveryv1.EndpointHints
+		if hints != nil {
+			h = hints.For(cl.name, cl.name == c.opts.LocalCluster)
 		}
-		source, _ := multiremote.Indexed[*discoveryv1.EndpointSlice](cl.slices, mirror.ByServiceName, k.String())
-		copies := mcs.EndpointSlices(k, imp, cl.name, source)
-		if cl.remote != nil {
-			c.opts.HoldBack(cl.name, k.String(), copies)
+		for _, s := range copies {
+			for i := range s.Endpoints {
+				s.Endpoints[i].Hints = h.DeepCopy()
+			}
 		}
 		out = append(out, copies...)
 	}
 	return out
+}
+
+// hints are the zone hints of local-first routing: an import whose exports ask for
+// trafficDistribution PreferClose gets, as a local-first global service does, the local
+// endpoints hinted for every local zone and the others' for zones of their own, so kube-proxy
+// keeps the traffic in the local cluster while any local endpoint is ready. nil when the import
+// does not ask for it, or the local Nodes' zones cannot express it.
+func (c *Controller) hints(imp mcs.Import) *global.Hints {
+	if ptr.Deref(imp.Spec.TrafficDistribution, "") != corev1.ServiceTrafficDistributionPreferClose {
+		return nil
+	}
+	h := &global.Hints{LocalZones: c.opts.Zones.List()}
+	if !h.Usable() {
+		return nil
+	}
+	return h
 }
 
 // kept are our copies of cluster's slices, as they are.
