@@ -48,8 +48,8 @@ func readMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 
 // RemoteService keeps of a Service only to be read its metadata (readMeta) and what a mirror
 // or a global service copies of its spec, and what an exported Service's ServiceImport
-// takes: its type, headless or not, ports, session affinity, traffic policies and whether
-// not-ready addresses are published. Not its selector, addresses or node ports, nor its status
+// takes: its type, headless or not, IP families, ports, session affinity, traffic policies and
+// whether not-ready addresses are published. Not its selector, addresses or node ports, nor its status
 // (load balancer ingress) or managedFields.
 func RemoteService(obj any) (any, error) {
 	svc, ok := obj.(*corev1.Service)
@@ -63,6 +63,7 @@ func RemoteService(obj any) (any, error) {
 		SessionAffinityConfig:    svc.Spec.SessionAffinityConfig,
 		InternalTrafficPolicy:    svc.Spec.InternalTrafficPolicy,
 		TrafficDistribution:      svc.Spec.TrafficDistribution,
+		IPFamilies:               svc.Spec.IPFamilies,
 	}
 	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
 		spec.ClusterIP = corev1.ClusterIPNone

@@ -495,3 +495,21 @@ func TestImportPreferCloseHintsTheLocalEndpoints(t *testing.T) {
 		return checkHintsBy(got.slices, mcsv1beta1.LabelSourceCluster, map[string][]string{"local": {zone}, "aws": {"semaphore-remote-aws"}})
 	})
 }
+
+// A headless Service is imported Headless: no derived Service and no address of its own, the
+// families of the exported Service, and its endpoints with their hostnames.
+func TestHeadlessServiceIsImportedHeadless(t *testing.T) {
+	cfg := newMCSConfig(t, "aws", "gcp")
+	ns := fixture.Namespace(t, "mcs")
+	if err := local.EnsureNamespace(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	exportService(t, aws, ns, "db", func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone }, "198.18.2.1")
+	start(t, cfg)
+	k := mcs.Key{Namespace: ns, Name: "db"}
+	got := expectImport(t, k, map[string][]string{"aws": {"198.18.2.1"}})
+	if got.si.Spec.Type != mcsv1beta1.Headless || len(got.si.Spec.IPs) != 0 || !slices.Equal(got.si.Spec.IPFamilies, []corev1.IPFamily{corev1.IPv4Protocol}) || got.derived != nil {
+		t.Errorf("import type %s, IPs %v, families %v, derived Service %v; want Headless, none, [IPv4], none",
+			got.si.Spec.Type, got.si.Spec.IPs, got.si.Spec.IPFamilies, got.derived)
+	}
+}

@@ -42,7 +42,8 @@ func (e Export) Invalid() (reason mcsv1beta1.ServiceExportConditionReason, messa
 type Import struct {
 	// From is the cluster of the oldest export, whose properties win every conflict.
 	From string
-	// Spec holds the merged properties; IPs and IPFamilies are the derived Service's.
+	// Spec holds the merged properties; a ClusterSetIP import's IPs and IPFamilies are the
+	// derived Service's, a headless one's families the oldest export's Service's.
 	Spec mcsv1beta1.ServiceImportSpec
 	// Labels and Annotations are the oldest export's exported ones.
 	Labels, Annotations map[string]string
@@ -96,7 +97,9 @@ func propertiesOf(svc *corev1.Service) mcsv1beta1.ServiceImportSpec {
 		TrafficDistribution:   svc.Spec.TrafficDistribution,
 	}
 	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		// A headless import's families are the Service's: it has no address of its own.
 		spec.Type = mcsv1beta1.Headless
+		spec.IPFamilies = slices.Clone(svc.Spec.IPFamilies)
 	}
 	if spec.InternalTrafficPolicy == nil {
 		cluster := corev1.ServiceInternalTrafficPolicyCluster
@@ -183,7 +186,10 @@ func (imp Import) ConflictReason() string {
 func (imp Import) KeepProperties(from string, actual *mcsv1beta1.ServiceImport) Import {
 	imp.From = from
 	imp.Spec = *actual.Spec.DeepCopy()
-	imp.Spec.IPs, imp.Spec.IPFamilies = nil, nil
+	imp.Spec.IPs = nil
+	if imp.Spec.Type == mcsv1beta1.ClusterSetIP {
+		imp.Spec.IPFamilies = nil // the derived Service's
+	}
 	imp.Labels = maps.Clone(actual.Labels)
 	for key := range Labels(Key{}) {
 		delete(imp.Labels, key)

@@ -14,13 +14,17 @@ import (
 )
 
 // ServiceImport returns the desired ServiceImport of k: imp's properties, and for a ClusterSetIP
-// import the addresses and families of its derived Service (none until it has them). Its labels
+// import the addresses and families of its derived Service (none until it has them); a headless
+// one has no address, and the families of the Service. Its labels
 // and annotations are the exported ones with ours added.
 func ServiceImport(k Key, imp Import, derived *corev1.Service) *mcsv1beta1.ServiceImport {
 	spec := *imp.Spec.DeepCopy()
-	if spec.Type == mcsv1beta1.ClusterSetIP && derived != nil {
-		spec.IPs = append([]string(nil), derived.Spec.ClusterIPs...)
-		spec.IPFamilies = append([]corev1.IPFamily(nil), derived.Spec.IPFamilies...)
+	if spec.Type == mcsv1beta1.ClusterSetIP {
+		spec.IPs, spec.IPFamilies = nil, nil
+		if derived != nil {
+			spec.IPs = append([]string(nil), derived.Spec.ClusterIPs...)
+			spec.IPFamilies = append([]corev1.IPFamily(nil), derived.Spec.IPFamilies...)
+		}
 	}
 	labels := maps.Clone(imp.Labels)
 	if labels == nil {
