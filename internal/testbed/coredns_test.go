@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -29,7 +30,9 @@ import (
 // does what the doc says about everything else.
 func TestCoreDNSDocs(t *testing.T) {
 	const ns = "semaphore"
-	c := testenv.Start(t, testenv.Options{}, "local")[0]
+	// The Corefile's multicluster option needs the MCS API's CRDs (docs/coredns.md): without
+	// them CoreDNS answers SERVFAIL where the names below want NXDOMAIN.
+	c := testenv.Start(t, testenv.Options{CRDDirs: []string{testbed.MCSCRDs()}}, "local")[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := c.EnsureNamespace(ctx, ns); err != nil {
@@ -63,18 +66,7 @@ func TestCoreDNSDocs(t *testing.T) {
 		t.Fatalf("global.ServiceName(%v) = %q is not shortened: the test needs a longer name", glLong, glLongName)
 	}
 
-	svcs := c.Client.CoreV1().Services(ns)
-	clusterIP := func(name string) string {
-		t.Helper()
-		svc, err := svcs.Create(ctx, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "forward", Port: 24224, Protocol: corev1.ProtocolTCP}}},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return svc.Spec.ClusterIP
-	}
+	clusterIP := func(name string) string { return createService(ctx, t, c, ns, name, "") }
 	fluentdIP := clusterIP(mirror.ServiceName(fluentd))
 	longIP := clusterIP(longName)
 	// The global Services, made here by hand as the service mirror would (without its labels,
@@ -85,37 +77,12 @@ func TestCoreDNSDocs(t *testing.T) {
 	// for a remote: it must not be the answer.
 	decoyIP := clusterIP("global-sys-log-73736d-fluentd")
 
-	headless := func(name string) {
-		t.Helper()
-		if _, err := svcs.Create(ctx, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: corev1.ServiceSpec{
-				ClusterIP: corev1.ClusterIPNone,
-				Ports:     []corev1.ServicePort{{Name: "postgres", Port: 5432, Protocol: corev1.ProtocolTCP}},
-			},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	endpoint := func(hostname, ip string, ready bool) discoveryv1.Endpoint {
-		return discoveryv1.Endpoint{
-			Addresses:  []string{ip},
-			Hostname:   ptr.To(hostname),
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready)},
-		}
-	}
+	headless := func(name string) { createService(ctx, t, c, ns, name, corev1.ClusterIPNone) }
 	slice := func(service, name string, labels map[string]string, endpoints ...discoveryv1.Endpoint) {
 		t.Helper()
 		labels[discoveryv1.LabelServiceName] = service
 		labels[discoveryv1.LabelManagedBy] = mirror.SliceManager
-		if _, err := c.Client.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Name: name, Labels: labels},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Endpoints:   endpoints,
-			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("postgres"), Port: ptr.To[int32](5432), Protocol: ptr.To(corev1.ProtocolTCP)}},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		createSlice(ctx, t, c, ns, name, labels, postgresPort, endpoints...)
 	}
 	// A headless mirror with two ready endpoints and one that is not ready.
 	pgName := mirror.ServiceName(pg)
@@ -134,20 +101,10 @@ func TestCoreDNSDocs(t *testing.T) {
 	slice(glPGName, glPGName+"-gcp", map[string]string{global.LabelCluster: "gcp"},
 		endpoint("pg-0", "198.18.2.10", true),
 		endpoint("pg-1", "198.18.2.11", true))
-	// The API server creates its own Service shortly after it starts.
-	var kube *corev1.Service
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		var err error
-		kube, err = c.Client.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
-		return err == nil, nil
-	}); err != nil {
-		t.Fatalf("waiting for Service default/kubernetes: %v", err)
-	}
+	kubeIP := kubernetesServiceIP(ctx, t, c)
 
 	addr := testenv.StartCoreDNS(t, testenv.CorefileFromDocs(t, c.Kubeconfig, ns))
 
-	// CoreDNS may start answering before its caches hold everything (answering SERVFAIL
-	// then): wait for the expected answer rather than take the first one.
 	for _, tc := range []struct {
 		name string
 		want []string
@@ -167,20 +124,9 @@ func TestCoreDNSDocs(t *testing.T) {
 		{"gl-sys-log-73736d-fluentd.semaphore.svc.cluster.local", []string{glFluentdIP}},
 		{glLongName + ".semaphore.svc.cluster.local", []string{glLongIP}},
 		{"global-sys-log-73736d-fluentd.semaphore.svc.cluster.local", []string{decoyIP}},
-		{"kubernetes.default.svc.cluster.local", []string{kube.Spec.ClusterIP}},
+		{"kubernetes.default.svc.cluster.local", []string{kubeIP}},
 	} {
-		var got []string
-		var err error
-		// Until the test's context ends, after which every case fails at once.
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-			got, err = testbed.LookupHost(ctx, addr, tc.name)
-			if (err == nil && slices.Equal(got, tc.want)) || time.Now().After(deadline) || ctx.Err() != nil {
-				break
-			}
-		}
-		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("LookupHost(%s) = %v, %v; want %v", tc.name, got, err, tc.want)
-		}
+		expectAddresses(ctx, t, addr, tc.name, tc.want...)
 	}
 
 	resolver := testbed.Resolver(addr)
@@ -206,10 +152,7 @@ func TestCoreDNSDocs(t *testing.T) {
 		"nothere.sys-log.svc.cluster.aws", "fluentd.sys-log.svc.cluster.gcp", "pg-2.pg.db.svc.cluster.gcp",
 		"nothere.sys-log.svc.cluster.global", "fluentd.db.svc.cluster.global", "pg-2.pg.db.svc.cluster.global",
 	} {
-		got, err := testbed.LookupHost(ctx, addr, name)
-		if dnsErr := (*net.DNSError)(nil); !errors.As(err, &dnsErr) || !dnsErr.IsNotFound {
-			t.Errorf("LookupHost(%s) = %v, %v; want NXDOMAIN", name, got, err)
-		}
+		expectNXDOMAIN(ctx, t, addr, name, 0)
 	}
 	// A shortened name cannot be derived: the rewritten name is not a valid DNS name and
 	// CoreDNS answers SERVFAIL, as docs/coredns.md says.
@@ -217,11 +160,122 @@ func TestCoreDNSDocs(t *testing.T) {
 		long.Name + "." + long.Namespace + ".svc.cluster." + long.Cluster,
 		glLong.Name + "." + glLong.Namespace + ".svc.cluster.global",
 	} {
-		got, err := testbed.LookupHost(ctx, addr, query)
-		if dnsErr := (*net.DNSError)(nil); !errors.As(err, &dnsErr) || dnsErr.IsNotFound || dnsErr.Err != "server misbehaving" {
-			t.Errorf("LookupHost(%s) = %v, %v; want SERVFAIL (server misbehaving)", query, got, err)
+		expectSERVFAIL(ctx, t, addr, query)
+	}
+}
+
+// The ports of the tests' Services: fluentd's forward and pg's postgres.
+var (
+	forwardPort  = corev1.ServicePort{Name: "forward", Port: 24224, Protocol: corev1.ProtocolTCP}
+	postgresPort = corev1.ServicePort{Name: "postgres", Port: 5432, Protocol: corev1.ProtocolTCP}
+)
+
+// createService creates Service ns/name in c, headless when clusterIP is "None", with one
+// port: forwardPort when it has a ClusterIP, postgresPort when headless. It returns the
+// ClusterIP.
+func createService(ctx context.Context, t *testing.T, c *testenv.Cluster, ns, name, clusterIP string) string {
+	t.Helper()
+	port := forwardPort
+	if clusterIP == corev1.ClusterIPNone {
+		port = postgresPort
+	}
+	svc, err := c.Client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       corev1.ServiceSpec{ClusterIP: clusterIP, Ports: []corev1.ServicePort{port}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc.Spec.ClusterIP
+}
+
+// endpoint is a StatefulSet pod's endpoint: hostname at ip, ready or not.
+func endpoint(hostname, ip string, ready bool) discoveryv1.Endpoint {
+	e := discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready)}}
+	if hostname != "" {
+		e.Hostname = ptr.To(hostname)
+	}
+	return e
+}
+
+// createSlice creates the IPv4 EndpointSlice ns/name in c with labels, port and endpoints.
+func createSlice(ctx context.Context, t *testing.T, c *testenv.Cluster, ns, name string, labels map[string]string, port corev1.ServicePort, endpoints ...discoveryv1.Endpoint) {
+	t.Helper()
+	if _, err := c.Client.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: name, Labels: labels},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   endpoints,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(port.Name), Port: ptr.To(port.Port), Protocol: ptr.To(port.Protocol)}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kubernetesServiceIP is the ClusterIP of Service default/kubernetes, which the API server
+// creates shortly after it starts.
+func kubernetesServiceIP(ctx context.Context, t *testing.T, c *testenv.Cluster) string {
+	t.Helper()
+	var kube *corev1.Service
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		kube, err = c.Client.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("waiting for Service default/kubernetes: %v", err)
+	}
+	return kube.Spec.ClusterIP
+}
+
+// expectAddresses waits up to 30 s for the CoreDNS at addr to resolve name to want (sorted),
+// and fails the test when it does not. CoreDNS may start answering before its caches hold
+// everything (answering SERVFAIL then), so the first answer is not taken.
+func expectAddresses(ctx context.Context, t *testing.T, addr, name string, want ...string) {
+	t.Helper()
+	var got []string
+	var err error
+	// Until the test's context ends, after which every case fails at once.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		got, err = testbed.LookupHost(ctx, addr, name)
+		if (err == nil && slices.Equal(got, want)) || time.Now().After(deadline) || ctx.Err() != nil {
+			break
 		}
 	}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("LookupHost(%s) = %v, %v; want %v", name, got, err, want)
+	}
+}
+
+// expectNXDOMAIN fails the test unless the CoreDNS at addr answers NXDOMAIN for name, waiting
+// up to within for it (0: the first answer counts).
+func expectNXDOMAIN(ctx context.Context, t *testing.T, addr, name string, within time.Duration) {
+	t.Helper()
+	var got []string
+	var err error
+	for deadline := time.Now().Add(within); ; time.Sleep(200 * time.Millisecond) {
+		got, err = testbed.LookupHost(ctx, addr, name)
+		if isNXDOMAIN(err) || !time.Now().Before(deadline) || ctx.Err() != nil {
+			break
+		}
+	}
+	if !isNXDOMAIN(err) {
+		t.Errorf("LookupHost(%s) = %v, %v; want NXDOMAIN", name, got, err)
+	}
+}
+
+// expectSERVFAIL fails the test unless the CoreDNS at addr answers SERVFAIL for name (which
+// Go's resolver reports as "server misbehaving").
+func expectSERVFAIL(ctx context.Context, t *testing.T, addr, name string) {
+	t.Helper()
+	got, err := testbed.LookupHost(ctx, addr, name)
+	if dnsErr := (*net.DNSError)(nil); !errors.As(err, &dnsErr) || dnsErr.IsNotFound || dnsErr.Err != "server misbehaving" {
+		t.Errorf("LookupHost(%s) = %v, %v; want SERVFAIL (server misbehaving)", name, got, err)
+	}
+}
+
+// isNXDOMAIN reports whether err is a lookup's NXDOMAIN.
+func isNXDOMAIN(err error) bool {
+	dnsErr := (*net.DNSError)(nil)
+	return errors.As(err, &dnsErr) && dnsErr.IsNotFound
 }
 
 // TestCorefileRewrites applies the rewrite rules of docs/coredns.md as CoreDNS does (the query
@@ -365,4 +419,28 @@ func applyRewrites(rules []rewriteRule, name string) (string, int) {
 		return s, i
 	}
 	return name, -1
+}
+
+// The ClusterRole of docs/coredns.md, which the lab gives its CoreDNS, lets CoreDNS list and
+// watch all its kubernetes plugin reads, ServiceImports for the multicluster option included.
+func TestDocsCoreDNSRoleReadsWhatTheKubernetesPluginWatches(t *testing.T) {
+	role, err := testbed.DocsCoreDNSRole()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if role.Name != "system:coredns" {
+		t.Errorf("the ClusterRole is %q, want kubeadm's system:coredns", role.Name)
+	}
+	for _, want := range []struct{ group, resource string }{
+		{"", "services"}, {"", "pods"}, {"", "namespaces"},
+		{"discovery.k8s.io", "endpointslices"}, {"multicluster.x-k8s.io", "serviceimports"},
+	} {
+		for _, verb := range []string{"list", "watch"} {
+			if !slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
+				return slices.Contains(r.APIGroups, want.group) && slices.Contains(r.Resources, want.resource) && slices.Contains(r.Verbs, verb)
+			}) {
+				t.Errorf("the ClusterRole does not allow %s of %s in group %q", verb, want.resource, want.group)
+			}
+		}
+	}
 }

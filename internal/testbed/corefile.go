@@ -11,11 +11,16 @@ import (
 // DocsCorefile is the Corefile docs/coredns.md tells users to deploy, as it stands there: what
 // the lab's CoreDNS pods run.
 func DocsCorefile() (string, error) {
+	return docsBlock("corefile")
+}
+
+// docsBlock is the only code block of docs/coredns.md fenced as ```lang.
+func docsBlock(lang string) (string, error) {
 	doc, err := os.ReadFile(filepath.Join(RepoRoot(), "docs", "coredns.md"))
 	if err != nil {
 		return "", err
 	}
-	return fencedBlock(string(doc), "corefile")
+	return fencedBlock(string(doc), lang)
 }
 
 // CorefileFromDocs returns the Corefile that docs/coredns.md tells users to deploy (its only

@@ -7,10 +7,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/internal/testbed"
@@ -23,7 +21,7 @@ import (
 // is CoreDNS built by ci/coredns.sh, in the lab's registry.
 
 const (
-	dnsNamespace = "kube-system"
+	dnsNamespace = testbed.CoreDNSNamespace
 	dnsName      = "coredns"
 	dnsService   = "kube-dns"
 )
@@ -43,12 +41,14 @@ func (l *Lab) createCoreDNS(ctx context.Context) error {
 	return nil
 }
 
-// createClusterDNS creates a cluster's CoreDNS: its ServiceAccount and what it may read, its
-// Corefile, its Deployment and the kube-dns Service.
+// createClusterDNS creates a cluster's CoreDNS: its ServiceAccount with the ClusterRole of
+// docs/coredns.md, its Corefile, its Deployment and the kube-dns Service. The Corefile's
+// multicluster option also needs the MCS API's CRDs, which the chart installed before (its
+// service-mirror's crds/): without them CoreDNS would never become ready.
 func (l *Lab) createClusterDNS(ctx context.Context, spec ClusterSpec, corefile string) error {
 	client := l.clusters[spec.Name].Client
 	app := map[string]string{"k8s-app": "kube-dns"}
-	if err := createDNSAccess(ctx, client); err != nil {
+	if err := testbed.GrantCoreDNSAccess(ctx, client); err != nil {
 		return err
 	}
 	if _, err := client.CoreV1().ConfigMaps(dnsNamespace).Create(ctx, &corev1.ConfigMap{
@@ -82,34 +82,10 @@ func (l *Lab) createClusterDNS(ctx context.Context, spec ClusterSpec, corefile s
 	return err
 }
 
-// createDNSAccess creates CoreDNS's ServiceAccount, allowed what its kubernetes plugin reads.
-func createDNSAccess(ctx context.Context, client kubernetes.Interface) error {
-	if _, err := client.CoreV1().ServiceAccounts(dnsNamespace).Create(ctx, &corev1.ServiceAccount{
-		ObjectMeta: metav1.ObjectMeta{Name: dnsName},
-	}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	if _, err := client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "system:coredns"},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"services", "pods", "namespaces"}, Verbs: []string{"list", "watch"}},
-			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	_, err := client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "system:coredns"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:coredns"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: dnsName, Namespace: dnsNamespace}},
-	}, metav1.CreateOptions{})
-	return err
-}
-
 // dnsPodSpec is the pod of CoreDNS, its Corefile mounted from the ConfigMap.
 func (l *Lab) dnsPodSpec() corev1.PodSpec {
 	return corev1.PodSpec{
-		ServiceAccountName: dnsName,
+		ServiceAccountName: testbed.CoreDNSServiceAccount,
 		// The Corefile forwards what is not the cluster's to the resolvers of resolv.conf. The
 		// lab's nodes have none (nothing may leave the machine), and CoreDNS refuses to start
 		// without one: it gets an address on the lab's internet that nothing answers.

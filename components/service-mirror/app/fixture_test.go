@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -47,7 +46,7 @@ func testLabelValue(t *testing.T) string { return fixture.Namespace(t, "t") }
 func TestMain(m *testing.M) {
 	// Remotes are dual-stack, the local cluster is IPv4 only, as many real ones are.
 	// Every cluster serves the Multi-Cluster Services API, from the CRDs the chart installs.
-	crds := []string{filepath.Join(testbed.RepoRoot(), "charts", "semaphore", "charts", "service-mirror", "crds")}
+	crds := []string{testbed.MCSCRDs()}
 	opts := fixture.Options{
 		Local: testenv.Options{Audit: true, CRDDirs: crds},
 		AWS:   testenv.Options{ServiceCIDRs: "10.1.0.0/16,fd00:1::/108", CRDDirs: crds},
