@@ -10,6 +10,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
 )
@@ -33,6 +34,7 @@ var (
 	nodes          = probe{resource: "nodes"}
 	ipamBlocks     = probe{group: "crd.projectcalico.org", resource: "ipamblocks"}
 	secrets        = probe{resource: "secrets"}
+	serviceExports = probe{group: mcsv1beta1.GroupName, resource: mcsv1beta1.ServiceExportPluralName}
 )
 
 func (p probe) with(verbs ...string) []probe {
@@ -44,11 +46,16 @@ func (p probe) with(verbs ...string) []probe {
 }
 
 // needs is what component c needs in remote: the reads of its informers (and, for wireguard
-// reading the remote's Calico IPAM blocks, those).
+// reading the remote's Calico IPAM blocks, those; for a service mirror serving the Multi-Cluster
+// Services API, the ServiceExports).
 func needs(c release.Component, remote string) []probe {
 	switch c.Name {
 	case release.ServiceMirror:
-		return append(services.with("list", "watch"), endpointSlices.with("list", "watch")...)
+		out := append(services.with("list", "watch"), endpointSlices.with("list", "watch")...)
+		if c.ServesMCS() {
+			out = append(out, serviceExports.with("list", "watch")...)
+		}
+		return out
 	case release.Policy:
 		return pods.with("list", "watch")
 	case release.WireGuard:
@@ -94,7 +101,8 @@ func allowedByRemote(components []release.Component) map[string][]probe {
 }
 
 // forbidden are the reviews that must be denied given what is allowed: any write of the
-// resources Semaphore reads, reading Secrets, and reading the resources no component needs.
+// resources Semaphore reads, reading Secrets, and reading the resources no component needs
+// (ServiceExports aside).
 // get is tolerated on every resource that is allowed to be listed (the chart grants it).
 func forbidden(allowed []probe) []probe {
 	var out []probe
@@ -108,6 +116,9 @@ func forbidden(allowed []probe) []probe {
 			out = append(out, r.with("list")...)
 		}
 	}
+	// semaphore-remote lets every service mirror read the ServiceExports, whether it serves the
+	// API or not: only writing them is forbidden.
+	out = append(out, serviceExports.with("create", "update", "patch", "delete", "deletecollection")...)
 	return append(out, secrets.with("get", "list", "watch", "create")...)
 }
 

@@ -1,12 +1,14 @@
 // Package check checks that the Semaphore controllers of a cluster work, from where they run:
 // their pods are ready, and for every remote they read, their own metrics (read through the API
 // server's pod proxy) say that the remote answers them, who they are there, that it forbids them
-// nothing, and, for WireGuard, that every peer handshakes over a path its MTU fits. Preflight
-// checks read the local cluster: the CoreDNS rewrite of each remote, Calico's IP pools for the
-// remotes' pod ranges, and that no pod ranges overlap. Nothing here connects to an address read
-// from a cluster's objects unless asked to (Options.ProbeRemotes): then the remotes are also
-// asked, from this machine and with the pods' credentials, what they answer, grant and hold.
-// Each failure says what is wrong and links a runbook.
+// nothing, and, for WireGuard, that every peer handshakes over a path its MTU fits. Where the
+// service mirror serves the Multi-Cluster Services API, the cluster must serve it too and the
+// local ServiceExports be valid, ready and in no conflict. Preflight checks read the local
+// cluster: the CoreDNS rewrite of each remote, Calico's IP pools for the remotes' pod ranges,
+// and that no pod ranges overlap. Nothing here connects to an address read from a cluster's
+// objects unless asked to (Options.ProbeRemotes): then the remotes are also asked, from this
+// machine and with the pods' credentials, what they answer, grant and hold. Each failure says
+// what is wrong and links a runbook.
 package check
 
 import (
@@ -46,6 +48,12 @@ const (
 	// DNS and IPPools are preflight checks of the local cluster's configuration.
 	DNS     = "dns"
 	IPPools = "ippools"
+	// MCSAPI, MCSExports and MCSConflicts check the Multi-Cluster Services API the service
+	// mirror serves (SEMAPHORE_MCS_ENABLED): that the cluster and the service mirror serve it,
+	// that every local ServiceExport is valid and ready, and that none is in conflict.
+	MCSAPI       = "mcs-api"
+	MCSExports   = "mcs-exports"
+	MCSConflicts = "mcs-conflicts"
 	// The checks that connect to the remotes from this machine (Options.ProbeRemotes).
 	ProbeReachable = "probe-reachable"
 	ProbeIdentity  = "probe-identity"
@@ -157,7 +165,8 @@ type checker struct {
 }
 
 // component runs the checks of one component: its workload, its pod ranges and, for each remote
-// it reads, what its pods say of it (and, with ProbeRemotes, what the remote says).
+// it reads, what its pods say of it (and, with ProbeRemotes, what the remote says); of the
+// service mirror, the Multi-Cluster Services API.
 func (k *checker) component(ctx context.Context, c release.Component, allowed map[string][]probe) []Result {
 	view := k.controllers(ctx, c)
 	out := checkWorkload(ctx, k.client, c, view.all, view.err)
@@ -169,6 +178,9 @@ func (k *checker) component(ctx context.Context, c release.Component, allowed ma
 		}
 		out = append(out, k.fromPods(ctx, view, name, asked)...)
 		out = append(out, asked.results...)
+	}
+	if c.Name == release.ServiceMirror {
+		out = append(out, k.checkMCS(ctx, view)...)
 	}
 	return out
 }

@@ -264,7 +264,8 @@ func (s inSync) result(t *testing.T, name string) check.Result {
 
 // The check of a linked pair of clusters, probing the remote from here too: in sync, it passes;
 // an extra ClusterRole bound to the consumer fails the access reviews naming it; a missing
-// network set fails; a revoked token fails naming the remote.
+// network set fails; a service mirror serving the Multi-Cluster Services API may read the
+// remote's ServiceExports; a revoked token fails naming the remote.
 func TestCheck(t *testing.T) {
 	testenv.SkipIfShort(t, "API servers")
 	ctx := context.Background()
@@ -279,14 +280,15 @@ func TestCheck(t *testing.T) {
 	want := map[string]int{
 		check.Pods: 3, check.PodRanges: 3 + 1, check.Reachable: 3, check.Identity: 3, check.Access: 3,
 		check.Peers: 1, check.Handshakes: 1, check.WireGuardMode: 1, check.MTU: 1,
-		check.DNS: 1, check.IPPools: 1,
+		check.DNS: 1, check.IPPools: 1, check.MCSAPI: 1, check.MCSExports: 1, check.MCSConflicts: 1,
 		check.ProbeReachable: 3, check.ProbeIdentity: 3, check.ProbeAccess: 3, check.Mirrors: 1, check.Global: 1, check.NetworkSets: 1,
 	}
 	got := map[string]int{}
 	for _, r := range results {
 		got[r.Check]++
-		// Each result is about remote aws, but the preflight's, about the cluster.
-		if r.Check != check.Pods && (r.Cluster != "gcp" || r.Remote != "aws" && r.Component != "") {
+		// Each result is about remote aws, but the preflight's and the service mirror's
+		// Multi-Cluster Services API's, about the cluster.
+		if r.Check != check.Pods && (r.Cluster != "gcp" || r.Remote != "aws" && r.Component != "" && !strings.HasPrefix(r.Check, "mcs-")) {
 			t.Errorf("result %+v: want cluster gcp, remote aws", r)
 		}
 	}
@@ -477,6 +479,17 @@ func TestCheck(t *testing.T) {
 		defer setEnv(t, gcp, "semaphore-service-mirror", "SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", "1000")
 		if r := s.result(t, check.Mirrors); !r.OK || !r.Warning || !strings.Contains(r.Message, "sys-log/zz-extra") {
 			t.Errorf("beyond a limit of 1, zz-extra without a mirror: %+v, want a warning naming it", r)
+		}
+	})
+
+	// Serving the Multi-Cluster Services API, the service mirror also needs to read the
+	// remote's ServiceExports, which semaphore-remote grants.
+	t.Run("serving the Multi-Cluster Services API", func(t *testing.T) {
+		setEnv(t, gcp, "semaphore-service-mirror", release.MCSEnabledEnv, "true")
+		defer setEnv(t, gcp, "semaphore-service-mirror", release.MCSEnabledEnv, "false")
+		r := resultOf(t, s.run(t, opts), check.ProbeAccess, "aws", release.ServiceMirror)
+		if !r.OK || !strings.Contains(r.Message, "list serviceexports.multicluster.x-k8s.io, watch serviceexports.multicluster.x-k8s.io") {
+			t.Errorf("%+v: want the service mirror allowed to read aws's ServiceExports", r)
 		}
 	})
 

@@ -19,9 +19,16 @@ func TestPodCIDRsFrom(t *testing.T) {
 	}
 }
 
-// What is allowed is never also forbidden, and reading what no component needs is.
+// What is allowed is never also forbidden, and reading what no component needs is, but for
+// ServiceExports, which semaphore-remote lets every service mirror read: writing them is.
 func TestForbidden(t *testing.T) {
 	allowed := append(services.with("list", "watch"), endpointSlices.with("list", "watch")...)
+	for _, p := range forbidden(allowed) {
+		if p.resourceOnly() == serviceExports && p.verb == "list" {
+			t.Errorf("%s is forbidden to a service mirror that does not serve the Multi-Cluster Services API", p)
+		}
+	}
+	allowed = append(allowed, serviceExports.with("list", "watch")...)
 	deny := forbidden(allowed)
 	for _, p := range deny {
 		for _, a := range allowed {
@@ -30,7 +37,8 @@ func TestForbidden(t *testing.T) {
 			}
 		}
 	}
-	for _, p := range []probe{{resource: "pods", verb: "list"}, {resource: "nodes", verb: "list"}, {resource: "secrets", verb: "get"}, {resource: "services", verb: "create"}} {
+	for _, p := range []probe{{resource: "pods", verb: "list"}, {resource: "nodes", verb: "list"}, {resource: "secrets", verb: "get"}, {resource: "services", verb: "create"},
+		{group: "multicluster.x-k8s.io", resource: "serviceexports", verb: "update"}} {
 		found := false
 		for _, d := range deny {
 			found = found || d == p

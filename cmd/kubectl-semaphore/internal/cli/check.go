@@ -18,7 +18,9 @@ components' pods are ready; for every remote each component reads, what its pods
 is current, who they are there, that it forbade them nothing, and for WireGuard that every node of
 the remote is a peer that handshook recently, the implementation in use and the MTU; and the
 cluster's preflight: the CoreDNS rewrite of each remote, Calico's IP pools for the remotes' pod
-ranges, and pod ranges that do not overlap.
+ranges, and pod ranges that do not overlap; where the service mirror serves the Multi-Cluster
+Services API, that the cluster serves it (its CRDs) and the service mirror too, that every local
+ServiceExport is valid and ready, and that none is in conflict.
 
 Nothing connects to an address read from the cluster's objects unless --probe-remotes is given:
 then this machine also connects to each remote's API server, with the credentials the pods mount,

@@ -108,11 +108,13 @@ func newStatus(o *options) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "status [--contexts CTX,...]",
-		Short: "The mesh at a glance: each cluster's remotes, mirrors, global services, network sets and WireGuard peers",
+		Short: "The mesh at a glance: each cluster's remotes, mirrors, global services, service exports and imports, network sets and WireGuard peers",
 		Long: `status shows, for the cluster of each context, what Semaphore made of it: each remote,
 whether it answers the controllers, the mirrors and network sets made from it and the WireGuard
 peers on its side with their last handshake; the global services and their endpoints by cluster;
-and whatever could not be read. -n narrows the search for the controllers to one namespace
+where the service mirror serves the Multi-Cluster Services API, the ServiceExports with their
+Valid, Ready and Conflict conditions and the ServiceImports it holds with their IPs and
+endpoints by source cluster; and whatever could not be read. -n narrows the search for the controllers to one namespace
 (default: every namespace).
 
 ` + meshReads,

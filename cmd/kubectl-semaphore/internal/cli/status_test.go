@@ -19,15 +19,9 @@ import (
 // exit status 1, after the output of the others. Only --probe-remotes sends a request to the
 // remote's address.
 func TestStatusAndGraph(t *testing.T) {
-	gcp := testenv.Start(t, testenv.Options{}, "gcp")[0]
-	clustertest.TokenSecret(t, gcp, "aws", "not-a-token")
-	clustertest.Umbrella(t, gcp, "gcp", "aws", "https://127.0.0.1:1", nil)
+	gcp := unanswered(t, false)
 
-	run := func(args ...string) (int, string, string) {
-		var out, errOut bytes.Buffer
-		code := cli.Main(append(args, "--kubeconfig", gcp.Kubeconfig), &out, &errOut)
-		return code, out.String(), errOut.String()
-	}
+	run := commandOn(gcp)
 
 	code, out, errOut := run("status")
 	t.Logf("status:\n%s", out)
@@ -74,4 +68,29 @@ func TestStatusAndGraph(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "CLUSTER gcp (context gcp)") || !strings.Contains(errOut, `context nowhere: no context "nowhere" in the kubeconfig`) {
 		t.Errorf("status with an unknown context: exit %d\n%s\n%s", code, out, errOut)
 	}
+}
+
+// commandOn returns a function that runs the command line with args on the cluster c (its
+// kubeconfig), and returns the exit status, the output and the errors.
+func commandOn(c *testenv.Cluster) func(args ...string) (int, string, string) {
+	return func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := cli.Main(append(args, "--kubeconfig", c.Kubeconfig), &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+}
+
+// unanswered is a cluster gcp with the semaphore chart reading a remote aws that does not
+// answer, at 127.0.0.1:1, with a token it would not take; the service mirror serves the
+// Multi-Cluster Services API when servesMCS.
+func unanswered(t *testing.T, servesMCS bool) *testenv.Cluster {
+	t.Helper()
+	gcp := testenv.Start(t, testenv.Options{}, "gcp")[0]
+	clustertest.TokenSecret(t, gcp, "aws", "not-a-token")
+	if servesMCS {
+		clustertest.UmbrellaMCS(t, gcp, "gcp", "aws", "https://127.0.0.1:1")
+	} else {
+		clustertest.Umbrella(t, gcp, "gcp", "aws", "https://127.0.0.1:1", nil)
+	}
+	return gcp
 }

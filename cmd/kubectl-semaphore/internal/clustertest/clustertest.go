@@ -46,7 +46,20 @@ func Umbrella(t testing.TB, c *testenv.Cluster, local, remote, server string, ca
 	if len(caData) > 0 {
 		ca = fmt.Sprintf("caData: %q, ", base64.StdEncoding.EncodeToString(caData))
 	}
-	umbrella(t, c, local, remote, fmt.Sprintf("server: %q, %stokenSecret: {name: semaphore-remote-%s, key: token}", server, ca, remote))
+	umbrella(t, c, local, remote, tokenSecret(server, ca, remote), "")
+}
+
+// UmbrellaMCS installs the semaphore chart as Umbrella does, without a CA, with the service
+// mirror serving the Multi-Cluster Services API (serviceMirror.mcs.enabled).
+func UmbrellaMCS(t testing.TB, c *testenv.Cluster, local, remote, server string) {
+	t.Helper()
+	umbrella(t, c, local, remote, tokenSecret(server, "", remote), "serviceMirror: {mcs: {enabled: true}}\n")
+}
+
+// tokenSecret are the fields of a remote entry (server, the CA's field ca) whose token is in
+// the Secret semaphore-remote-<remote>.
+func tokenSecret(server, ca, remote string) string {
+	return fmt.Sprintf("server: %q, %stokenSecret: {name: semaphore-remote-%s, key: token}", server, ca, remote)
 }
 
 // UmbrellaWithKubeconfig installs the semaphore chart as Umbrella does, reading remote through
@@ -54,12 +67,12 @@ func Umbrella(t testing.TB, c *testenv.Cluster, local, remote, server string, ca
 // the entry's server, which the values require, is not used then).
 func UmbrellaWithKubeconfig(t testing.TB, c *testenv.Cluster, local, remote, server, secret string) {
 	t.Helper()
-	umbrella(t, c, local, remote, fmt.Sprintf("server: %q, kubeconfigSecret: {name: %s}", server, secret))
+	umbrella(t, c, local, remote, fmt.Sprintf("server: %q, kubeconfigSecret: {name: %s}", server, secret), "")
 }
 
 // umbrella installs the semaphore chart with one remote, without podRanges, whose entry has
-// the fields credentials besides (a YAML flow mapping's fields).
-func umbrella(t testing.TB, c *testenv.Cluster, local, remote, credentials string) {
+// the fields credentials besides (a YAML flow mapping's fields), and the values extra (YAML).
+func umbrella(t testing.TB, c *testenv.Cluster, local, remote, credentials, extra string) {
 	t.Helper()
 	Install(t, c, "charts/semaphore", "semaphore", "semaphore", fmt.Sprintf(`
 global:
@@ -68,7 +81,7 @@ global:
     - {name: %s, allowAnyPodAddress: true, %s}
 policy: {calicoAPI: crd.projectcalico.org/v1}
 wireguard: {listenPorts: {%s: 51821}}
-`, local, remote, credentials, remote))
+%s`, local, remote, credentials, remote, extra))
 }
 
 // TokenSecret writes token into the Secret semaphore/semaphore-remote-<remote> of c, where the

@@ -9,11 +9,14 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mcs"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mcscontroller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
@@ -25,8 +28,9 @@ func CalicoCRDs() string {
 	return filepath.Join(testbed.RepoRoot(), "components", "policy", "testdata", "crds")
 }
 
-// Create creates each of objs in c (Services, EndpointSlices, Pods, Nodes, and GlobalNetworkSets
-// in the CRD API) and updates it to what the API server made of it. An object created before
+// Create creates each of objs in c (Services, EndpointSlices, Pods, Nodes, GlobalNetworkSets
+// in the CRD API, and the Multi-Cluster Services API's ServiceExports, with their status, and
+// ServiceImports) and updates it to what the API server made of it. An object created before
 // and deleted since may be created again: its resourceVersion is dropped.
 func Create(t testing.TB, c *testenv.Cluster, objs ...any) {
 	t.Helper()
@@ -48,6 +52,10 @@ func Create(t testing.TB, c *testenv.Cluster, objs ...any) {
 			err = keep(o)(c.Client.CoreV1().Nodes().Create(ctx, o, create))
 		case *calico.GlobalNetworkSet:
 			err = createNetworkSet(ctx, c, o)
+		case *mcsv1beta1.ServiceExport:
+			err = createServiceExport(ctx, c, o)
+		case *mcsv1beta1.ServiceImport:
+			err = createServiceImport(ctx, c, o)
 		default:
 			t.Fatalf("create %T", obj)
 		}
@@ -85,6 +93,63 @@ func createNetworkSet(ctx context.Context, c *testenv.Cluster, set *calico.Globa
 		return err
 	}
 	return keep(set)(calico.FromUnstructured(u))
+}
+
+// createServiceExport creates se and then writes its status, as the service mirror would.
+func createServiceExport(ctx context.Context, c *testenv.Cluster, se *mcsv1beta1.ServiceExport) error {
+	client, err := mcscontroller.NewClient(c.Config)
+	if err != nil {
+		return err
+	}
+	exports := client.MulticlusterV1beta1().ServiceExports(se.Namespace)
+	status := se.Status
+	if err := keep(se)(exports.Create(ctx, se, metav1.CreateOptions{})); err != nil || len(status.Conditions) == 0 {
+		return err
+	}
+	se.Status = status
+	return keep(se)(exports.UpdateStatus(ctx, se, metav1.UpdateOptions{}))
+}
+
+func createServiceImport(ctx context.Context, c *testenv.Cluster, si *mcsv1beta1.ServiceImport) error {
+	client, err := mcscontroller.NewClient(c.Config)
+	if err != nil {
+		return err
+	}
+	return keep(si)(client.MulticlusterV1beta1().ServiceImports(si.Namespace).Create(ctx, si, metav1.CreateOptions{}))
+}
+
+// ServiceExport is the ServiceExport of namespace/name with the conditions the service mirror
+// sets on it when its namespace has the Service svc (nil for none) and the clusters' exports
+// merge into imp (nil when none is valid), with the ServiceImport written.
+func ServiceExport(namespace, name string, svc *corev1.Service, imp *mcs.Import) *mcsv1beta1.ServiceExport {
+	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+	merged := mcs.Import{}
+	if imp != nil {
+		merged = *imp
+	}
+	se.Status.Conditions, _ = mcs.SetConditions(nil, mcs.Conditions(mcs.Export{Service: svc}, merged, imp != nil, imp != nil), 1)
+	return se
+}
+
+// MultiClusterService creates in c what the service mirror makes of the exported Service k,
+// whose exports merge into imp, and returns its ServiceImport: for a ClusterSetIP import the
+// derived Service, whose address the import takes; the ServiceImport; and the imported copies
+// of the slices of each cluster (slices by cluster).
+func MultiClusterService(t testing.TB, c *testenv.Cluster, k mcs.Key, imp mcs.Import, slices map[string][]*discoveryv1.EndpointSlice) *mcsv1beta1.ServiceImport {
+	t.Helper()
+	var derived *corev1.Service
+	if imp.Spec.Type == mcsv1beta1.ClusterSetIP {
+		derived = mcs.DerivedService(k, imp)
+		Create(t, c, derived)
+	}
+	si := mcs.ServiceImport(k, imp, derived)
+	Create(t, c, si)
+	for cluster, s := range slices {
+		for _, copied := range mcs.EndpointSlices(k, imp, cluster, s) {
+			Create(t, c, copied)
+		}
+	}
+	return si
 }
 
 // NetworkSet is the GlobalNetworkSet semaphore-policy makes of the pods of src with the

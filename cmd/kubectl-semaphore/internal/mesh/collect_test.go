@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/clustertest"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/mesh"
@@ -23,6 +24,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/mcs"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -211,4 +213,77 @@ func viewOfAWS(prefix string, up int, synced time.Time) string {
 		text += prefix + `_remote_identity_info{remote="aws",user="system:serviceaccount:semaphore-remote:semaphore-remote-gcp"} 1` + "\n"
 	}
 	return text
+}
+
+// Where the service mirror serves the Multi-Cluster Services API, Collect reads the local
+// ServiceExports with their conditions, and the ServiceImports the service mirror holds (not
+// another's) with their IPs and the endpoints of the slices it imported for them by source
+// cluster: here app/api exported by aws and gcp, whose ports differ, a ClusterSetIP import;
+// app/db a headless one of aws; app/gone exported with no Service.
+func TestCollectReadsTheServiceExportsAndImports(t *testing.T) {
+	gcp := testenv.Start(t, testenv.Options{CRDDirs: []string{clustertest.CalicoCRDs()}}, "gcp")[0]
+	clustertest.TokenSecret(t, gcp, "aws", "not-a-token")
+	clustertest.UmbrellaMCS(t, gcp, "gcp", "aws", "https://127.0.0.1:1")
+	ctx := context.Background()
+	if err := gcp.EnsureNamespace(ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+
+	created := time.Now()
+	api := func(port int32) *corev1.Service {
+		return &corev1.Service{Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: port, Protocol: corev1.ProtocolTCP}}}}
+	}
+	merged, _ := mcs.Merge([]mcs.Export{
+		{Cluster: "aws", Created: created, Service: api(8080)},
+		{Cluster: "gcp", Created: created.Add(time.Minute), Service: api(8081)},
+	})
+	slice := func(name string, ready ...bool) *discoveryv1.EndpointSlice {
+		s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name}, AddressType: discoveryv1.AddressTypeIPv4}
+		for i, r := range ready {
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.1.0." + strconv.Itoa(i+1)}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(r)}})
+		}
+		return s
+	}
+	imported := clustertest.MultiClusterService(t, gcp, mcs.Key{Namespace: "app", Name: "api"}, merged,
+		map[string][]*discoveryv1.EndpointSlice{"aws": {slice("api-aws", true, false)}, "gcp": {slice("api-gcp", true)}})
+	headless := api(5432)
+	headless.Spec.ClusterIP = corev1.ClusterIPNone
+	db, _ := mcs.Merge([]mcs.Export{{Cluster: "aws", Created: created, Service: headless}})
+	clustertest.MultiClusterService(t, gcp, mcs.Key{Namespace: "app", Name: "db"}, db,
+		map[string][]*discoveryv1.EndpointSlice{"aws": {slice("db-aws", true)}})
+	clustertest.Create(t, gcp,
+		clustertest.ServiceExport("app", "api", api(8081), &merged),
+		clustertest.ServiceExport("app", "gone", nil, nil),
+		// Another implementation's import, which status does not show as the service mirror's.
+		&mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "app"},
+			Spec: mcsv1beta1.ServiceImportSpec{Type: mcsv1beta1.Headless, Ports: []mcsv1beta1.ServicePort{{Port: 80}}}})
+
+	st, err := mesh.Collect(ctx, mesh.Sources{Client: gcp.Client, Dynamic: dynamic.NewForConfigOrDie(gcp.Config), Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(imported.Spec.IPs) == 0 {
+		t.Fatalf("the import of app/api has no IPs: %+v", imported.Spec)
+	}
+	conflict := "the exporting clusters define the Service differently; the oldest export (aws) wins each conflicting property, ports are merged by name"
+	want := &mesh.MultiCluster{
+		Exports: []mesh.ServiceExport{
+			{Name: "app/api", Valid: mesh.Condition{Status: "True", Reason: "Valid", Message: "the Service is exported"},
+				Ready:    mesh.Condition{Status: "True", Reason: "Exported", Message: "the ServiceImport holds this cluster's endpoints"},
+				Conflict: mesh.Condition{Status: "True", Reason: "PortConflict", Message: conflict}},
+			{Name: "app/gone", Valid: mesh.Condition{Status: "False", Reason: "NoService", Message: "no Service of this name in the namespace"},
+				Ready:    mesh.Condition{Status: "False", Reason: "Failed", Message: "the ServiceExport is not valid"},
+				Conflict: mesh.Condition{Status: "False", Reason: "NoConflicts", Message: "an export that is not valid takes no part in the ServiceImport"}},
+		},
+		Imports: []mesh.ServiceImport{
+			{Name: "app/api", Type: "ClusterSetIP", IPs: imported.Spec.IPs, Endpoints: 3, Ready: 2, Clusters: map[string]int{"aws": 2, "gcp": 1}},
+			{Name: "app/db", Type: "Headless", Endpoints: 1, Ready: 1, Clusters: map[string]int{"aws": 1}},
+		},
+	}
+	if diff := cmp.Diff(want, st.MultiCluster); diff != "" {
+		t.Errorf("multi-cluster services (-want +got):\n%s", diff)
+	}
+	if len(st.Problems) != 0 {
+		t.Errorf("problems: %q", st.Problems)
+	}
 }

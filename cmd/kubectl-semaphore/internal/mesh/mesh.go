@@ -1,6 +1,7 @@
 // Package mesh collects what Semaphore made of one cluster's place in the mesh: its remotes and
 // whether they answer the controllers, the mirrors and network sets made from each, the global
-// services, and the WireGuard peers with their last handshake. It reads the local cluster only,
+// services, the ServiceExports and ServiceImports of the Multi-Cluster Services API, and the
+// WireGuard peers with their last handshake. It reads the local cluster only,
 // the controllers' pods' metrics through its API server's pod proxy included: nothing connects to
 // an address read from the cluster's objects unless asked (Sources.ProbeRemotes). The status and
 // graph commands are two views of the same ClusterState, so the views are tested on states made
@@ -34,6 +35,9 @@ type ClusterState struct {
 	Nodes          []string        `json:"nodes,omitempty"`
 	Remotes        []RemoteState   `json:"remotes"`
 	GlobalServices []GlobalService `json:"globalServices,omitempty"`
+	// MultiCluster is what the service mirror serves of the Multi-Cluster Services API; nil when
+	// it does not serve it, or the cluster does not (a problem says so).
+	MultiCluster *MultiCluster `json:"multiCluster,omitempty"`
 	// ProbedRemotes says that the remotes' Access comes from asking each remote from this machine
 	// (Sources.ProbeRemotes), not from the controllers' metrics.
 	ProbedRemotes bool `json:"probedRemotes,omitempty"`
@@ -164,6 +168,7 @@ func Collect(ctx context.Context, s Sources) (ClusterState, error) {
 	}
 	if c, ok := byName[release.ServiceMirror]; ok {
 		st.mirrors(ctx, s, c, remotes.get)
+		st.multiCluster(ctx, s, c)
 	}
 	if c, ok := byName[release.Policy]; ok {
 		st.networkSets(ctx, s, c, remotes.get)

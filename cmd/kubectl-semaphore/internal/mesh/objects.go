@@ -31,20 +31,12 @@ func (st *ClusterState) mirrors(ctx context.Context, s Sources, c release.Compon
 		st.problem("reading the mirror EndpointSlices in namespace %s: %v", ns, err)
 		return
 	}
-	type count struct{ all, ready int }
 	// endpoints counts by Service name, and for global services by source cluster too.
 	endpoints := map[string]count{}
 	byCluster := map[string]map[string]int{}
 	for _, sl := range eps.Items {
 		svc := sl.Labels[discoveryv1.LabelServiceName]
-		n := endpoints[svc]
-		for _, e := range sl.Endpoints {
-			n.all++
-			if e.Conditions.Ready == nil || *e.Conditions.Ready {
-				n.ready++
-			}
-		}
-		endpoints[svc] = n
+		endpoints[svc] = endpoints[svc].add(sl)
 		if cluster := sl.Labels[global.LabelCluster]; cluster != "" {
 			if byCluster[svc] == nil {
 				byCluster[svc] = map[string]int{}
@@ -67,6 +59,20 @@ func (st *ClusterState) mirrors(ctx context.Context, s Sources, c release.Compon
 			st.GlobalServices = append(st.GlobalServices, g)
 		}
 	}
+}
+
+// count is a number of endpoints, and how many of them are ready.
+type count struct{ all, ready int }
+
+// add is c with the endpoints of slice counted: ready unless marked not ready.
+func (c count) add(slice discoveryv1.EndpointSlice) count {
+	for _, e := range slice.Endpoints {
+		c.all++
+		if e.Conditions.Ready == nil || *e.Conditions.Ready {
+			c.ready++
+		}
+	}
+	return c
 }
 
 // networkSets reads the GlobalNetworkSets semaphore-policy made, from the API group it writes.

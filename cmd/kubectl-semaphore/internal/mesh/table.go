@@ -21,7 +21,8 @@ func age(t, now time.Time) string {
 }
 
 // WriteTables writes the states as text, a few tables per cluster: the remotes at a glance,
-// the global services, the WireGuard peers, and what could not be read or reached.
+// the global services, the ServiceExports and ServiceImports, the WireGuard peers, and what
+// could not be read or reached.
 func WriteTables(w io.Writer, states []ClusterState, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	for i, st := range states {
@@ -42,6 +43,7 @@ func writeCluster(w *tabwriter.Writer, st ClusterState, now time.Time) {
 	fmt.Fprintln(w)
 	writeRemotes(w, st.Remotes, now)
 	writeGlobalServices(w, st.GlobalServices)
+	writeMultiCluster(w, st.MultiCluster)
 	writePeers(w, st.Remotes, now)
 	writeProblems(w, st)
 }
@@ -77,12 +79,57 @@ func writeGlobalServices(w io.Writer, services []GlobalService) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "GLOBAL SERVICE\tENDPOINTS BY CLUSTER")
 	for _, g := range services {
-		var parts []string
-		for _, c := range slices.Sorted(maps.Keys(g.Endpoints)) {
-			parts = append(parts, fmt.Sprintf("%s=%d", c, g.Endpoints[c]))
-		}
-		fmt.Fprintf(w, "%s\t%s\n", g.Service, orNone(strings.Join(parts, " ")))
+		fmt.Fprintf(w, "%s\t%s\n", g.Service, byCluster(g.Endpoints))
 	}
+}
+
+// writeMultiCluster writes the ServiceExports with their conditions and the ServiceImports with
+// their endpoints by cluster, when the service mirror serves the Multi-Cluster Services API.
+func writeMultiCluster(w io.Writer, m *MultiCluster) {
+	if m == nil {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "SERVICE EXPORT\tVALID\tREADY\tCONFLICT")
+	if len(m.Exports) == 0 {
+		fmt.Fprintln(w, "(none)")
+	}
+	for _, e := range m.Exports {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", e.Name, e.Valid.cell("True"), e.Ready.cell("True"), e.Conflict.cell("False"))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "SERVICE IMPORT\tTYPE\tIPS\tENDPOINTS\tBY CLUSTER")
+	if len(m.Imports) == 0 {
+		fmt.Fprintln(w, "(none)")
+	}
+	for _, i := range m.Imports {
+		ips := strings.Join(i.IPs, ",")
+		if ips == "" {
+			ips = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s\n", i.Name, i.Type, ips, i.Ready, i.Endpoints, byCluster(i.Clusters))
+	}
+}
+
+// cell is the condition's status, with its reason when it is not the status wanted; "-" when
+// the export does not have it.
+func (c Condition) cell(wanted string) string {
+	switch {
+	case c.Status == "":
+		return "-"
+	case c.Status == wanted || c.Reason == "":
+		return c.Status
+	}
+	return c.Status + " (" + c.Reason + ")"
+}
+
+// byCluster lists counts by cluster as cluster=count, in cluster order: "(none)" when empty.
+func byCluster(counts map[string]int) string {
+	var parts []string
+	for _, c := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", c, counts[c]))
+	}
+	return orNone(strings.Join(parts, " "))
 }
 
 // writePeers writes the WireGuard peers of every remote with their last handshake, if any.

@@ -249,3 +249,52 @@ func TestWriteTablesSaysWhichMetricsDoNotSayTheRemoteAnswers(t *testing.T) {
 		t.Errorf("tables:\n%s\nwant them to end with\n%s", b.String(), want)
 	}
 }
+
+// The ServiceExports and ServiceImports are tables of their own: each export's conditions with
+// the reason of those not as they should be, each import's type, IPs and endpoints, ready/all
+// and by source cluster.
+func TestWriteTablesShowsTheServiceExportsAndImports(t *testing.T) {
+	st := mesh.ClusterState{Cluster: "gcp", Remotes: []mesh.RemoteState{{Name: "aws"}}, MultiCluster: &mesh.MultiCluster{
+		Exports: []mesh.ServiceExport{
+			{Name: "app/api", Valid: mesh.Condition{Status: "True", Reason: "Valid"}, Ready: mesh.Condition{Status: "True", Reason: "Exported"},
+				Conflict: mesh.Condition{Status: "True", Reason: "PortConflict,TypeConflict"}},
+			{Name: "app/gone", Valid: mesh.Condition{Status: "False", Reason: "NoService"}, Ready: mesh.Condition{Status: "False", Reason: "Failed"},
+				Conflict: mesh.Condition{Status: "False", Reason: "NoConflicts"}},
+			{Name: "app/new"},
+		},
+		Imports: []mesh.ServiceImport{
+			{Name: "app/api", Type: "ClusterSetIP", IPs: []string{"10.0.0.9", "fd00::9"}, Endpoints: 3, Ready: 2, Clusters: map[string]int{"gcp": 1, "aws": 2}},
+			{Name: "app/db", Type: "Headless", Clusters: map[string]int{}},
+		},
+	}}
+	var b bytes.Buffer
+	if err := mesh.WriteTables(&b, []mesh.ClusterState{st}, now); err != nil {
+		t.Fatal(err)
+	}
+	want := `CLUSTER gcp
+
+REMOTE  REACHABLE  MIRRORS  ENDPOINTS  NETWORK SETS  NETS  PEERS  OLDEST HANDSHAKE
+aws     unknown    0        0/0        0             0     0      -
+
+SERVICE EXPORT  VALID              READY           CONFLICT
+app/api         True               True            True (PortConflict,TypeConflict)
+app/gone        False (NoService)  False (Failed)  False
+app/new         -                  -               -
+
+SERVICE IMPORT  TYPE          IPS               ENDPOINTS  BY CLUSTER
+app/api         ClusterSetIP  10.0.0.9,fd00::9  2/3        aws=2 gcp=1
+app/db          Headless      -                 0/0        (none)
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("tables (-want +got):\n%s", diff)
+	}
+
+	st.MultiCluster = &mesh.MultiCluster{}
+	b.Reset()
+	if err := mesh.WriteTables(&b, []mesh.ClusterState{st}, now); err != nil {
+		t.Fatal(err)
+	}
+	if want := "SERVICE EXPORT  VALID  READY  CONFLICT\n(none)\n\nSERVICE IMPORT  TYPE  IPS  ENDPOINTS  BY CLUSTER\n(none)\n"; !bytes.Contains(b.Bytes(), []byte(want)) {
+		t.Errorf("no export nor import: want\n%s\nin\n%s", want, b.String())
+	}
+}

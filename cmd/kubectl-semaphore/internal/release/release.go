@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,6 +73,17 @@ func (c Component) PodRanges() (addrguard.Ranges, error) {
 		return nil, fmt.Errorf("%s: %w", PodRangesEnv, err)
 	}
 	return r, nil
+}
+
+// MCSEnabledEnv turns on the service mirror's Multi-Cluster Services API (the chart's
+// serviceMirror.mcs.enabled).
+const MCSEnabledEnv = "SEMAPHORE_MCS_ENABLED"
+
+// ServesMCS reports whether the component is a service mirror that serves the Multi-Cluster
+// Services API: SEMAPHORE_MCS_ENABLED true (off by default, as the service mirror reads it).
+func (c Component) ServesMCS() bool {
+	on, err := strconv.ParseBool(c.Env[MCSEnabledEnv])
+	return c.Name == ServiceMirror && err == nil && on
 }
 
 // Where names the namespace a search looks in, for messages: "any namespace" for "" (every
