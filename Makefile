@@ -195,3 +195,13 @@ soak: ## Churn the lab for SOAK_DURATION, then check mesh, footprint and alerts 
 .PHONY: lab-check
 lab-check: ## Bring the lab up, assert what it shows, tear it down (ci/lab-check; as root, also without nodes)
 	@bash ci/lab-check
+
+# The upstream MCS conformance suite (third_party/mcs-api-conformance, unmodified) against the
+# lab's clusters: aws and gcp, then aws, gcp and merit. Not part of `make test`. A running lab
+# is used; otherwise one is brought up and taken down after (CONFORMANCE_KEEP_LAB=1 keeps it).
+# CONFORMANCE_LABELS=Required runs only the specs every implementation must pass.
+CONFORMANCE_LABELS ?=
+
+.PHONY: conformance
+conformance: ## Run the upstream MCS conformance suite against the lab; reports in .lab/conformance (docs/mcs.md)
+	@CONFORMANCE_LABELS='$(CONFORMANCE_LABELS)' bash ci/conformance.sh

@@ -52,10 +52,6 @@ func writeConfigs(cfg Config, maxOpenFiles uint64) error {
 	if err := os.MkdirAll(p.config(""), 0o755); err != nil {
 		return err
 	}
-	hostsDir := p.config(filepath.Join("certs.d", cfg.Registry))
-	if err := os.MkdirAll(hostsDir, 0o755); err != nil {
-		return err
-	}
 	kubelet, err := kubeletConfig(cfg, maxOpenFiles)
 	if err != nil {
 		return err
@@ -76,11 +72,17 @@ func writeConfigs(cfg Config, maxOpenFiles uint64) error {
 	}
 	files := map[string][]byte{
 		p.config("containerd.toml"):             []byte(containerdConfig(cfg)),
-		filepath.Join(hostsDir, "hosts.toml"):   []byte(registryHosts(cfg.Registry)),
 		p.config("kubelet.yaml"):                kubelet,
 		p.config("kube-proxy.yaml"):             proxy,
 		p.config("resolv.conf"):                 []byte(resolvConf),
 		p.root(cniConfDir) + "/10-lab.conflist": cni,
+	}
+	for _, registry := range append([]string{cfg.Registry}, mirroredRegistries...) {
+		hostsDir := p.config(filepath.Join("certs.d", registry))
+		if err := os.MkdirAll(hostsDir, 0o755); err != nil {
+			return err
+		}
+		files[filepath.Join(hostsDir, "hosts.toml")] = []byte(registryHosts(cfg.Registry))
 	}
 	for path, data := range files {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -89,6 +91,13 @@ func writeConfigs(cfg Config, maxOpenFiles uint64) error {
 	}
 	return nil
 }
+
+// mirroredRegistries are the registries whose images a node pulls from Config.Registry
+// instead, under the same repository and tag: docker.io, for the two public images that the
+// MCS conformance suite's pods run (alpine/socat, nicolaka/netshoot; lab/conformance pushes
+// stand-ins under their names). Config.Registry is their server too, so nothing is ever
+// pulled from outside.
+var mirroredRegistries = []string{"docker.io"}
 
 // resolvConf is kubelet's "host" resolv.conf: no nameserver (the lab has no DNS upstream),
 // rather than this machine's, which names a server outside.
@@ -144,7 +153,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 		tomlString(cniConfDir), tomlString(p.config("certs.d")))
 }
 
-// registryHosts is containerd's hosts.toml for the plain-HTTP registry at hostPort.
+// registryHosts is containerd's hosts.toml for the plain-HTTP registry at hostPort: the lab
+// registry's own, and that of each mirrored registry, whose server it replaces.
 func registryHosts(hostPort string) string {
 	server := tomlString("http://" + hostPort)
 	return fmt.Sprintf("server = %s\n\n[host.%s]\n  capabilities = [\"pull\", \"resolve\"]\n", server, server)

@@ -2,6 +2,8 @@ package node
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -110,6 +112,25 @@ func TestConfigs(t *testing.T) {
 	for _, want := range []string{`"isGateway": true`, `"ipMasq": false`, `"hairpinMode": true`, `"subnet": "198.18.1.0/25"`, `"type": "portmap"`} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("the CNI configuration lacks %s:\n%s", want, data)
+		}
+	}
+}
+
+// Images named on docker.io (the MCS conformance suite's pods run two) come from the lab's
+// registry, which is docker.io's server as well as its mirror: no pull ever leaves the lab.
+func TestDockerHubImagesComeFromTheLabRegistry(t *testing.T) {
+	cfg := validConfig()
+	cfg.Dir = t.TempDir()
+	if err := writeConfigs(cfg, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, registry := range []string{cfg.Registry, "docker.io"} {
+		data, err := os.ReadFile(filepath.Join(cfg.Dir, "config", "certs.d", registry, "hosts.toml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := registryHosts(cfg.Registry); string(data) != want {
+			t.Errorf("%s's hosts.toml:\n%s\nwant:\n%s", registry, data, want)
 		}
 	}
 }
