@@ -26,6 +26,7 @@ import (
 // local ServiceExport's conditions say so, reading only from caches and writing only what
 // differs.
 func (c *Controller) sync(ctx context.Context, k mcs.Key) (reconcile.Result, error) {
+	r := c.readable()
 	ours, err := multiremote.Indexed[*discoveryv1.EndpointSlice](c.ours.slices, c.base.SourceIndex(), k.String())
 	if err != nil {
 		return reconcile.Error, err
@@ -34,37 +35,37 @@ func (c *Controller) sync(ctx context.Context, k mcs.Key) (reconcile.Result, err
 	if err != nil {
 		return reconcile.Error, err
 	}
-	imp, ok := mcs.Merge(c.exportsOf(k))
+	imp, ok := mcs.Merge(c.exportsOf(k, r))
 	if !ok || !c.namespaceUsable(k.Namespace) {
-		if !ok && c.unknownHolds(ours) {
+		if !ok && c.unknownHolds(ours, r) {
 			// A cluster we cannot read yet exported it: keep what it contributed until we can.
 			return reconcile.Skipped, nil
 		}
 		err := c.deleteAll(ctx, k, actual, ours)
-		return multiremote.Result(errors.Join(err, c.writeExportStatus(ctx, k, imp, ok, false)))
+		return multiremote.Result(errors.Join(err, c.writeExportStatus(ctx, k, imp, ok, false, r)))
 	}
-	if actual == nil && c.mayStillWin() {
+	if actual == nil && c.mayStillWin(r) {
 		// Created now, it could be rewritten once that cluster synced: wait for it, or for the
 		// end of the grace period.
 		c.base.Queue.AddAfter(k, startGrace-time.Since(c.started))
 		return reconcile.Skipped, nil
 	}
-	imp = c.keepFrom(imp, actual)
+	imp = c.keepFrom(imp, actual, r)
 	clashed, err := c.writeImport(ctx, k, imp)
 	// Imported: the ServiceImport is there, ours, whether or not the cache shows our last write.
 	imported := !clashed && (err == nil || (apply.IsStale(err) && actual != nil))
 	if err == nil && !clashed {
-		clashed, err = apply.PutAll(ctx, c.base, owned(c, c.slices), c.slices, k, c.desiredSlices(k, imp, ours), ours)
+		clashed, err = apply.PutAll(ctx, c.base, owned(c, c.slices), c.slices, k, c.desiredSlices(k, imp, ours, r), ours)
 	}
-	statusErr := c.writeExportStatus(ctx, k, imp, true, imported)
+	statusErr := c.writeExportStatus(ctx, k, imp, true, imported, r)
 	return apply.Result(c.base, k, clashed, errors.Join(err, statusErr))
 }
 
 // exportsOf are the exports of k in every cluster that can be read and has a ServiceExport of it.
-func (c *Controller) exportsOf(k mcs.Key) []mcs.Export {
+func (c *Controller) exportsOf(k mcs.Key, r readable) []mcs.Export {
 	var out []mcs.Export
 	for _, cl := range c.clusters {
-		if !cl.ready() {
+		if !r[cl.name] {
 			continue
 		}
 		se, err := cl.exports.ServiceExports(k.Namespace).Get(k.Name)
@@ -92,28 +93,47 @@ func (c *Controller) namespaceUsable(name string) bool {
 const startGrace = 10 * time.Second
 
 // mayStillWin reports whether, within startGrace, a configured cluster has not synced yet.
-func (c *Controller) mayStillWin() bool {
-	return time.Since(c.started) <= startGrace && c.someUnready()
+func (c *Controller) mayStillWin(r readable) bool {
+	return time.Since(c.started) <= startGrace && r.someNot()
 }
 
-// someUnready reports whether a configured cluster cannot be read yet.
-func (c *Controller) someUnready() bool {
-	for _, cl := range c.clusters {
-		if !cl.ready() {
+// readable says which clusters a sync reads, decided once at its start: a remote whose caches
+// sync while the sync runs is the next sync's (its sync enqueues everything again), never taken
+// for readable by one part of a sync and for unreadable by another.
+type readable map[string]bool
+
+func (c *Controller) readable() readable {
+	r := make(readable, len(c.clusters))
+	for name, cl := range c.clusters {
+		r[name] = cl.ready()
+	}
+	return r
+}
+
+// someNot reports whether a configured cluster cannot be read yet.
+func (r readable) someNot() bool {
+	for _, ok := range r {
+		if !ok {
 			return true
 		}
 	}
 	return false
 }
 
+// unreadable reports whether name is a configured cluster that cannot be read yet.
+func (r readable) unreadable(name string) bool {
+	ok, configured := r[name]
+	return configured && !ok
+}
+
 // keepFrom keeps the properties of the existing import while the cluster they came from cannot
 // be read: a restart or an outage of that cluster rewrites nothing.
-func (c *Controller) keepFrom(imp mcs.Import, actual *mcsv1beta1.ServiceImport) mcs.Import {
+func (c *Controller) keepFrom(imp mcs.Import, actual *mcsv1beta1.ServiceImport, r readable) mcs.Import {
 	if actual == nil {
 		return imp
 	}
 	from := actual.Annotations[mcs.AnnotationExportFrom]
-	if cl := c.clusters[from]; cl == nil || cl.ready() {
+	if !r.unreadable(from) {
 		return imp
 	}
 	return imp.KeepProperties(from, actual)
@@ -121,9 +141,9 @@ func (c *Controller) keepFrom(imp mcs.Import, actual *mcsv1beta1.ServiceImport) 
 
 // unknownHolds reports whether any of our slices comes from a configured cluster that cannot be
 // read yet.
-func (c *Controller) unknownHolds(ours []*discoveryv1.EndpointSlice) bool {
+func (c *Controller) unknownHolds(ours []*discoveryv1.EndpointSlice, r readable) bool {
 	for _, s := range ours {
-		if cl := c.clusters[s.Labels[mcsv1beta1.LabelSourceCluster]]; cl != nil && !cl.ready() {
+		if r.unreadable(s.Labels[mcsv1beta1.LabelSourceCluster]) {
 			return true
 		}
 	}
@@ -149,13 +169,13 @@ func (c *Controller) writeImport(ctx context.Context, k mcs.Key, imp mcs.Import)
 // desiredSlices are the imported slices of k: a copy of every slice of each cluster whose export
 // is valid; for a cluster that cannot be read yet, the copies we hold. Those of a remote are
 // held back as a mirror's are (addresses it may not publish, an outage policy).
-func (c *Controller) desiredSlices(k mcs.Key, imp mcs.Import, ours []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
+func (c *Controller) desiredSlices(k mcs.Key, imp mcs.Import, ours []*discoveryv1.EndpointSlice, r readable) []*discoveryv1.EndpointSlice {
 	hints := c.hints(imp)
 	var out []*discoveryv1.EndpointSlice
 	for _, cl := range c.sortedClusters() {
 		var copies []*discoveryv1.EndpointSlice
 		switch {
-		case !cl.ready():
+		case !r[cl.name]:
 			copies = kept(cl.name, ours)
 		case slices.Contains(imp.Clusters, cl.name):
 			source, _ := multiremote.Indexed[*discoveryv1.EndpointSlice](cl.slices, mirror.ByServiceName, k.String())
@@ -238,7 +258,7 @@ func (c *Controller) deleteDerived(ctx context.Context, k mcs.Key) error {
 
 // writeExportStatus sets the conditions of the local ServiceExport of k, when there is one:
 // only a change is written.
-func (c *Controller) writeExportStatus(ctx context.Context, k mcs.Key, imp mcs.Import, ok, imported bool) error {
+func (c *Controller) writeExportStatus(ctx context.Context, k mcs.Key, imp mcs.Import, ok, imported bool, r readable) error {
 	local := c.clusters[c.opts.LocalCluster]
 	se, err := local.exports.ServiceExports(k.Namespace).Get(k.Name)
 	if err != nil {
@@ -253,7 +273,7 @@ func (c *Controller) writeExportStatus(ctx context.Context, k mcs.Key, imp mcs.I
 		return nil // the event of our last write enqueues k again
 	}
 	desired := mcs.Conditions(e, imp, ok, imported)
-	if c.someUnready() {
+	if r.someNot() {
 		desired = mcs.KeepRaisedConflict(desired, se.Status.Conditions)
 	}
 	conditions, changed := mcs.SetConditions(se.Status.Conditions, desired, se.Generation)
