@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: every benchmark, one package at a time so that they do not compete for the two
 # cores, against real API servers. BENCHTIME (default 1x) is go test's -benchtime. The service
-# mirror's package takes about 35 minutes (the original tool it is compared with, and 20 remote
+# mirror's package takes about 37 minutes (the original tool it is compared with, and 20 remote
 # clusters), 50 with SEMAPHORE_BENCH_LONG=1.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -1,10 +1,11 @@
 // Package bench measures semaphore-service-mirror against real API servers: convergence of a
-// fresh local cluster on 1,000 remote Services (BenchmarkServiceMirror) and on 500 global
-// services in three clusters next to a bare client writing the same objects
-// (BenchmarkGlobalServices), propagation delay of endpoint changes at steady state, writes per
-// change, and the controller's peak memory; many remotes at once (BenchmarkManyRemotes); and a
-// quiet remote's delay while another churns, next to its delay alone (BenchmarkChurningRemote).
-// Run it with `make bench`.
+// fresh local cluster on 1,000 remote Services (BenchmarkServiceMirror), on 500 global services
+// in three clusters (BenchmarkGlobalServices) and on 500 Services exported in three clusters
+// with the Multi-Cluster Services API (BenchmarkMultiClusterServices), the last two next to a
+// bare client writing the same objects, propagation delay of endpoint changes at steady state,
+// writes per change, and the controller's peak memory; many remotes at once
+// (BenchmarkManyRemotes); and a quiet remote's delay while another churns, next to its delay
+// alone (BenchmarkChurningRemote). Run it with `make bench`.
 package bench
 
 import (

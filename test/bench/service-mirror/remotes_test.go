@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
@@ -153,7 +154,7 @@ func bareMirrors(b *testing.B, local *testenv.Cluster, sources []*populated) (ti
 	for _, r := range sources {
 		for i, svc := range r.svcs {
 			src := mirror.Source{Cluster: r.Name, Namespace: svc.Namespace, Name: svc.Name}
-			want = append(want, bareObjects{mirror.Service(src, bareNS, svc), mirror.EndpointSlices(src, bareNS, r.slices[i:i+1])})
+			want = append(want, bareObjects{svc: mirror.Service(src, bareNS, svc), slices: mirror.EndpointSlices(src, bareNS, r.slices[i:i+1])})
 		}
 	}
 	return bareWrite(b, local, want)
@@ -163,10 +164,14 @@ func bareMirrors(b *testing.B, local *testenv.Cluster, sources []*populated) (ti
 type bareObjects struct {
 	svc    *corev1.Service
 	slices []*discoveryv1.EndpointSlice
+	// imported, for a multi-cluster service, makes its ServiceImport from svc, its derived
+	// Service, as created (with its addresses); nil for any other Service.
+	imported func(derived *corev1.Service) *mcsv1beta1.ServiceImport
 }
 
 // bareWrite writes objs into a scratch namespace of local with a client as the controller's
-// (rate limit, parallelism), and returns the time from the first write to the last
+// (rate limit, parallelism), each Service first, then its ServiceImport if any, then its
+// slices, and returns the time from the first write to the last
 // acknowledged, and the processor time the machine was busy meanwhile. The objects are then
 // deleted, before the controller starts.
 func bareWrite(b *testing.B, local *testenv.Cluster, objs []bareObjects) (time.Duration, float64) {
@@ -175,10 +180,17 @@ func bareWrite(b *testing.B, local *testenv.Cluster, objs []bareObjects) (time.D
 	cfg := rest.CopyConfig(local.Config)
 	cfg.QPS, cfg.Burst, cfg.UserAgent = bareQPS, bareBurst, bareAgent
 	client := kubernetes.NewForConfigOrDie(cfg)
+	imports := mcsClient(b, cfg) // with a rate limit of its own, as the controller's
 	t0, cpu0 := time.Now(), measure.MachineCPUSeconds(b)
 	measure.InWorkers(b, bareWorkers, len(objs), func(i int) error {
-		if _, err := client.CoreV1().Services(bareNS).Create(ctx, objs[i].svc, metav1.CreateOptions{}); err != nil {
+		svc, err := client.CoreV1().Services(bareNS).Create(ctx, objs[i].svc, metav1.CreateOptions{})
+		if err != nil {
 			return err
+		}
+		if objs[i].imported != nil {
+			if _, err := imports.MulticlusterV1beta1().ServiceImports(bareNS).Create(ctx, objs[i].imported(svc), metav1.CreateOptions{}); err != nil {
+				return err
+			}
 		}
 		for _, s := range objs[i].slices {
 			if _, err := client.DiscoveryV1().EndpointSlices(bareNS).Create(ctx, s, metav1.CreateOptions{}); err != nil {
@@ -189,8 +201,13 @@ func bareWrite(b *testing.B, local *testenv.Cluster, objs []bareObjects) (time.D
 	})
 	took, busy := time.Since(t0), measure.MachineCPUSeconds(b)-cpu0
 
-	unthrottled := measure.Client(local)
+	unthrottled, unthrottledImports := measure.Client(local), mcsClient(b, measure.Unthrottled(local))
 	measure.InParallel(b, len(objs), func(i int) error {
+		if objs[i].imported != nil {
+			if err := unthrottledImports.MulticlusterV1beta1().ServiceImports(bareNS).Delete(ctx, objs[i].imported(objs[i].svc).Name, metav1.DeleteOptions{}); err != nil {
+				return err
+			}
+		}
 		for _, s := range objs[i].slices {
 			if err := unthrottled.DiscoveryV1().EndpointSlices(bareNS).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
 				return err

@@ -33,6 +33,11 @@ type handover struct {
 // restart stops proc as the kubelet does and starts it again, as replica-a, against n mirrors
 // in sync; it returns the new process.
 func restart(b *testing.B, local *testenv.Cluster, proc *measure.Process, n int) (*measure.Process, handover) {
+	return restartUntil(b, local, proc, func(admin measure.Admin) bool { return caughtUp(admin, n) })
+}
+
+// restartUntil is restart, caught up once done says so of the new process's admin server.
+func restartUntil(b *testing.B, local *testenv.Cluster, proc *measure.Process, done func(measure.Admin) bool) (*measure.Process, handover) {
 	admin := measure.FreeAdmin(b)
 	next := proc.Again(b, "restarted", admin.Setting(), "SEMAPHORE_LEADER_ELECT_IDENTITY=replica-a")
 	before := local.WritesBut(b, userAgent)
@@ -41,7 +46,7 @@ func restart(b *testing.B, local *testenv.Cluster, proc *measure.Process, n int)
 	next.Start(b)
 	var h handover
 	h.lead = waitSince(b, t0, next.Log, "leading", func() bool { return holder(b, local) == "replica-a" && admin.Ready() })
-	h.caughtUp = waitSince(b, t0, next.Log, "caught up", func() bool { return caughtUp(admin, n) })
+	h.caughtUp = waitSince(b, t0, next.Log, "caught up", func() bool { return done(admin) })
 	time.Sleep(2 * time.Second) // the last watch events
 	h.writes = local.WritesBut(b, userAgent)[len(before):]
 	return next, h
@@ -84,12 +89,18 @@ func waitSince(b *testing.B, t0 time.Time, log, what string, done func() bool) t
 // success (or more: some twice; a remote Service reconciled before its remote's caches synced
 // is skipped, not counted) and has nothing queued.
 func caughtUp(admin measure.Admin, n int) bool {
+	return queueCaughtUp(admin, n, "semaphore_service_mirror_reconcile_total", "service_mirror")
+}
+
+// queueCaughtUp is caughtUp for the controller whose reconciliations are counted in
+// reconciles and whose workqueue is queue.
+func queueCaughtUp(admin measure.Admin, n int, reconciles, queue string) bool {
 	samples, err := admin.Metrics("semaphore_service_mirror_")
 	if err != nil {
 		return false
 	}
-	reconciled := samples.Sum("semaphore_service_mirror_reconcile_total", map[string]string{"result": "success"})
-	depth := samples.Sum("semaphore_service_mirror_workqueue_depth", map[string]string{"name": "service_mirror"})
+	reconciled := samples.Sum(reconciles, map[string]string{"result": "success"})
+	depth := samples.Sum("semaphore_service_mirror_workqueue_depth", map[string]string{"name": queue})
 	return reconciled >= float64(n) && depth == 0
 }
 

@@ -43,8 +43,14 @@ func watchMirrorNamespace(b *testing.B, client kubernetes.Interface) *localView 
 
 // watchNamespace starts a view of namespace, synced, until the benchmark ends.
 func watchNamespace(b *testing.B, client kubernetes.Interface, namespace string) *localView {
+	return watchSelected(b, client, informers.WithNamespace(namespace))
+}
+
+// watchSelected starts a view of the Services and slices opts select, synced, until the
+// benchmark ends.
+func watchSelected(b *testing.B, client kubernetes.Interface, opts ...informers.SharedInformerOption) *localView {
 	v := &localView{}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, opts...)
 	v.services = factory.Core().V1().Services().Informer()
 	_, _ = v.services.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { v.nServices.Add(1) },
