@@ -206,8 +206,18 @@ func checkGlobalFailover(ctx context.Context, l *env.Lab) []string {
 	if len(clients) != 1 {
 		return []string{fmt.Sprintf("%s: %d %s pods, want 1", env.GlobalCluster, len(clients), env.GlobalClientName)}
 	}
-	f := &failover{l: l, client: clients[0]}
-	var local, remote []env.Pod
+	f, local, remote := echoFailover(l, clients[0])
+	problems, err := f.run(ctx, local, remote)
+	if err != nil {
+		problems = append(problems, fmt.Sprintf("global service failover: %v", err))
+	}
+	return problems
+}
+
+// echoFailover is the failover check of client's requests to echo: the echo pods of
+// GlobalCluster (local) and of the other clusters (remote), as the lab recorded them.
+func echoFailover(l *env.Lab, client env.Pod) (f *failover, local, remote []env.Pod) {
+	rec := l.Record()
 	for _, c := range env.ClusterNames() {
 		if c == env.GlobalCluster {
 			local = rec.PodsOf(c, env.GlobalName)
@@ -215,12 +225,7 @@ func checkGlobalFailover(ctx context.Context, l *env.Lab) []string {
 			remote = append(remote, rec.PodsOf(c, env.GlobalName)...)
 		}
 	}
-	f.pods = append(slices.Clone(local), remote...)
-	problems, err := f.run(ctx, local, remote)
-	if err != nil {
-		problems = append(problems, fmt.Sprintf("global service failover: %v", err))
-	}
-	return problems
+	return &failover{l: l, client: client, pods: append(slices.Clone(local), remote...)}, local, remote
 }
 
 // run runs the three phases of the failover check.

@@ -2,8 +2,9 @@
 // and what it asserts meanwhile: traffic between the providers' networks, Calico enforcing a
 // policy built on semaphore-policy's sets, WireGuard peers following calico-ipam's blocks,
 // every identity, the dashboards, a global service's failover, a
-// hostile remote, kubectl semaphore check with a revoked token and a rollout during the outage
-// (All, which `lab check` runs), and the soak (Soak, which `lab soak` runs): churn, remote cuts
+// hostile remote, kubectl semaphore check with a revoked token and a rollout during the outage,
+// the upstream MCS conformance suite's Required specs, the global service moved to a
+// ServiceExport without a failed request (All, which `lab check` runs), and the soak (Soak, which `lab soak` runs): churn, remote cuts
 // and controller pods deleted, then the mesh compared with what the clusters hold.
 //
 // Each check is a Scenario: a name and a function of the running lab (env.Lab) that prints
@@ -36,6 +37,10 @@ var All = []Scenario{
 	{"identities", checkIdentities},
 	{"dashboards", checkDashboards},
 	{"global service failover", checkGlobalFailover},
+	// Before the plugin's check, which revokes gcp's token in aws: both need every cluster to
+	// read every other.
+	{"MCS conformance (Required)", checkConformance},
+	{"from a global service to a ServiceExport", checkMigration},
 	// Before the plugin's check, which cuts gcp off aws: the honest traffic between them must
 	// flow through the hostile remote's flood.
 	{"hostile remote", checkHostileRemote},

@@ -461,11 +461,11 @@ func TestImportsThroughARemoteOutageAndTheRemotesRemoval(t *testing.T) {
 	expectNoImport(t, onlyAWS)
 }
 
-// Exports that ask for trafficDistribution PreferClose are imported local first: the local
+// Exports that ask for trafficDistribution PreferSameZone are imported local first: the local
 // endpoints hinted for every zone of the local Nodes, the others' for a zone of their own, so
 // kube-proxy keeps the traffic in the cluster while a local endpoint is ready; the derived
-// Service says PreferClose too.
-func TestImportPreferCloseHintsTheLocalEndpoints(t *testing.T) {
+// Service says so too. PreferClose, its deprecated name, does the same.
+func TestImportPreferSameZoneHintsTheLocalEndpoints(t *testing.T) {
 	cfg := newMCSConfig(t, "aws")
 	ns := fixture.Namespace(t, "mcs")
 	ctx := context.Background()
@@ -489,8 +489,13 @@ func TestImportPreferCloseHintsTheLocalEndpoints(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if got.derived == nil || ptr.Deref(got.derived.Spec.TrafficDistribution, "") != corev1.ServiceTrafficDistributionPreferClose {
-			return fmt.Errorf("derived Service %v without PreferClose", got.derived)
+		// As the API server stored the exported Service's (it may keep PreferSameZone's older name).
+		exported, err := local.Client.CoreV1().Services(ns).Get(ctx, "api", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got.derived == nil || ptr.Deref(got.derived.Spec.TrafficDistribution, "") != ptr.Deref(exported.Spec.TrafficDistribution, "none") {
+			return fmt.Errorf("derived Service with trafficDistribution %v, the exported Service's is %v", got.derived, ptr.Deref(exported.Spec.TrafficDistribution, ""))
 		}
 		return checkHintsBy(got.slices, mcsv1beta1.LabelSourceCluster, map[string][]string{"local": {zone}, "aws": {"semaphore-remote-aws"}})
 	})

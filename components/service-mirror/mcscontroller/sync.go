@@ -199,12 +199,15 @@ func (c *Controller) desiredSlices(k mcs.Key, imp mcs.Import, ours []*discoveryv
 }
 
 // hints are the zone hints of local-first routing: an import whose exports ask for
-// trafficDistribution PreferClose gets, as a local-first global service does, the local
-// endpoints hinted for every local zone and the others' for zones of their own, so kube-proxy
-// keeps the traffic in the local cluster while any local endpoint is ready. nil when the import
-// does not ask for it, or the local Nodes' zones cannot express it.
+// trafficDistribution PreferSameZone (or PreferClose, its deprecated name) gets, as a
+// local-first global service does, the local endpoints hinted for every local zone and the
+// others' for zones of their own, so kube-proxy keeps the traffic in the local cluster while any
+// local endpoint is ready. nil when the import does not ask for it, or the local Nodes' zones
+// cannot express it.
 func (c *Controller) hints(imp mcs.Import) *global.Hints {
-	if ptr.Deref(imp.Spec.TrafficDistribution, "") != corev1.ServiceTrafficDistributionPreferClose {
+	switch ptr.Deref(imp.Spec.TrafficDistribution, "") {
+	case corev1.ServiceTrafficDistributionPreferSameZone, corev1.ServiceTrafficDistributionPreferClose:
+	default:
 		return nil
 	}
 	h := &global.Hints{LocalZones: c.opts.Zones.List()}
