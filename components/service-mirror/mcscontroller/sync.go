@@ -1,9 +1,9 @@
 package mcscontroller
 
 import (
-	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -172,7 +172,8 @@ func (c *Controller) writeImport(ctx context.Context, k mcs.Key, imp mcs.Import)
 func (c *Controller) desiredSlices(k mcs.Key, imp mcs.Import, ours []*discoveryv1.EndpointSlice, r readable) []*discoveryv1.EndpointSlice {
 	hints := c.hints(imp)
 	var out []*discoveryv1.EndpointSlice
-	for _, cl := range c.sortedClusters() {
+	for _, name := range slices.Sorted(maps.Keys(c.clusters)) {
+		cl := c.clusters[name]
 		var copies []*discoveryv1.EndpointSlice
 		switch {
 		case !r[cl.name]:
@@ -225,15 +226,6 @@ func kept(cluster string, ours []*discoveryv1.EndpointSlice) []*discoveryv1.Endp
 			out = append(out, s.DeepCopy())
 		}
 	}
-	return out
-}
-
-func (c *Controller) sortedClusters() []*cluster {
-	out := make([]*cluster, 0, len(c.clusters))
-	for _, cl := range c.clusters {
-		out = append(out, cl)
-	}
-	slices.SortFunc(out, func(a, b *cluster) int { return cmp.Compare(a.name, b.name) })
 	return out
 }
 
