@@ -101,12 +101,18 @@ func (m *migration) preferSameZone(ctx context.Context) error {
 	return nil
 }
 
-// migration is the state of the migration check: when it began, and the client's pods, old and new.
+// migration is the state of the migration check: when it began, the client's pods, old and
+// new, and when the new pod's first request was served.
 type migration struct {
-	l       *env.Lab
-	start   time.Time
-	clients []env.Pod
+	l        *env.Lab
+	start    time.Time
+	clients  []env.Pod
+	newFirst time.Time
 }
+
+// migrationOverlap is how long the old client pod goes on after the new one runs
+// (minReadySeconds).
+const migrationOverlap = 3 * time.Second
 
 // migrationKey is the exported Service: the global service's.
 var migrationKey = mcs.Key{Namespace: env.GlobalKey.Namespace, Name: env.GlobalKey.Name}
@@ -174,6 +180,10 @@ func (m *migration) rollClient(ctx context.Context) error {
 		return fmt.Errorf("%s's arguments %v have no -url", env.GlobalClientName, args)
 	}
 	args[i+1] = url
+	// The old pod sends until the new one has run for a while, as a client's rollout would have
+	// it (a readiness probe, minReadySeconds): a new pod's first request may fail while its own
+	// network is being set up, which is its start, not the migration.
+	d.Spec.MinReadySeconds = int32(migrationOverlap / time.Second)
 	if _, err := deployments.Update(ctx, d, metav1.UpdateOptions{}); err != nil {
 		return err
 	}
@@ -189,6 +199,7 @@ func (m *migration) rollClient(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	m.newFirst = first
 	for _, old := range m.clients[:len(m.clients)-1] {
 		if _, err := waitGone(ctx, pods, old.Name); err != nil {
 			return err
@@ -241,29 +252,41 @@ func (m *migration) dropGlobal(ctx context.Context) error {
 	return sleepUntil(ctx, time.Now().Add(2*globalWindow))
 }
 
-// failures reads every attempt of the client's pods since the start: none may have failed.
+// failures reads every attempt of the client's pods since the start: none may have failed, but
+// the new pod's before its first success (its start) while the old pod was still served then.
 func (m *migration) failures() []string {
-	var attempts, failed []podlog.Record
-	for _, p := range m.clients {
+	var attempts, failed, warmUp []podlog.Record
+	var oldLast time.Time
+	for i, p := range m.clients {
 		records, err := readLog(p.Log)
 		if err != nil {
 			return []string{fmt.Sprintf("reading %s's log: %v", p.Name, err)}
 		}
+		isNew := i == len(m.clients)-1
 		for _, r := range records {
-			if r.Msg == "sent" && !r.Time.Before(m.start) {
-				attempts = append(attempts, r)
-				if r.Failed() {
-					failed = append(failed, r)
-				}
+			if r.Msg != "sent" || r.Time.Before(m.start) {
+				continue
+			}
+			attempts = append(attempts, r)
+			switch {
+			case r.Failed() && isNew && r.Time.Before(m.newFirst):
+				warmUp = append(warmUp, r)
+			case r.Failed():
+				failed = append(failed, r)
+			case !isNew && r.Time.After(oldLast):
+				oldLast = r.Time
 			}
 		}
 	}
-	fmt.Fprintf(m.l.Out(), "  %d requests in %s, %d failed\n", len(attempts), time.Since(m.start).Round(100*time.Millisecond), len(failed))
-	if len(attempts) == 0 {
+	fmt.Fprintf(m.l.Out(), "  %d requests in %s, %d failed; the new pod's before its first success: %d, while the old pod was served until %s after that\n",
+		len(attempts), time.Since(m.start).Round(100*time.Millisecond), len(failed), len(warmUp), oldLast.Sub(m.newFirst).Round(10*time.Millisecond))
+	switch {
+	case len(attempts) == 0:
 		return []string{"migration: the client sent no request"}
-	}
-	if len(failed) > 0 {
+	case len(failed) > 0:
 		return []string{fmt.Sprintf("migration: %d of %d requests failed, the first at %s: %s %d", len(failed), len(attempts), failed[0].Time.Format(time.TimeOnly), failed[0].Err, failed[0].Status)}
+	case len(warmUp) > 0 && oldLast.Before(m.newFirst.Add(-2*env.GlobalInterval)):
+		return []string{fmt.Sprintf("migration: the old client pod's last request was served %s before the new pod's first: a gap", m.newFirst.Sub(oldLast).Round(10*time.Millisecond))}
 	}
 	return nil
 }
