@@ -37,13 +37,13 @@ var All = []Scenario{
 	{"identities", checkIdentities},
 	{"dashboards", checkDashboards},
 	{"global service failover", checkGlobalFailover},
-	// Before the plugin's check, which revokes gcp's token in aws: both need every cluster to
-	// read every other.
-	{"MCS conformance (Required)", checkConformance},
-	{"from a global service to a ServiceExport", checkMigration},
 	// Before the plugin's check, which cuts gcp off aws: the honest traffic between them must
 	// flow through the hostile remote's flood.
 	{"hostile remote", checkHostileRemote},
+	// Before the plugin's check too, which revokes gcp's token in aws: both need every cluster
+	// to read every other.
+	{"MCS conformance (Required)", checkConformance},
+	{"from a global service to a ServiceExport", checkMigration},
 	{"kubectl semaphore check", checkWithPlugin},
 }
 
