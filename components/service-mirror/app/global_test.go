@@ -102,9 +102,15 @@ func globalWrites(t *testing.T, cfg app.Config) testenv.AuditEvents {
 // expectNoWrites checks that the service mirror writes nothing for a while.
 func expectNoWrites(t *testing.T, cfg app.Config, what string) {
 	t.Helper()
-	before := globalWrites(t, cfg)
+	expectQuiet(t, func() testenv.AuditEvents { return globalWrites(t, cfg) }, what)
+}
+
+// expectQuiet checks that writes, the writes of interest so far, gain none for a while.
+func expectQuiet(t *testing.T, writes func() testenv.AuditEvents, what string) {
+	t.Helper()
+	before := writes()
 	time.Sleep(1500 * time.Millisecond)
-	if after := globalWrites(t, cfg); len(after) != len(before) {
+	if after := writes(); len(after) != len(before) {
 		t.Errorf("%s: %d writes, want none:%s", what, len(after)-len(before), after[len(before):])
 	}
 }
