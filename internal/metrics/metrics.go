@@ -122,3 +122,11 @@ func BuildInfo(f *Factory) {
 func RegisterProcess(reg prometheus.Registerer) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
+
+// Bool is the value of a gauge that says whether b: 1 or 0.
+func Bool(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -77,3 +77,9 @@ func (c *Cluster) AddCoreDNSUser(path string) error {
 func MCSCRDs() string {
 	return filepath.Join(RepoRoot(), "charts", "semaphore", "charts", "service-mirror", "crds")
 }
+
+// ClusterPropertyCRDs is the directory of the About API's ClusterProperty CRD, which the service
+// mirror reads clusters' IDs from: Semaphore does not install it, tests and the lab do.
+func ClusterPropertyCRDs() string {
+	return filepath.Join(RepoRoot(), "internal", "testbed", "testdata", "clusterproperty")
+}

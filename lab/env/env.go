@@ -84,6 +84,7 @@ func (l *Lab) parts() []part {
 		{"registry", l.startRegistry},
 		{"clusters", l.startClusters},
 		{"nodes", l.startNodes},
+		{"cluster IDs", l.setClusterIDs},
 		{"the charts, as docs/getting-started.md installs them", l.installWithGuide},
 		{"CoreDNS", l.createCoreDNS},
 		{"sample workloads", l.createSampleWorkloads},

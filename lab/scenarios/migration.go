@@ -118,7 +118,8 @@ const migrationOverlap = 3 * time.Second
 var migrationKey = mcs.Key{Namespace: env.GlobalKey.Namespace, Name: env.GlobalKey.Name}
 
 // export creates echo's ServiceExport in every cluster and waits until GlobalCluster imports it
-// with the ready endpoints of all of them.
+// with the ready endpoints of all of them, each labelled with its cluster's ID (env.ClusterID:
+// merit's ClusterProperty, the others' names).
 func (m *migration) export(ctx context.Context) error {
 	for _, name := range env.ClusterNames() {
 		client, err := mcscontroller.NewClient(m.l.Cluster(name).Config)
@@ -130,6 +131,11 @@ func (m *migration) export(ctx context.Context) error {
 			return fmt.Errorf("exporting %s in %s: %w", migrationKey, name, err)
 		}
 	}
+	var want []string
+	for _, name := range env.ClusterNames() {
+		want = append(want, env.ClusterID(name))
+	}
+	slices.Sort(want)
 	exported := time.Now()
 	slicesOf := m.l.Cluster(env.GlobalCluster).Client.DiscoveryV1().EndpointSlices(migrationKey.Namespace)
 	var from []string
@@ -139,13 +145,13 @@ func (m *migration) export(ctx context.Context) error {
 			return false, nil //nolint:nilerr // the API server busy: asked again
 		}
 		from = readySources(list.Items)
-		return len(from) == len(env.ClusterNames()), nil
+		return slices.Equal(from, want), nil
 	})
 	if err != nil {
-		return fmt.Errorf("%s imports %s from %v only, %s after the exports", env.GlobalCluster, migrationKey, from, migrationSettle)
+		return fmt.Errorf("%s imports %s from %v, want %v (the clusters' IDs), %s after the exports", env.GlobalCluster, migrationKey, from, want, migrationSettle)
 	}
-	fmt.Fprintf(m.l.Out(), "  exported in %v: %s imports it from all of them %s after the exports\n",
-		env.ClusterNames(), env.GlobalCluster, time.Since(exported).Round(10*time.Millisecond))
+	fmt.Fprintf(m.l.Out(), "  exported in %v: %s imports it from all of them, source clusters %v (their IDs), %s after the exports\n",
+		env.ClusterNames(), env.GlobalCluster, from, time.Since(exported).Round(10*time.Millisecond))
 	return nil
 }
 

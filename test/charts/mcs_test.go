@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
@@ -31,7 +32,7 @@ import (
 
 // mcsRules are what the Multi-Cluster Services API's ClusterRole grants, and nothing else:
 // ServiceImports, derived Services and imported EndpointSlices in every namespace, the status of
-// ServiceExports, Namespaces read, Events.
+// ServiceExports, Namespaces read, Events; and clusterIDRule.
 var mcsRules = map[resourceRef][]string{
 	{"multicluster.x-k8s.io", "serviceexports"}:        {"get", "list", "watch"},
 	{"multicluster.x-k8s.io", "serviceexports/status"}: {"update"},
@@ -40,6 +41,22 @@ var mcsRules = map[resourceRef][]string{
 	{"discovery.k8s.io", "endpointslices"}: {"create", "delete", "get", "list", "update", "watch"},
 	{"", "namespaces"}:                     {"get", "list", "watch"},
 	{"", "events"}:                         {"create", "patch"},
+}
+
+// clusterIDRule is the one rule narrowed to a name, in the MCS ClusterRole and semaphore-remote's
+// alike: get of the ClusterProperty that holds the cluster's ID.
+var clusterIDRule = rbacv1.PolicyRule{APIGroups: []string{"about.k8s.io"}, Resources: []string{"clusterproperties"}, ResourceNames: []string{mcs.ClusterIDProperty}, Verbs: []string{"get"}}
+
+// isClusterIDRule reports whether rule names resources by name, and is clusterIDRule.
+func isClusterIDRule(t *testing.T, role string, rule rbacv1.PolicyRule) bool {
+	t.Helper()
+	if len(rule.ResourceNames) == 0 {
+		return false
+	}
+	if !equality.Semantic.DeepEqual(rule, clusterIDRule) {
+		t.Errorf("ClusterRole %s: rule %v names resources, and is not %v", role, rule, clusterIDRule)
+	}
+	return true
 }
 
 func isMCSRBAC(u *unstructured.Unstructured) bool { return strings.HasSuffix(u.GetName(), "-mcs") }
@@ -78,8 +95,13 @@ func checkMCS(t *testing.T, m *manifest, w workload, sub map[string]any) {
 		t.Fatalf("%d ClusterRoles and %d bindings for the Multi-Cluster Services API, want 1 each", len(roles), len(bindings))
 	}
 	got := map[resourceRef][]string{}
+	clusterID := 0
 	for _, rule := range roles[0].Rules {
-		if len(rule.ResourceNames) > 0 || len(rule.NonResourceURLs) > 0 {
+		if isClusterIDRule(t, roles[0].Name, rule) {
+			clusterID++
+			continue
+		}
+		if len(rule.NonResourceURLs) > 0 {
 			t.Errorf("ClusterRole %s: rule %v is narrower or other than the expected ones", roles[0].Name, rule)
 		}
 		for _, g := range rule.APIGroups {
@@ -89,8 +111,8 @@ func checkMCS(t *testing.T, m *manifest, w workload, sub map[string]any) {
 			}
 		}
 	}
-	if !maps.EqualFunc(got, mcsRules, slices.Equal) {
-		t.Errorf("ClusterRole %s grants %v, want exactly %v", roles[0].Name, got, mcsRules)
+	if !maps.EqualFunc(got, mcsRules, slices.Equal) || clusterID != 1 {
+		t.Errorf("ClusterRole %s grants %v and %d times %v, want exactly %v and it once", roles[0].Name, got, clusterID, clusterIDRule, mcsRules)
 	}
 	b := bindings[0]
 	if b.RoleRef.Name != roles[0].Name || len(b.Subjects) != 1 || b.Subjects[0].Name != w.Pod.Spec.ServiceAccountName || b.Subjects[0].Namespace != m.Release.Namespace {

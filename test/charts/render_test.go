@@ -438,7 +438,12 @@ func checkRemoteChart(t *testing.T, m *manifest, vals map[string]any) {
 	}
 	role := typed[rbacv1.ClusterRole](t, roles[0])
 	got := map[schema.GroupResource]bool{}
+	clusterID := 0
 	for _, rule := range role.Rules {
+		if isClusterIDRule(t, role.Name, rule) {
+			clusterID++
+			continue
+		}
 		verbs := slices.Sorted(slices.Values(rule.Verbs))
 		if !slices.Equal(verbs, []string{"get", "list", "watch"}) || len(rule.ResourceNames) > 0 {
 			t.Errorf("ClusterRole rule %v: want exactly get, list, watch", rule)
@@ -451,6 +456,9 @@ func checkRemoteChart(t *testing.T, m *manifest, vals map[string]any) {
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("ClusterRole grants %v, want %v", slices.Collect(maps.Keys(got)), slices.Collect(maps.Keys(want)))
+	}
+	if wantID := map[bool]int{true: 1}[lookup(vals, "components", "serviceMirror") == true]; clusterID != wantID {
+		t.Errorf("ClusterRole has %v %d times, want %d (the service mirror reads the cluster's ID)", clusterIDRule, clusterID, wantID)
 	}
 	consumers, _ := vals["consumers"].([]any)
 	kinds := map[string]int{"ClusterRole": 1}

@@ -45,9 +45,11 @@ type Config struct {
 	GlobalSelector string          `envconfig:"SEMAPHORE_GLOBAL_LABEL_SELECTOR" default:"mirror.semaphore.uw.io/global-service=true" desc:"label selector of the Services, in every cluster, that are global services; empty turns global services off"`
 	WithdrawAfter  withdraw.Policy `envconfig:"SEMAPHORE_WITHDRAW_AFTER" desc:"outage policy: after this long without a successful sync with a remote, its mirrored endpoints (mirrors and global services) are marked not ready, and ready again as soon as it answers; a duration for every remote (5m), remote:duration pairs (aws:5m,gcp:30s) or both (5m,gcp:30s); empty keeps them as they are during an outage"`
 	// The limits bound what one remote can make the service mirror hold and write.
-	MaxServices       int  `envconfig:"SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE" default:"1000" desc:"most Services of one remote that are mirrored: of a remote with more selected Services, the first this many in namespace/name order are, the others are not (their mirrors are deleted), counted in over_limit{what=services} and logged; at least 1"`
-	MCS               bool `envconfig:"SEMAPHORE_MCS_ENABLED" default:"false" desc:"serve the Multi-Cluster Services API: ServiceImports, derived Services and EndpointSlices for the Services exported (ServiceExport) in any cluster, and the conditions of the local ServiceExports; needs the API's CRDs (multicluster.x-k8s.io) in the local cluster and every remote"`
-	GlobalMaxServices int  `envconfig:"SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE" default:"1000" desc:"most global services one remote contributes endpoints to (and creates, when it is the only cluster that has one): of a remote with more selected global Services, the first this many in namespace/name order do, the others do not, counted in over_limit{what=global_services} and logged; at least 1"`
+	MaxServices int  `envconfig:"SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE" default:"1000" desc:"most Services of one remote that are mirrored: of a remote with more selected Services, the first this many in namespace/name order are, the others are not (their mirrors are deleted), counted in over_limit{what=services} and logged; at least 1"`
+	MCS         bool `envconfig:"SEMAPHORE_MCS_ENABLED" default:"false" desc:"serve the Multi-Cluster Services API: ServiceImports, derived Services and EndpointSlices for the Services exported (ServiceExport) in any cluster, and the conditions of the local ServiceExports; needs the API's CRDs (multicluster.x-k8s.io) in the local cluster and every remote"`
+	// MCSClusterIDInterval: a cluster's ID is meant to stay while it is in the clusterset.
+	MCSClusterIDInterval time.Duration `envconfig:"SEMAPHORE_MCS_CLUSTER_ID_INTERVAL" default:"30s" desc:"how often the Multi-Cluster Services API reads again every cluster's ID, from its about.k8s.io ClusterProperty cluster.clusterset.k8s.io (where a cluster has none, its name is its ID)"`
+	GlobalMaxServices    int           `envconfig:"SEMAPHORE_GLOBAL_MAX_SERVICES_PER_REMOTE" default:"1000" desc:"most global services one remote contributes endpoints to (and creates, when it is the only cluster that has one): of a remote with more selected global Services, the first this many in namespace/name order do, the others do not, counted in over_limit{what=global_services} and logged; at least 1"`
 
 	selector, globalSelector labels.Selector
 }
@@ -79,6 +81,9 @@ func (c *Config) Validate() error {
 	}
 	if err := checkLimits(c.MaxServices, c.GlobalMaxServices); err != nil {
 		return err
+	}
+	if c.MCSClusterIDInterval <= 0 {
+		return errors.New("SEMAPHORE_MCS_CLUSTER_ID_INTERVAL: must be positive")
 	}
 	return component.CheckWorkers("SEMAPHORE_MIRROR_WORKERS", c.Workers, "SEMAPHORE_MIRROR_DRIFT_INTERVAL", c.DriftInterval)
 }
@@ -217,16 +222,17 @@ func (a *ServiceMirror) Starting() []any {
 // newMCS builds the controller of the Multi-Cluster Services API, sharing the mirrors' remote
 // slices, what holds back a remote's endpoints and the zones local-first hints follow.
 func newMCS(cfg Config, base *component.Base, write apply.Config, remoteSlices *caches.RemoteSlices, zones *caches.Zones, log *slog.Logger) (*mcscontroller.Controller, error) {
-	client, err := mcscontroller.NewClient(base.LocalConfig)
-	if err != nil {
-		return nil, fmt.Errorf("SEMAPHORE_LOCAL_KUBECONFIG: %w", err)
-	}
-	return mcscontroller.New(mcscontroller.Options{
+	c, err := mcscontroller.New(mcscontroller.Options{
 		Config:            write,
 		LocalCluster:      cfg.LocalCluster,
 		ResyncPeriod:      cfg.ResyncPeriod,
 		InventoryInterval: cfg.DriftInterval,
 		RemoteSlices:      remoteSlices,
 		Zones:             zones,
-	}, base.Local, client, base.Remotes, base.Health, mcscontroller.NewMetrics(base.Factory), base.Queue, log.With("mcs", true))
+		ClusterIDInterval: cfg.MCSClusterIDInterval,
+	}, base.Local, base.LocalConfig, base.Remotes, base.Health, mcscontroller.NewMetrics(base.Factory), base.Queue, log.With("mcs", true))
+	if err != nil {
+		return nil, fmt.Errorf("the Multi-Cluster Services API's clients: %w", err)
+	}
+	return c, nil
 }

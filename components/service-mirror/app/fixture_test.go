@@ -45,8 +45,9 @@ func testLabelValue(t *testing.T) string { return fixture.Namespace(t, "t") }
 
 func TestMain(m *testing.M) {
 	// Remotes are dual-stack, the local cluster is IPv4 only, as many real ones are.
-	// Every cluster serves the Multi-Cluster Services API, from the CRDs the chart installs.
-	crds := []string{testbed.MCSCRDs()}
+	// Every cluster serves the Multi-Cluster Services API, from the CRDs the chart installs,
+	// and the About API's ClusterProperty, which clusters' IDs are read from.
+	crds := []string{testbed.MCSCRDs(), testbed.ClusterPropertyCRDs()}
 	opts := fixture.Options{
 		Local: testenv.Options{Audit: true, CRDDirs: crds},
 		AWS:   testenv.Options{ServiceCIDRs: "10.1.0.0/16,fd00:1::/108", CRDDirs: crds},
@@ -67,11 +68,12 @@ func newConfig(t *testing.T, remotes ...string) app.Config {
 		t.Fatal(err)
 	}
 	cfg := app.Config{
-		Elected:       clusters.Elected(fixture.LeaderElection(ns, ""), remotes...),
-		Namespace:     ns,
-		LabelSelector: mirrorLabel + "=true," + testLabel + "=" + testLabelValue(t),
-		Workers:       4,
-		DriftInterval: 200 * time.Millisecond,
+		Elected:              clusters.Elected(fixture.LeaderElection(ns, ""), remotes...),
+		Namespace:            ns,
+		LabelSelector:        mirrorLabel + "=true," + testLabel + "=" + testLabelValue(t),
+		Workers:              4,
+		DriftInterval:        200 * time.Millisecond,
+		MCSClusterIDInterval: 200 * time.Millisecond,
 		// The defaults: a struct literal does not get envconfig's.
 		MaxServices:       1000,
 		GlobalMaxServices: 1000,

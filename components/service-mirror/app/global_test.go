@@ -105,6 +105,26 @@ func expectNoWrites(t *testing.T, cfg app.Config, what string) {
 	expectQuiet(t, func() testenv.AuditEvents { return globalWrites(t, cfg) }, what)
 }
 
+// restartWritesNothing stops r and starts the controller again with cfg: once gauge counts want
+// for cluster (it synced), writes, the writes of interest so far, gain none for a while.
+func restartWritesNothing(t *testing.T, r *running, cfg app.Config, gauge, cluster string, want float64, writes func() testenv.AuditEvents) *running {
+	t.Helper()
+	r.Stop()
+	before := len(writes())
+	r = start(t, cfg)
+	eventually(t, 30*time.Second, "synced after the restart", func() error {
+		if got := metricValue(t, r.App.Registry, gauge, map[string]string{"source_cluster": cluster}); got != want {
+			return fmt.Errorf("%s{source_cluster=%q} is %v, want %v", gauge, cluster, got, want)
+		}
+		return nil
+	})
+	expectQuiet(t, writes, "after the restart")
+	if got := writes()[before:]; len(got) != 0 {
+		t.Errorf("the restart made %d writes, want none:%s", len(got), got)
+	}
+	return r
+}
+
 // expectQuiet checks that writes, the writes of interest so far, gain none for a while.
 func expectQuiet(t *testing.T, writes func() testenv.AuditEvents, what string) {
 	t.Helper()
@@ -161,19 +181,7 @@ func TestGlobalServiceServesEveryCluster(t *testing.T) {
 		t.Errorf("one endpoint change made %d writes, want 1:%s", len(got), got)
 	}
 
-	r.Stop()
-	before = len(globalWrites(t, cfg))
-	r = start(t, cfg)
-	eventually(t, 30*time.Second, "global services synced after the restart", func() error {
-		if metricValue(t, r.App.Registry, "semaphore_service_mirror_global_endpoints", map[string]string{"source_cluster": "aws"}) != 3 {
-			return fmt.Errorf("endpoints gauge not updated yet")
-		}
-		return nil
-	})
-	expectNoWrites(t, cfg, "after the restart")
-	if got := globalWrites(t, cfg)[before:]; len(got) != 0 {
-		t.Errorf("the restart made %d writes, want none:%s", len(got), got)
-	}
+	r = restartWritesNothing(t, r, cfg, "semaphore_service_mirror_global_endpoints", "aws", 3, func() testenv.AuditEvents { return globalWrites(t, cfg) })
 	for cluster, n := range map[string]float64{"local": 1, "aws": 3, "gcp": 1} {
 		if got := metricValue(t, r.App.Registry, "semaphore_service_mirror_global_ready_endpoints", map[string]string{"source_cluster": cluster}); got != n {
 			t.Errorf("ready endpoints of %s = %v, want %v", cluster, got, n)

@@ -235,19 +235,7 @@ func TestServiceExportedInTwoClustersIsImportedWithBothClustersEndpoints(t *test
 		t.Errorf("one endpoint change made %d writes, want 1:%s", len(got), got)
 	}
 
-	r.Stop()
-	before = len(mcsWrites(t, ns))
-	r = start(t, cfg)
-	eventually(t, 30*time.Second, "imports counted after the restart", func() error {
-		if metricValue(t, r.App.Registry, "semaphore_service_mirror_mcs_endpoints", map[string]string{"source_cluster": "aws"}) != 3 {
-			return fmt.Errorf("endpoints gauge not updated yet")
-		}
-		return nil
-	})
-	expectNoMCSWrites(t, ns, "after the restart")
-	if got := mcsWrites(t, ns)[before:]; len(got) != 0 {
-		t.Errorf("the restart made %d writes, want none:%s", len(got), got)
-	}
+	restartWritesNothing(t, r, cfg, "semaphore_service_mirror_mcs_endpoints", "aws", 3, func() testenv.AuditEvents { return mcsWrites(t, ns) })
 
 	unexport(t, local, ns, "api")
 	expectImport(t, k, map[string][]string{"aws": want["aws"]})

@@ -84,7 +84,7 @@ func TestMergePortsByName(t *testing.T) {
 		}
 	}
 	source := &discoveryv1.EndpointSlice{Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}, {Name: ptr.To("metrics"), Port: ptr.To[int32](9090)}}}
-	copies := mcs.EndpointSlices(mcs.Key{Namespace: "ns", Name: "api"}, imp, "gcp", []*discoveryv1.EndpointSlice{source})
+	copies := mcs.EndpointSlices(mcs.Key{Namespace: "ns", Name: "api"}, imp, "gcp", "gcp", []*discoveryv1.EndpointSlice{source})
 	if len(copies[0].Ports) != 1 || *copies[0].Ports[0].Name != "metrics" {
 		t.Errorf("gcp's copy keeps ports %v, want metrics alone", copies[0].Ports)
 	}
@@ -113,5 +113,31 @@ func TestMergeSkipsInvalidExportsAndTakesTheOldestLabels(t *testing.T) {
 	}
 	if r, _ := none.Invalid(); r != mcsv1beta1.ServiceExportReasonNoService {
 		t.Errorf("no Service: %q", r)
+	}
+}
+
+// A claimed cluster ID is taken only when it is a DNS label no other cluster claims or is
+// named; every other cluster keeps its name, and the IDs stay distinct.
+func TestClusterIDsRefuseInvalidAndTakenIDs(t *testing.T) {
+	ids, refused := mcs.ClusterIDs(map[string]string{
+		"local":  "local",       // its own name
+		"aws":    "eu-1",        // taken
+		"gcp":    "eu-1",        // claimed twice: neither gets it
+		"merit":  "aws",         // another cluster's name
+		"azure":  "Not_A_Label", // not a DNS label
+		"onprem": "dc-7",
+		"edge":   "",
+	})
+	want := map[string]string{"local": "local", "aws": "aws", "gcp": "gcp", "merit": "merit", "azure": "azure", "onprem": "dc-7", "edge": "edge"}
+	if diff := cmp.Diff(want, ids); diff != "" {
+		t.Errorf("IDs (-want +got):\n%s", diff)
+	}
+	for _, name := range []string{"aws", "gcp", "merit", "azure"} {
+		if refused[name] == "" {
+			t.Errorf("the claim of %s is not refused", name)
+		}
+	}
+	if len(refused) != 4 {
+		t.Errorf("refused %v, want aws, gcp, merit and azure", refused)
 	}
 }

@@ -25,6 +25,11 @@ func (k Key) String() string { return k.Namespace + "/" + k.Name }
 // multicluster.kubernetes.io/service-name label.
 const LabelNamespace = "mirror.semaphore.uw.io/mcs-namespace"
 
+// LabelCluster on every imported slice names the cluster it is copied from, by its Semaphore name:
+// the controller tells whose a slice is by it, whatever ID the standard source-cluster label
+// carries (ClusterIDProperty).
+const LabelCluster = "mirror.semaphore.uw.io/mcs-cluster"
+
 // AnnotationExportFrom on a ServiceImport names the cluster whose export its properties follow
 // (the oldest), so that they are kept while that cluster cannot be read.
 const AnnotationExportFrom = "mirror.semaphore.uw.io/mcs-export-from"

@@ -90,16 +90,18 @@ func UpdateDerivedService(desired, actual *corev1.Service) (mirror.Change, *core
 }
 
 // EndpointSlices returns the imported slices of k in its namespace copied from the slices of
-// cluster, one per source slice: labelled with the service and the source cluster as the API
-// says, and with the derived Service's name for kube-proxy; of the source's ports only those the
+// cluster, one per source slice: labelled with the service and the source cluster (the cluster's
+// id) as the API says, with the cluster's name (LabelCluster), and with the derived Service's
+// name for kube-proxy; of the source's ports only those the
 // cluster serves for the import (Import.Serves), so that a port two clusters define differently
 // reaches only the cluster whose definition the import has.
-func EndpointSlices(k Key, imp Import, cluster string, source []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
+func EndpointSlices(k Key, imp Import, cluster, id string, source []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
 	derived := DerivedServiceName(k)
 	out := make([]*discoveryv1.EndpointSlice, 0, len(source))
 	for _, s := range source {
 		l := Labels(k)
-		l[mcsv1beta1.LabelSourceCluster] = cluster
+		l[mcsv1beta1.LabelSourceCluster] = id
+		l[LabelCluster] = cluster
 		l[discoveryv1.LabelServiceName] = derived
 		c := mirror.CopySlice(s, metav1.ObjectMeta{Name: SliceName(k, cluster, s.Name), Namespace: k.Namespace, Labels: l})
 		c.Ports = servedPorts(c.Ports, imp, cluster)

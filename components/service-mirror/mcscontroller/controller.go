@@ -39,6 +39,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mcs"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/trimmed"
+	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
@@ -62,6 +63,8 @@ type Options struct {
 	RemoteSlices *caches.RemoteSlices
 	// Zones are the local Nodes' zones, which the hints of local-first imports follow.
 	Zones *caches.Zones
+	// ClusterIDInterval is how often every cluster's ID (its ClusterProperty) is read again.
+	ClusterIDInterval time.Duration
 }
 
 // Controller serves ServiceImports for every Service exported in any cluster of the clusterset.
@@ -72,8 +75,9 @@ type Controller struct {
 	metrics *Metrics
 	exports mcsclient.Interface
 
-	// clusters are the local cluster and the remotes, by name.
+	// clusters are the local cluster and the remotes, by name; ids their IDs.
 	clusters map[string]*cluster
+	ids      *clusterIDs
 	// ours are the local objects we write, our slices indexed by exported Service.
 	ours struct {
 		imports    mcslisters.ServiceImportLister
@@ -104,10 +108,19 @@ type cluster struct {
 
 func (c *cluster) ready() bool { return c.remote == nil || c.remote.Ready() }
 
-// New wires informers for the local cluster and each remote; exports is the local MCS client.
-// Each remote is read with an MCS client made from its configuration.
-func New(opts Options, local kubernetes.Interface, exports mcsclient.Interface, remotes []remote.Cluster, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) (*Controller, error) {
-	c := &Controller{opts: opts, log: log, metrics: m, exports: exports, discovery: local.Discovery(), clusters: map[string]*cluster{}}
+// New wires informers for the local cluster, whose configuration is localConfig, and each
+// remote; every cluster is read with an MCS client and a dynamic one (its ID) made from its
+// configuration.
+func New(opts Options, local kubernetes.Interface, localConfig *rest.Config, remotes []remote.Cluster, health *remote.Health, m *Metrics, queueMetrics workqueue.MetricsProvider, log *slog.Logger) (*Controller, error) {
+	exports, err := NewClient(localConfig)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{opts.LocalCluster}
+	for _, r := range remotes {
+		names = append(names, r.Name)
+	}
+	c := &Controller{opts: opts, log: log, metrics: m, exports: exports, discovery: local.Discovery(), clusters: map[string]*cluster{}, ids: newClusterIDs(names)}
 	c.base = multiremote.New(multiremote.Config[mcs.Key]{
 		Queue:             "service_mirror_mcs",
 		QueueMetrics:      queueMetrics,
@@ -127,7 +140,9 @@ func New(opts Options, local kubernetes.Interface, exports mcsclient.Interface, 
 		Inventory:         c.updateInventory,
 		InventoryInterval: opts.InventoryInterval,
 	})
-	c.watchLocal(local, exports)
+	if err := c.watchLocal(local, localConfig, exports); err != nil {
+		return nil, err
+	}
 	c.base.WatchLocal(opts.Zones.Factory, opts.Zones.Synced)
 	opts.Zones.OnChange(func() { c.enqueueOurs(func(mcs.Key) bool { return true }) })
 	if opts.Withdraw != nil {
@@ -139,7 +154,9 @@ func New(opts Options, local kubernetes.Interface, exports mcsclient.Interface, 
 		if err != nil {
 			return nil, err
 		}
-		c.watchRemote(r, client)
+		if err := c.watchRemote(r, client); err != nil {
+			return nil, err
+		}
 	}
 	for name := range c.clusters {
 		m.initCluster(name)
@@ -158,7 +175,7 @@ func NewClient(cfg *rest.Config) (mcsclient.Interface, error) {
 // watchLocal adds the local informers: what the local cluster exports (its ServiceExports, and
 // its Services and slices trimmed as a remote's), what we write (ServiceImports, and the
 // Services and slices our labels select, whole but their managedFields) and the Namespaces.
-func (c *Controller) watchLocal(local kubernetes.Interface, exports mcsclient.Interface) {
+func (c *Controller) watchLocal(local kubernetes.Interface, localConfig *rest.Config, exports mcsclient.Interface) error {
 	resync := c.opts.ResyncPeriod
 	sources := informers.NewSharedInformerFactoryWithOptions(local, resync, informers.WithTransform(trimSource))
 	ours := informers.NewSharedInformerFactoryWithOptions(local, resync, informers.WithTransform(trim.ManagedFields),
@@ -188,11 +205,17 @@ func (c *Controller) watchLocal(local kubernetes.Interface, exports mcsclient.In
 	_, _ = imports.Informer().AddEventHandler(c.base.LocalHandler(expectKey(kindServiceImport)))
 	_, _ = ours.Core().V1().Services().Informer().AddEventHandler(c.base.LocalHandler(expectKey(apply.KindService)))
 	_, _ = ourSlices.Informer().AddEventHandler(c.base.LocalHandler(expectKey(apply.KindEndpointSlice)))
+	id, err := c.clusterIDReader(c.opts.LocalCluster, localConfig)
+	if err != nil {
+		return err
+	}
+	c.base.WatchLocal(id, id.HasSynced)
+	return nil
 }
 
 // watchRemote adds the informers of remote r: its ServiceExports, its Services (trimmed) and
 // its slices (shared with the mirrors).
-func (c *Controller) watchRemote(r remote.Cluster, exports mcsclient.Interface) {
+func (c *Controller) watchRemote(r remote.Cluster, exports mcsclient.Interface) error {
 	base := c.base.AddRemote(r.Name)
 	api := mcsinformers.NewSharedInformerFactoryWithOptions(exports, c.opts.ResyncPeriod, mcsinformers.WithTransform(trim.ManagedFields))
 	services := informers.NewSharedInformerFactoryWithOptions(r.Client, c.opts.ResyncPeriod, informers.WithTransform(trimmed.Service))
@@ -206,6 +229,34 @@ func (c *Controller) watchRemote(r remote.Cluster, exports mcsclient.Interface) 
 	base.Watch(api, exported.HasSynced)
 	base.Watch(services, svcs.Informer().HasSynced)
 	base.Watch(sliceFactory, slices.HasSynced)
+	id, err := c.clusterIDReader(r.Name, r.Config)
+	if err != nil {
+		return err
+	}
+	base.Watch(id, id.HasSynced)
+	return nil
+}
+
+// clusterIDReader reads the ID cluster claims; a new claim resolves every cluster's ID again
+// (onClusterID).
+func (c *Controller) clusterIDReader(cluster string, cfg *rest.Config) (*clusterIDReader, error) {
+	return newClusterIDReader(cluster, cfg, c.opts.ClusterIDInterval, c.log, c.onClusterID)
+}
+
+// onClusterID resolves the IDs of the clusters with the claim of cluster. When an ID changed, the
+// source-cluster labels of that cluster's imported slices change: every import is synced again.
+func (c *Controller) onClusterID(cluster, claim string) {
+	refusals, changed := c.ids.set(cluster, claim)
+	for name, reason := range refusals {
+		c.log.Error("cluster ID refused: the cluster's imported endpoints carry its name as their source cluster", "cluster", name, "reason", reason)
+	}
+	for name := range c.clusters {
+		c.metrics.idRefused.WithLabelValues(name).Set(metrics.Bool(c.ids.refused(name)))
+	}
+	if changed {
+		c.log.Info("cluster ID", "cluster", cluster, "id", c.ids.of(cluster))
+		c.enqueueOurs(func(mcs.Key) bool { return true })
+	}
 }
 
 // oursSelector selects the local Services and slices we make for exported Services.

@@ -55,7 +55,7 @@ func (c *Controller) countEndpoints(y *multiremote.Yielder) {
 	for _, o := range c.ours.slices.List() {
 		y.Step()
 		s := o.(*discoveryv1.EndpointSlice)
-		endpoints[s.Labels[mcsv1beta1.LabelSourceCluster]] += len(s.Endpoints)
+		endpoints[s.Labels[mcs.LabelCluster]] += len(s.Endpoints)
 	}
 	// Series of a cluster no longer configured, once none of ours names it, go.
 	c.metrics.endpoints.Reset()

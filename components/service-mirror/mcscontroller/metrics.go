@@ -18,6 +18,7 @@ type Metrics struct {
 	imports   *prometheus.GaugeVec
 	exports   *prometheus.GaugeVec
 	endpoints *prometheus.GaugeVec
+	idRefused *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics of the Multi-Cluster Services API on a sub-factory "mcs" of f.
@@ -37,6 +38,8 @@ func NewMetrics(f *metrics.Factory) *Metrics {
 			"Local ServiceExports by condition (Valid, Ready, Conflict) and status (True, False) as the service mirror last set it.", "condition", "status"),
 		endpoints: g.GaugeVec("endpoints",
 			"Endpoints in the imported EndpointSlices, by the cluster they come from (the local one included).", "source_cluster"),
+		idRefused: g.GaugeVec("cluster_id_refused",
+			"1 when the ID a cluster claims in its ClusterProperty cluster.clusterset.k8s.io is refused (not a DNS label, claimed by another cluster too, or another cluster's name) and its imported endpoints carry its name instead.", "source_cluster"),
 	}
 	m.initWrites()
 	return m
@@ -62,4 +65,7 @@ func (m *Metrics) initWrites() {
 }
 
 // initCluster exports the per-cluster series of cluster at zero.
-func (m *Metrics) initCluster(cluster string) { m.endpoints.WithLabelValues(cluster) }
+func (m *Metrics) initCluster(cluster string) {
+	m.endpoints.WithLabelValues(cluster)
+	m.idRefused.WithLabelValues(cluster)
+}

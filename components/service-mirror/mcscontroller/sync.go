@@ -143,7 +143,7 @@ func (c *Controller) keepFrom(imp mcs.Import, actual *mcsv1beta1.ServiceImport, 
 // read yet.
 func (c *Controller) unknownHolds(ours []*discoveryv1.EndpointSlice, r readable) bool {
 	for _, s := range ours {
-		if r.unreadable(s.Labels[mcsv1beta1.LabelSourceCluster]) {
+		if r.unreadable(s.Labels[mcs.LabelCluster]) {
 			return true
 		}
 	}
@@ -180,7 +180,7 @@ func (c *Controller) desiredSlices(k mcs.Key, imp mcs.Import, ours []*discoveryv
 			copies = kept(cl.name, ours)
 		case slices.Contains(imp.Clusters, cl.name):
 			source, _ := multiremote.Indexed[*discoveryv1.EndpointSlice](cl.slices, mirror.ByServiceName, k.String())
-			copies = mcs.EndpointSlices(k, imp, cl.name, source)
+			copies = mcs.EndpointSlices(k, imp, cl.name, c.ids.of(cl.name), source)
 			if cl.remote != nil {
 				c.opts.HoldBack(cl.name, k.String(), copies)
 			}
@@ -222,7 +222,7 @@ func (c *Controller) hints(imp mcs.Import) *global.Hints {
 func kept(cluster string, ours []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
 	var out []*discoveryv1.EndpointSlice
 	for _, s := range ours {
-		if s.Labels[mcsv1beta1.LabelSourceCluster] == cluster {
+		if s.Labels[mcs.LabelCluster] == cluster {
 			out = append(out, s.DeepCopy())
 		}
 	}

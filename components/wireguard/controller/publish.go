@@ -22,6 +22,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/endpoint"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/internal/metrics"
 )
 
 // watchLocalNode adds an informer on this node's Node alone. A change of its addresses or
@@ -94,18 +95,11 @@ func (c *Peering) override(node *corev1.Node) netip.Addr {
 	if changed && err != nil {
 		c.log.Warn("the node's endpoint override is not usable: publishing the endpoint of SEMAPHORE_WG_ENDPOINT_ADDRESS_TYPES", "node", node.Name, "err", err)
 	}
-	c.metrics.badOverride.Set(boolGauge(err != nil))
+	c.metrics.badOverride.Set(metrics.Bool(err != nil))
 	if !set || err != nil {
 		return netip.Addr{}
 	}
 	return addr
-}
-
-func boolGauge(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // noteReachability logs once when this node starts publishing no endpoint for a remote: the

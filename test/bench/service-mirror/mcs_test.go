@@ -179,7 +179,7 @@ func bareImports(b *testing.B, local *testenv.Cluster, sources []*exporting) tim
 		want[i].svc = mcs.DerivedService(k, imp)
 		want[i].imported = func(derived *corev1.Service) *mcsv1beta1.ServiceImport { return mcs.ServiceImport(k, imp, derived) }
 		for _, s := range sources {
-			want[i].slices = append(want[i].slices, mcs.EndpointSlices(k, imp, s.Name, s.slices[i:i+1])...)
+			want[i].slices = append(want[i].slices, mcs.EndpointSlices(k, imp, s.Name, s.Name, s.slices[i:i+1])...)
 		}
 	}
 	took, _ := bareWrite(b, local, want)

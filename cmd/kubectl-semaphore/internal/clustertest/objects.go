@@ -145,7 +145,7 @@ func MultiClusterService(t testing.TB, c *testenv.Cluster, k mcs.Key, imp mcs.Im
 	si := mcs.ServiceImport(k, imp, derived)
 	Create(t, c, si)
 	for cluster, s := range slices {
-		for _, copied := range mcs.EndpointSlices(k, imp, cluster, s) {
+		for _, copied := range mcs.EndpointSlices(k, imp, cluster, cluster, s) {
 			Create(t, c, copied)
 		}
 	}
