@@ -305,8 +305,8 @@ func TestImportKeepsTheOldestExportWhileItsClusterIsDown(t *testing.T) {
 
 // An export the API refuses (an ExternalName Service, no Service at all) is not Valid and
 // imports nothing; a Service exported into a namespace the local cluster lacks is imported
-// once the namespace exists.
-func TestInvalidExportsAndMissingNamespaces(t *testing.T) {
+// once the namespace exists, and its import goes once the namespace is being deleted.
+func TestInvalidExportsAndMissingOrDeletedNamespaces(t *testing.T) {
 	cfg := newMCSConfig(t, "aws", "gcp")
 	ns := fixture.Namespace(t, "mcs")
 	remoteService(t, local, ns, "external", func(s *corev1.Service) {
@@ -329,6 +329,13 @@ func TestInvalidExportsAndMissingNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectImport(t, mcs.Key{Namespace: elsewhere, Name: "api"}, map[string][]string{"aws": {"198.18.2.1"}})
+
+	// No namespace controller runs here: the namespace stays Terminating, and only the service
+	// mirror removes what it wrote in it.
+	if err := local.Client.CoreV1().Namespaces().Delete(context.Background(), elsewhere, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expectNoImport(t, mcs.Key{Namespace: elsewhere, Name: "api"})
 }
 
 // A remote's endpoint addresses it may not publish stay out of the imported slices, as out of
