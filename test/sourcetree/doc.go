@@ -1,4 +1,5 @@
-// Package sourcetree holds tests of rules over the repository's own Go sources that no compiler
-// or linter enforces the same way on every machine: what goimports (run by golangci-lint) would
-// decide from the module cache of the machine it runs on rather than from the tree.
+// Package sourcetree holds tests of rules over the repository itself that no compiler or linter
+// enforces the same way on every machine: what goimports (run by golangci-lint) would decide
+// from the module cache of the machine it runs on rather than from the tree, and the licences
+// of the repository, of the code of others it keeps and of the modules it ships.
 package sourcetree
