@@ -68,7 +68,7 @@ help: ## Show this help
 				else printf "  \033[36m%-*s\033[0m %s\n", w, target[i], help[i] } \
 			printf "\nVariables: PKGS (test-go, test-short; ./...), GOTESTFLAGS (-v), TEST_PARALLEL (2),\n"; \
 			printf "TEST_TIMEOUT (40m), BENCHTIME (bench; 1x), SOAK_DURATION (soak; 10m),\n"; \
-			printf "VERSION and IMAGES_FLAGS (images)\n" }' $(MAKEFILE_LIST)
+			printf "VERSION and IMAGES_FLAGS (images), VERSION, SNAPSHOT, REGISTRY and DIST (release)\n" }' $(MAKEFILE_LIST)
 
 ##@ Development
 
@@ -205,3 +205,20 @@ CONFORMANCE_LABELS ?=
 .PHONY: conformance
 conformance: ## Run the upstream MCS conformance suite against the lab; reports in .lab/conformance (docs/mcs.md)
 	@CONFORMANCE_LABELS='$(CONFORMANCE_LABELS)' bash ci/conformance.sh
+
+##@ Release
+
+# A release into DIST (hack/release, docs/releasing.md): the images (as `make images` builds them),
+# both charts with the release's version, kubectl-semaphore's archives for linux, darwin and
+# windows on amd64 and arm64, SHA256SUMS, the krew manifest checked with krew, the release notes
+# from CHANGELOG.md; pushed to REGISTRY when given (images, and charts to oci://REGISTRY/charts),
+# then the commit is tagged. SNAPSHOT=1 builds the same from any tree, without a tag.
+DIST ?= dist
+REGISTRY ?=
+SNAPSHOT ?=
+
+.PHONY: release
+release: ## Build a release: make release VERSION=vX.Y.Z [REGISTRY=host/path] [DIST=dist], or SNAPSHOT=1
+	@$(GO) run ./hack/release -dist '$(DIST)' \
+		$(if $(filter command line environment,$(origin VERSION)),-version '$(VERSION)') \
+		$(if $(REGISTRY),-registry '$(REGISTRY)') $(if $(SNAPSHOT),-snapshot)

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -25,6 +24,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/kube-semaphore/semaphore/internal/dist"
 	"github.com/kube-semaphore/semaphore/internal/images"
 )
 
@@ -117,7 +117,7 @@ type plan struct {
 // chart's appVersion and the layout's directory.
 func (c config) plan(ctx context.Context) (plan, error) {
 	p := plan{registry: images.DefaultRegistry, tag: c.tag, out: c.out}
-	root, err := moduleRoot(ctx)
+	root, err := dist.ModuleRoot(ctx)
 	if err != nil {
 		return p, err
 	}
@@ -147,17 +147,4 @@ func (c config) plan(ctx context.Context) (plan, error) {
 		return p, errors.New("-platforms: no platform")
 	}
 	return p, nil
-}
-
-// moduleRoot is the directory of the main module's go.mod, wherever the command runs from.
-func moduleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("not inside a Go module: run it from the repository")
-	}
-	return filepath.Dir(gomod), nil
 }

@@ -93,6 +93,15 @@ func Render(dir, name, namespace string, vals map[string]any) (*release.Release,
 	return install.Run(ch, vals)
 }
 
+// RenderManifest renders chart dir with vals (Render) and parses what it makes (Parse).
+func RenderManifest(dir, name, namespace string, vals map[string]any) (*Manifest, error) {
+	rel, err := Render(dir, name, namespace, vals)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(rel)
+}
+
 // Config is the Helm SDK's configuration for namespace in the cluster of kubeconfig, as `helm
 // --kubeconfig <kubeconfig> -n <namespace>` builds it: releases stored as Secrets. cacheDir
 // holds the discovery cache; logf receives Helm's messages.

@@ -324,18 +324,18 @@ func (s Spec) binary(ctx context.Context, p v1.Platform, opts Options) ([]byte, 
 	defer os.RemoveAll(tmp)
 	out := filepath.Join(tmp, s.Name)
 	start := time.Now()
-	if err := goBuild(ctx, opts.Dir, s.Package, out, platformString(p), opts.Version); err != nil {
+	if err := GoBuild(ctx, opts.Dir, s.Package, out, platformString(p), opts.Version); err != nil {
 		return nil, fmt.Errorf("image %s: %w", s.Name, err)
 	}
 	progress(opts, "images: built %s for %s (%s)", s.Package, platformString(p), time.Since(start).Round(100*time.Millisecond))
 	return os.ReadFile(out)
 }
 
-// goBuild cross-compiles the main package pkg (relative to dir) for platform ("linux/arm64")
+// GoBuild cross-compiles the main package pkg (relative to dir) for platform ("linux/arm64")
 // into out, statically and reproducibly: CGO_ENABLED=0, -trimpath, no symbol table, no build
 // ID, no VCS stamp, the default instruction set of the architecture, and version compiled into
 // internal/metrics.Version. It goes through the Go build cache.
-func goBuild(ctx context.Context, dir, pkg, out, platform, version string) error {
+func GoBuild(ctx context.Context, dir, pkg, out, platform, version string) error {
 	p, err := v1.ParsePlatform(platform)
 	if err != nil {
 		return err

@@ -496,11 +496,7 @@ func TestComponentImagesAreTheOnesTheChartsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	delete(vals["global"].(map[string]any), "image") // the chart's default registry and tag
-	rel, err := helmchart.Render(chartDir, "semaphore", "semaphore", vals)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := helmchart.Parse(rel)
+	m, err := helmchart.RenderManifest(chartDir, "semaphore", "semaphore", vals)
 	if err != nil {
 		t.Fatal(err)
 	}

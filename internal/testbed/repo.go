@@ -7,8 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
+
+	"github.com/kube-semaphore/semaphore/internal/citool"
 )
 
 // RepoRoot is the root of this repository.
@@ -46,14 +47,7 @@ func ciTool(script string) func() (string, error) {
 // path of what it built, or found in its cache. The script's progress goes to stderr (nil
 // drops it).
 func CIToolPath(stderr io.Writer, script string, args ...string) (string, error) {
-	cmd := exec.Command("bash", append([]string{filepath.Join(RepoRoot(), "ci", script)}, args...)...)
-	cmd.Stderr = stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", strings.Join(append([]string{"ci/" + script}, args...), " "), err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return lines[len(lines)-1], nil
+	return citool.Path(stderr, RepoRoot(), script, args...)
 }
 
 // BuildBinary builds the command pkg (an import path) into dir, statically (CGO_ENABLED=0), as
