@@ -23,6 +23,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -98,6 +100,9 @@ func run(args []string) int {
 	// envtest logs through controller-runtime, which complains (with a stack trace) when no
 	// logger was set; klog prints its errors and drops its chatter.
 	ctrllog.SetLogger(klog.NewKlogr())
+	// Helm's chart loader logs through the standard logger every symbolic link it follows
+	// (each chart's charts/common), which says nothing about the lab.
+	log.SetOutput(io.Discard)
 
 	opts := options{dir: abs, timeout: *timeout, withNodes: *nodes}
 	switch command {

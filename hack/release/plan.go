@@ -41,13 +41,8 @@ func (c config) plan(ctx context.Context) (*plan, error) {
 	section := dist.Unreleased
 	if c.snapshot {
 		if p.version == "" {
-			rev, err := git(ctx, root, "rev-parse", "--short=12", "HEAD")
-			if err != nil {
+			if p.version, err = dist.SnapshotVersion(ctx, root, "snapshot"); err != nil {
 				return nil, err
-			}
-			p.version = "v0.0.0-snapshot.g" + rev
-			if status, err := git(ctx, root, "status", "--porcelain"); err == nil && status != "" {
-				p.version += ".dirty" // built from changes no commit holds
 			}
 		}
 	} else {

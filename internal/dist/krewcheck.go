@@ -35,9 +35,16 @@ func krewInstall(ctx context.Context, krewDir, manifest, archive, platform strin
 		return err
 	}
 	defer os.RemoveAll(root)
+	return KrewInstall(ctx, krewDir, root, manifest, archive, platform)
+}
+
+// KrewInstall installs the plugin of manifest from archive with `krew install --manifest
+// --archive`, as a user of platform does, into the krew root krewRoot, and checks that its
+// binary is in krewRoot/bin.
+func KrewInstall(ctx context.Context, krewDir, krewRoot, manifest, archive, platform string) error {
 	goos, arch, _ := strings.Cut(platform, "/")
 	install := exec.CommandContext(ctx, filepath.Join(krewDir, "krew"), "install", "--manifest", manifest, "--archive", archive)
-	install.Env = append(os.Environ(), "KREW_ROOT="+root, "KREW_OS="+goos, "KREW_ARCH="+arch)
+	install.Env = append(os.Environ(), "KREW_ROOT="+krewRoot, "KREW_OS="+goos, "KREW_ARCH="+arch)
 	if out, err := install.CombinedOutput(); err != nil {
 		return fmt.Errorf("krew install --archive %s (%s): %w\n%s", filepath.Base(archive), platform, err, out)
 	}
@@ -45,7 +52,7 @@ func krewInstall(ctx context.Context, krewDir, manifest, archive, platform strin
 	if goos == "windows" {
 		bin += ".exe"
 	}
-	if _, err := os.Lstat(filepath.Join(root, "bin", bin)); err != nil {
+	if _, err := os.Lstat(filepath.Join(krewRoot, "bin", bin)); err != nil {
 		return fmt.Errorf("krew install --archive %s (%s): no %s in its bin: %w", filepath.Base(archive), platform, bin, err)
 	}
 	return nil

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-semaphore/semaphore/internal/testbed"
@@ -136,4 +139,34 @@ func ReadReport(dir string) (*Report, error) {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "report.yaml"), err)
 	}
 	return &r, nil
+}
+
+// NamespacePrefix starts the name of every namespace the suite creates, one per spec; it deletes
+// each after its spec, and the namespace controller removes what the spec left in it.
+const NamespacePrefix = "mcs-conformance-"
+
+// WaitForNamespacesGone waits, up to timeout, until no cluster of clients has a namespace of the
+// suite any more: until then its ServiceExports (an ExternalName one among them) are still
+// there, half deleted, for whatever runs next to see.
+func WaitForNamespacesGone(ctx context.Context, clients []kubernetes.Interface, timeout time.Duration) error {
+	var left []string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		left = nil
+		for _, c := range clients {
+			list, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, nil //nolint:nilerr // the API server busy: asked again
+			}
+			for _, ns := range list.Items {
+				if strings.HasPrefix(ns.Name, NamespacePrefix) {
+					left = append(left, ns.Name)
+				}
+			}
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the suite's namespaces %v are still there after %s", left, timeout)
+	}
+	return nil
 }

@@ -13,9 +13,6 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
-// pluginPackage is the kubectl plugin, which links the clusters.
-const pluginPackage = "github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore"
-
 // build is one of the binaries buildBinaries builds: what it says while building, how, and
 // where the path goes.
 type build struct {
@@ -25,7 +22,10 @@ type build struct {
 }
 
 // buildBinaries builds (or finds in their caches) everything the lab runs, in parallel.
-func (l *Lab) buildBinaries(context.Context) error {
+func (l *Lab) buildBinaries(ctx context.Context) error {
+	if err := l.labVersion(ctx); err != nil {
+		return err
+	}
 	builds := []build{
 		// The test harness builds these through ci/kube-binaries.sh and ci/coredns.sh, which
 		// cache them in ~/.cache/semaphore and return at once when they are there.
@@ -33,7 +33,7 @@ func (l *Lab) buildBinaries(context.Context) error {
 		{"CoreDNS (first run only, ~2.5 min)", testbed.CoreDNSBinary, &l.bin.coredns},
 		{"helm (first run only, ~2 min)", helmBinary, &l.bin.helm},
 		{"Calico (first run only, ~4 min)", calicoBinaries, &l.bin.calico},
-		{"kubectl-semaphore", func() (string, error) { return testbed.BuildBinary(pluginPackage, l.Path("bin")) }, &l.bin.plugin},
+		{"kubectl-semaphore (the release's archive, installed with krew)", func() (string, error) { return l.installPlugin(ctx) }, &l.bin.plugin},
 		{"egress proxy", func() (string, error) { return testbed.BuildBinary(egressPackage, l.Path("bin")) }, &l.bin.egress},
 	}
 	errs := make([]error, len(builds))

@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-semaphore/semaphore/internal/dist"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/lab/guide"
 )
@@ -125,7 +126,7 @@ func (l *Lab) guideEnv() ([]string, error) {
 		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
 		"KUBECONFIG=" + kubeconfig,
 		"CHARTS=oci://" + l.registry + "/" + ChartsRepo,
-		"CHART_FLAGS=--plain-http",
+		"CHART_FLAGS=--plain-http --version " + dist.ChartVersion(l.version),
 	}
 	for _, c := range ClusterSpecs {
 		upper := strings.ToUpper(c.Name)

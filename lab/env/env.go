@@ -42,6 +42,8 @@ type Lab struct {
 	// registry is the host:port of the lab's OCI registry (startRegistry); imageTag is the tag
 	// of every image there.
 	registry, imageTag string
+	// version is the lab's release version (release.go): of its images, charts and plugin.
+	version string
 	// withNodes is false when the lab must not create its nodes (-nodes=false).
 	withNodes bool
 

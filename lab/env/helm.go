@@ -11,8 +11,8 @@ import (
 
 	"helm.sh/helm/v3/pkg/release"
 
+	"github.com/kube-semaphore/semaphore/internal/dist"
 	"github.com/kube-semaphore/semaphore/internal/helmchart"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
 // The lab installs the charts the way the getting-started guide tells users to: packaged,
@@ -50,26 +50,6 @@ func (l *Lab) appendLog(name, command, output string) {
 	}
 }
 
-// pushCharts packages both charts and pushes them to the registry as OCI artifacts.
-func (l *Lab) pushCharts(ctx context.Context) error {
-	dir := l.Path("tmp", "charts")
-	for _, chart := range []string{helmchart.RemoteDir, helmchart.UmbrellaDir} {
-		out, err := l.helm(ctx, "package", filepath.Join(testbed.RepoRoot(), chart), "-d", dir)
-		if err != nil {
-			return err
-		}
-		// "Successfully packaged chart and saved it to: <path>"
-		_, pkg, ok := strings.Cut(strings.TrimSpace(out), "saved it to: ")
-		if !ok {
-			return fmt.Errorf("helm package %s: no package in its output: %s", chart, out)
-		}
-		if _, err := l.helm(ctx, "push", pkg, "oci://"+l.registry+"/"+ChartsRepo, "--plain-http"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // release is what release name in namespace of cluster rendered, with its NOTES, as the helm
 // CLI tells.
 func (l *Lab) release(ctx context.Context, cluster, name, namespace string) (*helmchart.Manifest, error) {
@@ -90,7 +70,8 @@ func (l *Lab) release(ctx context.Context, cluster, name, namespace string) (*he
 // UpgradeUmbrella upgrades cluster's umbrella release to the same chart with its values and
 // sets (helm --reuse-values --set), as a user changes one value.
 func (l *Lab) UpgradeUmbrella(ctx context.Context, cluster string, sets ...string) error {
-	args := []string{"upgrade", UmbrellaRelease, "oci://" + l.registry + "/" + ChartsRepo + "/" + UmbrellaRelease, "--plain-http", "--reuse-values",
+	args := []string{"upgrade", UmbrellaRelease, "oci://" + l.registry + "/" + ChartsRepo + "/" + UmbrellaRelease,
+		"--version", dist.ChartVersion(l.version), "--plain-http", "--reuse-values",
 		"--kubeconfig", l.Path(KubeconfigFile), "--kube-context", cluster, "-n", SemaphoreNamespace}
 	for _, s := range sets {
 		args = append(args, "--set", s)

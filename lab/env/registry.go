@@ -8,13 +8,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
 
-	"github.com/kube-semaphore/semaphore/internal/helmchart"
+	"github.com/kube-semaphore/semaphore/internal/dist"
 	"github.com/kube-semaphore/semaphore/internal/images"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
@@ -84,9 +83,7 @@ func (l *Lab) pushImages(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if l.imageTag, err = images.AppVersion(filepath.Join(root, helmchart.UmbrellaDir)); err != nil {
-		return err
-	}
+	opts.Version, l.imageTag = l.version, dist.ChartVersion(l.version)
 	platform := []string{"linux/" + runtime.GOARCH}
 	specs := images.Components()
 	specs = append(specs,

@@ -2,9 +2,12 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-semaphore/semaphore/internal/images"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
@@ -42,6 +45,9 @@ func checkConformance(ctx context.Context, l *env.Lab) []string {
 	run := conformance.Run{Binary: binary, Kubeconfig: rec.Kubeconfig, Contexts: conformanceClusters, LabelFilter: "Required",
 		Version: opts.Version, Dir: dir, Timeout: 15 * time.Minute}
 	runErr := run.Exec(ctx)
+	if err := waitForSuiteNamespaces(ctx, l); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
 	report, err := conformance.ReadReport(dir)
 	if err != nil {
 		return []string{fmt.Sprintf("conformance: %v; %v", runErr, err)}
@@ -68,4 +74,15 @@ func checkConformance(ctx context.Context, l *env.Lab) []string {
 		problems = append(problems, fmt.Sprintf("conformance: %v", runErr))
 	}
 	return problems
+}
+
+// waitForSuiteNamespaces waits until the suite's namespaces are gone from the clusters it ran
+// against, so that the scenarios after it (kubectl semaphore check among them) see none of its
+// exports.
+func waitForSuiteNamespaces(ctx context.Context, l *env.Lab) error {
+	var clients []kubernetes.Interface
+	for _, name := range conformanceClusters {
+		clients = append(clients, l.Cluster(name).Client)
+	}
+	return conformance.WaitForNamespacesGone(ctx, clients, 2*time.Minute)
 }
