@@ -22,6 +22,9 @@ export KUBEBUILDER_ASSETS=$assets
 # Tests find CoreDNS by running ci/coredns.sh themselves, but go test holds a package's output
 # until the package finishes; building it beforehand keeps a cold build's progress visible.
 bash ci/coredns.sh >/dev/null
+# The same for the verifiers internal/signing's tests run: cosign (about 4 minutes cold), openssl.
+bash ci/cosign.sh >/dev/null
+bash ci/cosign.sh openssl >/dev/null
 
 # As root the tests run real nodes (lab/node) and network namespaces (test/datapath): what they
 # need from Debian (ci/node-packages.sh) is installed, and kubelet, kube-proxy and the rest of
