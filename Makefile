@@ -68,7 +68,7 @@ help: ## Show this help
 				else printf "  \033[36m%-*s\033[0m %s\n", w, target[i], help[i] } \
 			printf "\nVariables: PKGS (test-go, test-short; ./...), GOTESTFLAGS (-v), TEST_PARALLEL (2),\n"; \
 			printf "TEST_TIMEOUT (40m), BENCHTIME (bench; 1x), SOAK_DURATION (soak; 10m),\n"; \
-			printf "VERSION and IMAGES_FLAGS (images), VERSION, SNAPSHOT, REGISTRY and DIST (release)\n" }' $(MAKEFILE_LIST)
+			printf "VERSION and IMAGES_FLAGS (images), VERSION, SNAPSHOT, REGISTRY, SIGNING_KEY and DIST (release)\n" }' $(MAKEFILE_LIST)
 
 ##@ Development
 
@@ -216,9 +216,12 @@ conformance: ## Run the upstream MCS conformance suite against the lab; reports 
 DIST ?= dist
 REGISTRY ?=
 SNAPSHOT ?=
+# The release key (PEM, ECDSA P-256) whose public half is docs/release-key.pub; a snapshot
+# without one is signed by a key made for it.
+SIGNING_KEY ?=
 
 .PHONY: release
 release: ## Build a release: make release VERSION=vX.Y.Z [REGISTRY=host/path] [DIST=dist], or SNAPSHOT=1
 	@$(GO) run ./hack/release -dist '$(DIST)' \
 		$(if $(filter command line environment,$(origin VERSION)),-version '$(VERSION)') \
-		$(if $(REGISTRY),-registry '$(REGISTRY)') $(if $(SNAPSHOT),-snapshot)
+		$(if $(REGISTRY),-registry '$(REGISTRY)') $(if $(SIGNING_KEY),-signing-key '$(SIGNING_KEY)') $(if $(SNAPSHOT),-snapshot)

@@ -6,9 +6,10 @@
 // From a clean tree it builds the three images (hack/images, the same program as `make images`)
 // into DIR/images, both charts packaged with the release's version, kubectl-semaphore's archives
 // for every platform it is released for, SHA256SUMS over the archives and charts, the plugin's
-// krew manifest (validated, and every archive installed, with krew's own tools) and the release
-// notes from CHANGELOG.md; with -registry it pushes the images and the charts
-// (oci://REGISTRY/charts); it then tags the commit. -snapshot builds the same without a tag:
+// krew manifest (validated, and every archive installed, with krew's own tools), an SBOM of
+// every program and image, the release notes from CHANGELOG.md, and a signature of every file by
+// the release key; with -registry it pushes the images and the charts (oci://REGISTRY/charts)
+// and signs the images there; it then tags the commit. -snapshot builds the same without a tag:
 // from any tree, with the notes of [Unreleased], and a snapshot version unless one is given.
 package main
 
@@ -31,6 +32,7 @@ func main() {
 	flag.BoolVar(&c.insecure, "insecure", false, "push over plain HTTP (a registry on localhost or a loopback address gets it anyway)")
 	flag.StringVar(&c.downloadURL, "download-url", "", "where the plugin's archives are downloaded from, in the krew manifest (default: the project's GitHub release of the version)")
 	flag.BoolVar(&c.snapshot, "snapshot", false, "build without tagging, from any tree")
+	flag.StringVar(&c.signingKey, "signing-key", "", "the release key (PEM, ECDSA P-256) that signs the files and the pushed images; its public half must be docs/release-key.pub (with -snapshot: default a key made for the one build)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: release -version vX.Y.Z [flags] | release -snapshot [flags]\n\n")
 		flag.PrintDefaults()
@@ -53,8 +55,8 @@ func main() {
 
 // config is what the flags ask for.
 type config struct {
-	version, dist, registry, downloadURL string
-	insecure, snapshot                   bool
+	version, dist, registry, downloadURL, signingKey string
+	insecure, snapshot                               bool
 }
 
 func run(ctx context.Context, c config, stdout, stderr io.Writer) error {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/ecdsa"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/dist"
 	"github.com/kube-semaphore/semaphore/internal/images"
+	"github.com/kube-semaphore/semaphore/internal/signing"
 )
 
 // plan is a release as the flags and the tree say it: its version, where it goes, the notes.
@@ -21,9 +24,10 @@ type plan struct {
 	root  string
 	epoch time.Time
 	notes string
+	key   *ecdsa.PrivateKey
 	// filled in by the steps
-	archives, charts []dist.Artifact
-	sums             map[string]string
+	archives, charts, sboms []dist.Artifact
+	sums                    map[string]string
 }
 
 // semverRE is a release version: v, then SemVer without build metadata (charts forbid none, but
@@ -62,6 +66,9 @@ func (c config) plan(ctx context.Context) (*plan, error) {
 		return nil, err
 	}
 	if p.epoch, err = images.SourceDateEpoch(ctx, root); err != nil {
+		return nil, err
+	}
+	if p.key, err = p.releaseKey(); err != nil {
 		return nil, err
 	}
 	if p.downloadURL == "" {
@@ -108,4 +115,32 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// releaseKey loads the key that signs the release. A release's must be the one whose public
+// half the repository documents (docs/release-key.pub); a snapshot without one is signed by a
+// key made for it, whose public half goes with it.
+func (p *plan) releaseKey() (*ecdsa.PrivateKey, error) {
+	if p.signingKey == "" {
+		if !p.snapshot {
+			return nil, errors.New("-signing-key: a release is signed by the release key (docs/releasing.md)")
+		}
+		return signing.GenerateKey()
+	}
+	key, err := signing.LoadPrivateKey(p.signingKey)
+	if err != nil || p.snapshot {
+		return key, err
+	}
+	documented, err := os.ReadFile(filepath.Join(p.root, "docs", dist.PublicKeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("the release key's public half is not documented: %w (docs/releasing.md says how)", err)
+	}
+	public, err := signing.PublicKeyPEM(&key.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(bytes.TrimSpace(public), bytes.TrimSpace(documented)) {
+		return nil, fmt.Errorf("-signing-key %s is not the key of docs/%s", p.signingKey, dist.PublicKeyFile)
+	}
+	return key, nil
 }

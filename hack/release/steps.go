@@ -7,9 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 
 	"github.com/kube-semaphore/semaphore/internal/citool"
 	"github.com/kube-semaphore/semaphore/internal/dist"
+	"github.com/kube-semaphore/semaphore/internal/signing"
 )
 
 // step is one part of a release, run in order.
@@ -21,11 +23,13 @@ type step struct {
 func (p *plan) steps() []step {
 	steps := []step{
 		{"images", p.images},
+		{"SBOMs of the images", p.imageSBOMs},
 		{"charts", p.packageCharts},
-		{"kubectl-semaphore archives", p.pluginArchives},
+		{"kubectl-semaphore archives and their SBOMs", p.pluginArchives},
 		{dist.ChecksumsFile, p.checksums},
 		{"krew manifest", p.krewManifest},
 		{"release notes", p.releaseNotes},
+		{"signatures", p.sign},
 	}
 	if !p.snapshot {
 		steps = append(steps, step{"tag", p.tag})
@@ -69,9 +73,47 @@ func (p *plan) pluginArchives(ctx context.Context, _, _ io.Writer) error {
 	return err
 }
 
-func (p *plan) checksums(context.Context, io.Writer, io.Writer) error {
+func (p *plan) imageSBOMs(ctx context.Context, _, _ io.Writer) error {
 	var err error
-	p.sums, err = dist.WriteChecksums(p.dist, append(append([]dist.Artifact(nil), p.archives...), p.charts...))
+	p.sboms, err = dist.ImageSBOMs(ctx, filepath.Join(p.dist, "images"), p.dist, p.version, p.registry, p.epoch)
+	return err
+}
+
+// checksums lists every file of the release but the krew manifest, which holds them.
+func (p *plan) checksums(context.Context, io.Writer, io.Writer) error {
+	files := slices.Concat(p.archives, p.charts, p.sboms)
+	for _, a := range p.archives {
+		files = append(files, dist.Artifact{Name: a.SBOM})
+	}
+	var err error
+	p.sums, err = dist.WriteChecksums(p.dist, files)
+	return err
+}
+
+// sign writes the release key's public half and signs every file of the release; with
+// -registry, the pushed images too.
+func (p *plan) sign(ctx context.Context, stdout, _ io.Writer) error {
+	public, err := signing.PublicKeyPEM(&p.key.PublicKey)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(p.dist, dist.PublicKeyFile), public, 0o644); err != nil {
+		return err
+	}
+	files := []string{dist.ChecksumsFile, dist.KrewManifestName, "RELEASE_NOTES.md"}
+	for name := range p.sums {
+		files = append(files, name)
+	}
+	if err := dist.SignFiles(p.dist, p.key, files); err != nil {
+		return err
+	}
+	if p.registry == "" {
+		return nil
+	}
+	signed, err := dist.SignPushedImages(ctx, p.key, filepath.Join(p.dist, "images"), p.registry, dist.PlainHTTP(p.registry, p.insecure))
+	for _, ref := range signed {
+		fmt.Fprintf(stdout, "signed %s\n", ref)
+	}
 	return err
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/citool"
 	"github.com/kube-semaphore/semaphore/internal/dist"
 	"github.com/kube-semaphore/semaphore/internal/helmchart"
+	"github.com/kube-semaphore/semaphore/internal/signing"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 )
 
@@ -155,6 +156,12 @@ func TestPluginArchivesAreReproducibleAndKrewInstallsThem(t *testing.T) {
 		}
 	}
 	dir := dirs[0]
+	for _, a := range archives {
+		data, err := os.ReadFile(filepath.Join(dir, a.SBOM))
+		if err != nil || !bytes.Contains(data, []byte(`"bomFormat": "CycloneDX"`)) {
+			t.Errorf("%s: SBOM %s: %v, %.80s", a.Name, a.SBOM, err, data)
+		}
+	}
 	sums, err := dist.WriteChecksums(dir, archives)
 	if err != nil {
 		t.Fatal(err)
@@ -178,5 +185,36 @@ func TestPluginArchivesAreReproducibleAndKrewInstallsThem(t *testing.T) {
 	}
 	if err := dist.ValidateKrewManifest(ctx, krew, path, dir, archives); err != nil {
 		t.Error(err)
+	}
+}
+
+// Every file SignFiles signs gets a <file>.sig that the key's public half verifies, and that a
+// changed file fails.
+func TestSignedFilesVerifyWithThePublicKey(t *testing.T) {
+	dir := t.TempDir()
+	files := []string{"SHA256SUMS", "semaphore-1.2.3.tgz"}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("the content of "+f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key, err := signing.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dist.SignFiles(dir, key, files); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		sig, err := os.ReadFile(filepath.Join(dir, f+".sig"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := signing.VerifyBlob(&key.PublicKey, []byte("the content of "+f), sig); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+		if signing.VerifyBlob(&key.PublicKey, []byte("another content"), sig) == nil {
+			t.Errorf("%s: its signature verifies another content", f)
+		}
 	}
 }

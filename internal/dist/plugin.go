@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/internal/images"
+	"github.com/kube-semaphore/semaphore/internal/sbom"
 )
 
 // PluginPlatforms are the platforms kubectl-semaphore is released for.
@@ -23,6 +24,8 @@ type Artifact struct {
 	Name string
 	// Platform is the platform of a plugin archive ("linux/amd64"), "" for the others.
 	Platform string
+	// SBOM is the file of a plugin archive's SBOM (its program's), "" for the others.
+	SBOM string
 }
 
 // PluginArchiveName is the name of the plugin's archive for platform: a zip for Windows, a
@@ -38,7 +41,8 @@ func PluginArchiveName(version, platform string) string {
 
 // BuildPluginArchives builds kubectl-semaphore of the module at root for every platform, as
 // reproducibly as the images' binaries (images.GoBuild), and writes each archive, with the
-// binary and the LICENSE, into dir. Files in them are dated epoch.
+// binary and the LICENSE, into dir, with the SBOM of the binary (Artifact.SBOM). Files in them
+// are dated epoch.
 func BuildPluginArchives(ctx context.Context, root, dir, version string, epoch time.Time, platforms []string) ([]Artifact, error) {
 	license, err := os.ReadFile(filepath.Join(root, "LICENSE"))
 	if err != nil {
@@ -84,5 +88,13 @@ func pluginArchive(ctx context.Context, root, tmp, dir, version, platform string
 		return Artifact{}, err
 	}
 	a := Artifact{Name: PluginArchiveName(version, platform), Platform: platform}
+	a.SBOM = SBOMName(strings.TrimSuffix(strings.TrimSuffix(a.Name, ".zip"), ".tar.gz"))
+	bom, err := sbom.ForBinary(bin, "kubectl-semaphore", version, epoch)
+	if err != nil {
+		return Artifact{}, err
+	}
+	if err := writeSBOM(dir, a.SBOM, bom); err != nil {
+		return Artifact{}, err
+	}
 	return a, os.WriteFile(filepath.Join(dir, a.Name), b, 0o644)
 }
