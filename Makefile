@@ -14,7 +14,7 @@ GO ?= go
 # semaphore-<component>, like the images and charts.
 COMPONENTS := $(patsubst components/%/main.go,%,$(wildcard components/*/main.go))
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X github.com/kube-semaphore/semaphore/internal/metrics.Version=$(VERSION)
+LDFLAGS := -s -w -X github.com/kube-semaphore/semaphore/internal/version.Version=$(VERSION)
 
 # Integration tests start two or three API servers (each an etcd and a kube-apiserver) per
 # package. On the 2-core CI machines more than two packages at once starves them and turns

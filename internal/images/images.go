@@ -78,7 +78,7 @@ type File struct {
 type Options struct {
 	// Dir is the module root, where `go build` runs and Spec.Package is resolved (default ".").
 	Dir string
-	// Version is compiled into the binaries (internal/metrics.Version) and labelled
+	// Version is compiled into the binaries (internal/version.Version) and labelled
 	// org.opencontainers.image.version (default: `git describe --tags --always --dirty`, or
 	// "dev" outside git, as `make build` does).
 	Version string
@@ -107,7 +107,7 @@ const (
 	// source is the org.opencontainers.image.source label of every image.
 	source = "https://github.com/kube-semaphore/semaphore"
 	// versionVar receives Options.Version through -ldflags -X.
-	versionVar = "github.com/kube-semaphore/semaphore/internal/metrics.Version"
+	versionVar = "github.com/kube-semaphore/semaphore/internal/version.Version"
 	pathEnv    = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
@@ -334,7 +334,7 @@ func (s Spec) binary(ctx context.Context, p v1.Platform, opts Options) ([]byte, 
 // GoBuild cross-compiles the main package pkg (relative to dir) for platform ("linux/arm64")
 // into out, statically and reproducibly: CGO_ENABLED=0, -trimpath, no symbol table, no build
 // ID, no VCS stamp, the default instruction set of the architecture, and version compiled into
-// internal/metrics.Version. It goes through the Go build cache.
+// internal/version.Version. It goes through the Go build cache.
 func GoBuild(ctx context.Context, dir, pkg, out, platform, version string) error {
 	p, err := v1.ParsePlatform(platform)
 	if err != nil {

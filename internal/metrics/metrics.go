@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/kube-semaphore/semaphore/internal/version"
 )
 
 // Spec describes one metric family a component exports.
@@ -108,14 +110,10 @@ func register[C prometheus.Collector](f *Factory, c C) C {
 // LatencyBuckets suit reconcile and propagation latencies: 1 ms to about 30 s.
 var LatencyBuckets = prometheus.ExponentialBuckets(0.001, 2, 16)
 
-// Version is the component version, set at build time with
-// -ldflags "-X github.com/kube-semaphore/semaphore/internal/metrics.Version=v1.2.3".
-var Version = "dev"
-
 // BuildInfo registers <prefix>_build_info, a constant 1 labelled with the version.
 func BuildInfo(f *Factory) {
 	g := f.GaugeVec("build_info", "A constant 1, labelled with the version of the component and of Go it was built with.", "version", "go_version")
-	g.WithLabelValues(Version, runtime.Version()).Set(1)
+	g.WithLabelValues(version.Version, runtime.Version()).Set(1)
 }
 
 // RegisterProcess registers the Go runtime and process collectors on reg.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/version"
 )
 
 func TestFactorySpecs(t *testing.T) {
@@ -116,7 +117,7 @@ func TestFactoryDuplicatePanics(t *testing.T) {
 func TestBuildInfo(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	metrics.BuildInfo(metrics.NewFactory(reg, "semaphore_test"))
-	want := map[string]float64{"go_version=" + runtime.Version() + ",version=" + metrics.Version: 1}
+	want := map[string]float64{"go_version=" + runtime.Version() + ",version=" + version.Version: 1}
 	if diff := cmp.Diff(want, series(t, reg, "semaphore_test_build_info")); diff != "" {
 		t.Errorf("build_info mismatch (-want +got):\n%s", diff)
 	}

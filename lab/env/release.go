@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/kube-semaphore/semaphore/internal/dist"
 	"github.com/kube-semaphore/semaphore/internal/images"
@@ -69,8 +71,12 @@ func (l *Lab) installPlugin(ctx context.Context) (string, error) {
 		return "", err
 	}
 	plugin := filepath.Join(krewRoot, "bin", "kubectl-semaphore")
-	if _, err := os.Stat(plugin); err != nil {
-		return "", fmt.Errorf("krew installed no kubectl-semaphore: %w", err)
+	out, err := exec.CommandContext(ctx, plugin, "version").Output()
+	if err != nil {
+		return "", fmt.Errorf("the plugin krew installed: kubectl semaphore version: %w", err)
+	}
+	if !strings.HasPrefix(string(out), "kubectl-semaphore "+l.version+" ") {
+		return "", fmt.Errorf("the plugin krew installed says %q, want version %s", strings.TrimSpace(string(out)), l.version)
 	}
 	return plugin, nil
 }

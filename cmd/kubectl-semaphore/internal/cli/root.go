@@ -60,6 +60,7 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 		newCheck,
 		newStatus,
 		newGraph,
+		newVersion,
 	} {
 		root.AddCommand(sub(o))
 	}
