@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -147,6 +146,7 @@ func checkUmbrella(t *testing.T, m *manifest, vals map[string]any) {
 		sub["global"] = vals["global"]
 		checkWorkload(t, m, ws[0], vals, sub)
 	}
+	checkChartMonitoring(t, m, overview, umbrellaChart, vals)
 	checkRBACSanity(t, m)
 	if notes := m.Release.Info.Notes; !strings.Contains(notes, str(lookup(vals, "global", "clusterName"))) {
 		t.Errorf("NOTES.txt does not name the cluster:\n%s", notes)
@@ -279,74 +279,6 @@ func checkPDB(t *testing.T, m *manifest, w workload, want int) {
 	if found != want {
 		t.Errorf("Deployment %s with %d replicas is covered by %d PodDisruptionBudgets, want %d", w.Name, ptr.Deref(w.Replicas, 1), found, want)
 	}
-}
-
-// checkMonitoring checks the component's monitoring objects against its values: a
-// ServiceMonitor (with a Service of the pods' admin port), a PodMonitor, a PrometheusRule (when
-// the chart has alert files) each exactly when enabled, all selecting the component's pods.
-func checkMonitoring(t *testing.T, m *manifest, w workload, sub map[string]any) {
-	t.Helper()
-	mine := func(kind string) []*unstructured.Unstructured {
-		var out []*unstructured.Unstructured
-		for _, o := range m.Of(kind) {
-			if o.GetLabels()["app.kubernetes.io/component"] == w.Component {
-				out = append(out, o)
-			}
-		}
-		return out
-	}
-	on := func(key string) bool { return lookup(sub, key, "enabled") == true }
-	podLabels := labels.Set(w.Pod.Labels)
-	selects := func(o *unstructured.Unstructured) bool {
-		ml, _, _ := unstructured.NestedStringMap(o.Object, "spec", "selector", "matchLabels")
-		return len(ml) > 0 && labels.SelectorFromSet(ml).Matches(podLabels)
-	}
-	for _, kind := range []string{"ServiceMonitor", "PodMonitor"} {
-		key := strings.ToLower(kind[:1]) + kind[1:]
-		objs := mine(kind)
-		want := 0
-		if on(key) {
-			want = 1
-		}
-		if len(objs) != want {
-			t.Errorf("%s: %s.enabled=%v renders %d %ss", w.Component, key, on(key), len(objs), kind)
-			continue
-		}
-		for _, o := range objs {
-			if kind == "PodMonitor" && !selects(o) {
-				t.Errorf("PodMonitor %s does not select the pods of %s", o.GetName(), w.Name)
-			}
-			if kind == "ServiceMonitor" {
-				found := false
-				for _, s := range m.Of("Service") {
-					svc := typed[corev1.Service](t, s)
-					ml, _, _ := unstructured.NestedStringMap(o.Object, "spec", "selector", "matchLabels")
-					if labels.SelectorFromSet(ml).Matches(labels.Set(svc.Labels)) &&
-						len(svc.Spec.Selector) > 0 && labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) &&
-						slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "admin" }) {
-						found = true
-					}
-				}
-				if !found {
-					t.Errorf("ServiceMonitor %s selects no Service of %s's pods with an admin port", o.GetName(), w.Name)
-				}
-			}
-		}
-	}
-	rules := mine("PrometheusRule")
-	if !on("prometheusRule") && len(rules) > 0 {
-		t.Errorf("%s: prometheusRule is disabled but renders %d PrometheusRules", w.Component, len(rules))
-	}
-	if on("prometheusRule") && hasChartFiles(t, w.Component, "files/alerts/") && len(rules) != 1 {
-		t.Errorf("%s: prometheusRule is enabled, the chart has alert files, and %d PrometheusRules render", w.Component, len(rules))
-	}
-}
-
-// hasChartFiles reports whether the component's subchart holds files under prefix.
-func hasChartFiles(t *testing.T, component, prefix string) bool {
-	t.Helper()
-	ch := loadChart(t, filepath.Join(umbrellaChart, "charts", component))
-	return slices.ContainsFunc(ch.Files, func(f *chart.File) bool { return strings.HasPrefix(f.Name, prefix) })
 }
 
 // isLocalRangesRBAC reports whether u is a component's ClusterRole or ClusterRoleBinding for
@@ -634,11 +566,7 @@ func TestSubchartsAlone(t *testing.T) {
 	for _, comp := range components {
 		t.Run(comp, func(t *testing.T) {
 			dir := filepath.Join(umbrellaChart, "charts", comp)
-			extra := ""
-			if comp == "wireguard" {
-				extra = "listenPorts: {aws: 51821}"
-			}
-			vals := valuesOf(t, nil, awsGlobals, extra)
+			vals := valuesOf(t, nil, aloneValues(comp))
 			m := mustRender(t, dir, vals)
 			eff := effectiveValues(t, dir, vals)
 			checkObjects(t, m, eff)

@@ -16,4 +16,14 @@ image:
 imagePullSecrets: {{ $g.imagePullSecrets | default list | toJson }}
 commonLabels: {{ $g.commonLabels | default dict | toJson }}
 adoptOriginal: {{ eq (toString $g.adoptOriginal) "true" }}
+{{- $mon := $g.monitoring | default dict }}
+{{- $dash := $mon.dashboards | default dict }}
+monitoring:
+  enabled: {{ eq (toString $mon.enabled) "true" }}
+  kind: {{ $mon.kind | default "ServiceMonitor" | quote }}
+  labels: {{ $mon.labels | default dict | toJson }}
+  dashboards:
+    label: {{ $dash.label | default "grafana_dashboard" | quote }}
+    labelValue: {{ $dash.labelValue | default "1" | toString | quote }}
+    annotations: {{ $dash.annotations | default dict | toJson }}
 {{- end -}}

@@ -16,7 +16,7 @@ semaphore-remote). Each template documents what it reads above its definition. I
   _poddisruptionbudget.tpl podDisruptionBudget
   _networkpolicy.tpl      networkPolicy
   _monitoring.tpl         monitoring (= metricsService + serviceMonitor + podMonitor + prometheusRule +
-                          dashboards)
+                          dashboards; each on through global.monitoring or its own enabled)
 A component's templates look like service-mirror's (charts/semaphore/charts/service-mirror/templates).
 
 Every template takes one input shape, a dict:
@@ -29,7 +29,7 @@ Every template takes one input shape, a dict:
              is not a valid object name. Left out by a chart that is not one component
              (semaphore-remote): its objects are then named after the chart (see
              semaphore-common.name).
-A few templates read more keys of the same dict (remote, root, add, monitor), as noted; a few read
-nothing from it (remotesDir, probes), and take it all the same. Template names are namespaced
-"semaphore-common.*"; the ones with a further dot (".items") are internal.
+A few templates read more keys of the same dict (remote, root, add, monitor, key, extra), as
+noted; a few read nothing from it (remotesDir, probes), and take it all the same. Template names
+are namespaced "semaphore-common.*"; the ones with a further dot (".items") are internal.
 */ -}}

@@ -13,7 +13,9 @@ semaphore-common.labels: the labels of every object: selector labels, app.kubern
 (component only with a component), helm.sh/chart, and the common labels, which cannot override
 the standard ones. The common labels are the chart's own .Values.commonLabels where it has that
 key (semaphore-remote), otherwise .Values.global.commonLabels (the umbrella and its subcharts).
-  dict "ctx" $ "component" "service-mirror"
+An optional "extra" dict (the monitoring objects' labels) goes over the common labels and, like
+them, under the standard ones.
+  dict "ctx" $ "component" "service-mirror" ["extra" (dict "release" "prometheus")]
 */ -}}
 {{- define "semaphore-common.labels" -}}
 {{- $common := (include "semaphore-common.global" . | fromYaml).commonLabels -}}
@@ -21,7 +23,7 @@ key (semaphore-remote), otherwise .Values.global.commonLabels (the umbrella and 
 {{- $common = .ctx.Values.commonLabels | default dict -}}
 {{- end -}}
 {{- $labels := dict -}}
-{{- range $k, $v := $common -}}
+{{- range $k, $v := merge (dict) (.extra | default dict) $common -}}
 {{- $_ := set $labels $k (toString $v) -}}
 {{- end -}}
 {{- $_ := set $labels "helm.sh/chart" (include "semaphore-common.chart" .) -}}

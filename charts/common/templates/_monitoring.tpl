@@ -3,12 +3,18 @@ Monitoring objects: a metrics Service, ServiceMonitor, PodMonitor, PrometheusRul
 dashboard ConfigMaps. Each is a YAML document starting with "---", or nothing when disabled.
 They all take
   dict "ctx" $ "component" "service-mirror"
-and read these values of the including chart (all optional, all disabled by default):
+and read these values of the including chart (all optional, all off by default):
   serviceMonitor: {enabled, interval, scrapeTimeout, labels, relabelings, metricRelabelings}
   podMonitor:     {enabled, interval, scrapeTimeout, labels, relabelings, metricRelabelings}
   prometheusRule: {enabled, labels}
-  dashboards:     {enabled, label (default grafana_dashboard), labelValue (default "1"),
-                   namespace (default the release namespace), annotations}
+  dashboards:     {enabled, label, labelValue, namespace (default the release namespace),
+                   annotations}
+and global.monitoring (semaphore-common.global): {enabled, kind, labels, dashboards: {label
+(default grafana_dashboard), labelValue (default "1"), annotations}}, the switch that turns them
+all on at once (semaphore-common.monitoring.on says when an object is on). Every object carries
+global.monitoring.labels and then its own key's labels over them; the dashboard ConfigMaps the
+sidecar label (the chart's dashboards.label/labelValue, else global's) and the annotations of
+both (the chart's over global's).
 Alerts come from the including chart's files/alerts/*.yaml (Prometheus rule files: each file's
 "groups" are concatenated; files without groups, such as promtool tests, are skipped) and
 dashboards from files/dashboards/*.json, copied there from alerts/ and dashboards/ by
@@ -28,13 +34,53 @@ semaphore-common.monitoring: every monitoring object below, in one call.
 {{- end -}}
 
 {{- /*
+(internal) semaphore-common.monitoring.on: "true" when the monitoring object of the values key "key"
+(serviceMonitor, podMonitor, prometheusRule or dashboards) is on, else "". The key's own
+enabled decides when it is set, true or false; unset (null, the default), global.monitoring.enabled
+does. Of the two monitors, the switch turns on the kind global.monitoring.kind names, and only
+while the chart sets neither monitor's enabled: a component that picks its monitor itself is
+scraped by that one alone, never twice.
+  dict "ctx" $ "component" "service-mirror" "key" "serviceMonitor"
+*/ -}}
+{{- define "semaphore-common.monitoring.on" -}}
+{{- $own := index .ctx.Values .key | default dict -}}
+{{- $mon := (include "semaphore-common.global" . | fromYaml).monitoring -}}
+{{- if not (kindIs "invalid" $own.enabled) -}}
+{{- if $own.enabled }}true{{ end -}}
+{{- else if $mon.enabled -}}
+{{- $monitors := dict "serviceMonitor" "ServiceMonitor" "podMonitor" "PodMonitor" -}}
+{{- if not (hasKey $monitors .key) -}}
+true
+{{- else -}}
+{{- $chosen := true -}}
+{{- range $key, $_ := $monitors -}}
+{{- if not (kindIs "invalid" (index $.ctx.Values $key | default dict).enabled) }}{{ $chosen = false }}{{ end -}}
+{{- end -}}
+{{- if and $chosen (eq $mon.kind (index $monitors .key)) }}true{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- /*
+(internal) The labels of a monitoring object of the values key "key": global.monitoring.labels,
+the key's own labels over them, then the "add" dict (the sidecar label) over both; the standard
+labels (semaphore-common.labels) stay as they are.
+  dict "ctx" $ "component" "service-mirror" "key" "serviceMonitor" ["add" (dict ...)]
+*/ -}}
+{{- define "semaphore-common.monitoring.labels" -}}
+{{- $own := index .ctx.Values .key | default dict -}}
+{{- $mon := (include "semaphore-common.global" . | fromYaml).monitoring -}}
+{{- $extra := merge (dict) (.add | default dict) ($own.labels | default dict) $mon.labels -}}
+{{- include "semaphore-common.labels" (dict "ctx" .ctx "component" .component "extra" $extra) -}}
+{{- end -}}
+
+{{- /*
 semaphore-common.metricsService: a ClusterIP Service "<fullname>-metrics" on the admin port
-(named "admin"), only when serviceMonitor.enabled: a ServiceMonitor needs a Service to find the
-pods, and nothing else needs one.
+(named "admin"), only while the ServiceMonitor is on: a ServiceMonitor needs a Service to find
+the pods, and nothing else needs one.
 */ -}}
 {{- define "semaphore-common.metricsService" -}}
-{{- $sm := .ctx.Values.serviceMonitor | default dict -}}
-{{- if $sm.enabled }}
+{{- if include "semaphore-common.monitoring.on" (dict "ctx" .ctx "component" .component "key" "serviceMonitor") }}
 ---
 apiVersion: v1
 kind: Service
@@ -83,8 +129,8 @@ metricRelabelings:
 
 {{- /* semaphore-common.serviceMonitor: a monitoring.coreos.com/v1 ServiceMonitor of the metrics Service. */ -}}
 {{- define "semaphore-common.serviceMonitor" -}}
-{{- $sm := .ctx.Values.serviceMonitor | default dict -}}
-{{- if $sm.enabled }}
+{{- $on := dict "ctx" .ctx "component" .component "key" "serviceMonitor" -}}
+{{- if include "semaphore-common.monitoring.on" $on }}
 ---
 apiVersion: monitoring.coreos.com/v1
 kind: ServiceMonitor
@@ -92,10 +138,7 @@ metadata:
   name: {{ include "semaphore-common.fullname" . }}
   namespace: {{ .ctx.Release.Namespace }}
   labels:
-    {{- include "semaphore-common.labels" . | nindent 4 }}
-    {{- with $sm.labels }}
-    {{- toYaml . | nindent 4 }}
-    {{- end }}
+    {{- include "semaphore-common.monitoring.labels" $on | nindent 4 }}
 spec:
   jobLabel: app.kubernetes.io/name
   namespaceSelector:
@@ -111,8 +154,8 @@ spec:
 
 {{- /* semaphore-common.podMonitor: a monitoring.coreos.com/v1 PodMonitor of the pods (no Service needed). */ -}}
 {{- define "semaphore-common.podMonitor" -}}
-{{- $pm := .ctx.Values.podMonitor | default dict -}}
-{{- if $pm.enabled }}
+{{- $on := dict "ctx" .ctx "component" .component "key" "podMonitor" -}}
+{{- if include "semaphore-common.monitoring.on" $on }}
 ---
 apiVersion: monitoring.coreos.com/v1
 kind: PodMonitor
@@ -120,10 +163,7 @@ metadata:
   name: {{ include "semaphore-common.fullname" . }}
   namespace: {{ .ctx.Release.Namespace }}
   labels:
-    {{- include "semaphore-common.labels" . | nindent 4 }}
-    {{- with $pm.labels }}
-    {{- toYaml . | nindent 4 }}
-    {{- end }}
+    {{- include "semaphore-common.monitoring.labels" $on | nindent 4 }}
 spec:
   jobLabel: app.kubernetes.io/name
   namespaceSelector:
@@ -139,11 +179,11 @@ spec:
 
 {{- /*
 semaphore-common.prometheusRule: a monitoring.coreos.com/v1 PrometheusRule holding the groups of
-every files/alerts/*.yaml; nothing when disabled or when no file has groups.
+every files/alerts/*.yaml; nothing when off or when no file has groups.
 */ -}}
 {{- define "semaphore-common.prometheusRule" -}}
-{{- $pr := .ctx.Values.prometheusRule | default dict -}}
-{{- if $pr.enabled }}
+{{- $on := dict "ctx" .ctx "component" .component "key" "prometheusRule" -}}
+{{- if include "semaphore-common.monitoring.on" $on }}
 {{- $groups := list -}}
 {{- range $path, $_ := .ctx.Files.Glob "files/alerts/*.yaml" }}
 {{- $doc := $.ctx.Files.Get $path | fromYaml -}}
@@ -160,10 +200,7 @@ metadata:
   name: {{ include "semaphore-common.fullname" . }}
   namespace: {{ .ctx.Release.Namespace }}
   labels:
-    {{- include "semaphore-common.labels" . | nindent 4 }}
-    {{- with $pr.labels }}
-    {{- toYaml . | nindent 4 }}
-    {{- end }}
+    {{- include "semaphore-common.monitoring.labels" $on | nindent 4 }}
 spec:
   groups:
     {{- toYaml $groups | nindent 4 }}
@@ -173,12 +210,16 @@ spec:
 
 {{- /*
 semaphore-common.dashboards: one ConfigMap "<fullname>-dashboard-<file name>" per
-files/dashboards/*.json, labelled for the Grafana sidecar (dashboards.label: dashboards.labelValue);
-nothing when disabled or when there are no files.
+files/dashboards/*.json, labelled for the Grafana sidecar (dashboards.label: dashboards.labelValue,
+else global.monitoring.dashboards'); nothing when off or when there are no files.
 */ -}}
 {{- define "semaphore-common.dashboards" -}}
 {{- $d := .ctx.Values.dashboards | default dict -}}
-{{- if $d.enabled }}
+{{- $g := (include "semaphore-common.global" . | fromYaml).monitoring.dashboards -}}
+{{- $sidecar := dict ($d.label | default $g.label) ($d.labelValue | default $g.labelValue | toString) -}}
+{{- $on := dict "ctx" .ctx "component" .component "key" "dashboards" "add" $sidecar -}}
+{{- if include "semaphore-common.monitoring.on" $on }}
+{{- $annotations := merge (dict) ($d.annotations | default dict) $g.annotations -}}
 {{- $top := . -}}
 {{- range $path, $_ := .ctx.Files.Glob "files/dashboards/*.json" }}
 {{- $base := base $path | trimSuffix ".json" | lower | replace "_" "-" | replace "." "-" }}
@@ -189,9 +230,8 @@ metadata:
   name: {{ printf "%s-dashboard-%s" (include "semaphore-common.fullname" $top) $base | trunc 253 | trimSuffix "-" }}
   namespace: {{ $d.namespace | default $top.ctx.Release.Namespace }}
   labels:
-    {{- include "semaphore-common.labels" $top | nindent 4 }}
-    {{ $d.label | default "grafana_dashboard" }}: {{ $d.labelValue | default "1" | toString | quote }}
-  {{- with $d.annotations }}
+    {{- include "semaphore-common.monitoring.labels" $on | nindent 4 }}
+  {{- with $annotations }}
   annotations:
     {{- toYaml . | nindent 4 }}
   {{- end }}
