@@ -71,7 +71,7 @@ func (l *Lab) installPlugin(ctx context.Context) (string, error) {
 		return "", err
 	}
 	plugin := filepath.Join(krewRoot, "bin", "kubectl-semaphore")
-	out, err := exec.CommandContext(ctx, plugin, "version").Output()
+	out, err := exec.CommandContext(ctx, plugin, "version", "--client").Output()
 	if err != nil {
 		return "", fmt.Errorf("the plugin krew installed: kubectl semaphore version: %w", err)
 	}

@@ -13,7 +13,6 @@ package check
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -62,6 +61,24 @@ const (
 	Global         = "global-services"
 	NetworkSets    = "network-sets"
 )
+
+// Names are the names of every check: what Options.Skip takes.
+var Names = []string{
+	componentsFound, Pods, PodRanges, Reachable, Identity, Access, Peers, Handshakes, WireGuardMode, MTU,
+	MCSAPI, MCSExports, MCSConflicts, DNS, IPPools,
+	ProbeReachable, ProbeIdentity, ProbeAccess, Mirrors, Global, NetworkSets,
+}
+
+// Unknown are those of names that name no check, in their order.
+func Unknown(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if !slices.Contains(Names, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // Result is the outcome of one check.
 type Result struct {
@@ -247,14 +264,4 @@ func Print(w io.Writer, results []Result) error {
 		}
 	}
 	return nil
-}
-
-// PrintJSON writes the results as a JSON list.
-func PrintJSON(w io.Writer, results []Result) error {
-	if results == nil {
-		results = []Result{}
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(results)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -296,6 +297,10 @@ func TestCheck(t *testing.T) {
 		if got[k] != n {
 			t.Errorf("%d %s results, want %d (%v)", got[k], k, n, got)
 		}
+	}
+	// --skip takes the name of every check there is.
+	if unknown := check.Unknown(slices.Collect(maps.Keys(got))); unknown != nil {
+		t.Errorf("checks %v are not in check.Names, which --skip takes", unknown)
 	}
 
 	// The umbrella gives aws no podRanges: each component warns, and still passes.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,20 +28,22 @@ then this machine also connects to each remote's API server, with the credential
 to ask what it answers and grants (access reviews) and to compare the mirrors, global services,
 network sets and peers with the remote's objects.
 
-Prints one line per check; exits non-zero when any fails. -n narrows to one release's namespace.`
+Prints one line per check; exits 1 when any fails, 2 when it could not check. -n narrows to one
+release's namespace. --skip leaves checks out by name; the checks are:
+`
 
 // newCheck is `kubectl semaphore check`.
 func newCheck(o *options) *cobra.Command {
-	var output string
 	var opts check.Options
+	var output *outputFormat
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Check the Semaphore controllers of the context's cluster and every remote they read",
-		Long:  checkLong,
+		Long:  checkLong + wrapList(check.Names) + ".",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "" && output != "json" {
-				return fmt.Errorf("--output: %q is not json", output)
+			if unknown := check.Unknown(opts.Skip); len(unknown) > 0 {
+				return usageError{fmt.Errorf("--skip: no check named %s (the checks: %s)", strings.Join(unknown, ", "), strings.Join(check.Names, ", "))}
 			}
 			cfg, err := o.restConfig("")
 			if err != nil {
@@ -57,33 +60,45 @@ func newCheck(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if o.flags.Namespace != nil {
-				opts.Namespace = *o.flags.Namespace
-			}
+			opts.Namespace = o.namespace()
 			results, err := check.Run(cmd.Context(), client, dyn, opts)
 			if err != nil {
-				return err
+				return unreachable(err)
 			}
-			if output == "json" {
-				err = check.PrintJSON(o.out, results)
-			} else {
-				err = check.Print(o.out, results)
-			}
-			if err != nil {
+			if err := output.print(o.out, results, func() error { return check.Print(o.out, results) }); err != nil {
 				return err
 			}
 			if check.Failed(results) {
-				return exitError{code: 1}
+				return exitError{code: exitProblems}
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: one line per check)")
+	output = addOutput(cmd, "one line per check")
 	cmd.Flags().DurationVar(&opts.Timeout, "remote-timeout", 10*time.Second, "timeout of each read of a pod's metrics, and of each request to a remote cluster (--probe-remotes)")
-	cmd.Flags().StringSliceVar(&opts.Skip, "skip", nil, "checks not to run, e.g. reachable,peers where the API server cannot reach the pods")
+	cmd.Flags().StringSliceVar(&opts.Skip, "skip", nil, "checks not to run, e.g. reachable,peers where the API server cannot reach the pods (the help lists them)")
 	cmd.Flags().BoolVar(&opts.ProbeRemotes, "probe-remotes", false,
 		"also connect from this machine to each remote's API server, at the address in the cluster's Secrets and with the pods' credentials: probe-reachable, probe-identity, probe-access (access reviews), mirrors, global-services, network-sets, and peers against the remote's Nodes")
 	cmd.Flags().DurationVar(&opts.MaxHandshakeAge, "max-handshake-age", 3*time.Minute, "how old a WireGuard peer's last handshake may be")
 	addAllowExec(cmd, &opts.AllowExecPlugins)
 	return cmd
+}
+
+// wrapList joins items with commas, in lines of at most 96 characters indented by two spaces.
+func wrapList(items []string) string {
+	var lines []string
+	line := ""
+	for i, item := range items {
+		if i < len(items)-1 {
+			item += ","
+		}
+		if line != "" && len(line)+1+len(item) > 94 {
+			lines, line = append(lines, line), ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += item
+	}
+	return "  " + strings.Join(append(lines, line), "\n  ")
 }

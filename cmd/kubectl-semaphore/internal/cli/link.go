@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/link"
 )
@@ -22,6 +23,7 @@ type linkFlags struct {
 	bothWays    bool
 	toPodRanges []string
 	timeout     time.Duration
+	output      *outputFormat
 }
 
 // newLink is `kubectl semaphore link`.
@@ -69,6 +71,7 @@ does not have. Run it again after a token rotation: it updates the Secret.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return lf.run(cmd.Context(), o) },
 	}
 	lf.add(cmd)
+	lf.output = addOutput(cmd, "the values, or nothing with --values-out; what link did goes to standard error either way")
 	return cmd
 }
 
@@ -93,7 +96,7 @@ func (lf *linkFlags) add(cmd *cobra.Command) {
 }
 
 // run links the clusters of the flags, says on o.errOut what it did, and writes the values to
-// the values files or prints them.
+// the values files or prints them; with -o, it prints what it did of each link instead.
 func (lf linkFlags) run(ctx context.Context, o *options) error {
 	links, err := lf.links(o)
 	if err != nil {
@@ -102,10 +105,17 @@ func (lf linkFlags) run(ctx context.Context, o *options) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(len(links))*(lf.timeout+lf.Wait))
 	defer cancel()
 	results, err := link.Run(ctx, links...)
+	done := []linked{}
 	for i, res := range results {
-		if err := report(o, links[i], res); err != nil {
-			return err
+		report(o, links[i], res)
+		l, lerr := linkedOf(links[i], res)
+		if lerr != nil {
+			return lerr
 		}
+		done = append(done, l)
+	}
+	if perr := lf.output.print(o.out, done, func() error { return printValues(o, results) }); perr != nil {
+		return perr
 	}
 	return err
 }
@@ -114,7 +124,7 @@ func (lf linkFlags) run(ctx context.Context, o *options) error {
 func (lf linkFlags) links(o *options) ([]link.Options, error) {
 	there := lf.Options
 	if err := lf.check(); err != nil {
-		return nil, err
+		return nil, usageError{err}
 	}
 	var err error
 	if there.From, err = linkClient(o, there.FromContext); err != nil {
@@ -123,9 +133,7 @@ func (lf linkFlags) links(o *options) ([]link.Options, error) {
 	if there.To, err = linkClient(o, there.ToContext); err != nil {
 		return nil, fmt.Errorf("--to %s: %w", there.ToContext, err)
 	}
-	if o.flags.Namespace != nil {
-		there.Namespace = *o.flags.Namespace
-	}
+	there.Namespace = o.namespace()
 	if there.RemoteName == "" {
 		there.RemoteName = there.FromContext
 	}
@@ -168,23 +176,70 @@ func (lf linkFlags) check() error {
 	return nil
 }
 
-// report says on o.errOut what res did, and prints its values when they went to no file.
-func report(o *options, lo link.Options, res *link.Result) error {
+// report says on o.errOut what res did.
+func report(o *options, lo link.Options, res *link.Result) {
 	fmt.Fprintf(o.errOut, "Secret %s in context %s: %s (the token of consumer %s from semaphore-remote %s/%s in context %s)\n",
 		res.Secret, lo.ToContext, res.Action, res.Consumer, res.Remote.Namespace, res.Remote.Release, lo.FromContext)
 	for _, note := range res.Notes {
 		fmt.Fprintln(o.errOut, note)
 	}
 	if res.ValuesFile == "" {
-		_, err := o.out.Write(res.Values)
-		return err
+		return
 	}
 	what := "unchanged"
 	if res.ValuesChanged {
 		what = "written"
 	}
 	fmt.Fprintf(o.errOut, "global.remotes entry %s and wireguard.listenPorts.%s=%d in %s: %s\n", res.Entry.Name, res.Entry.Name, res.ListenPort, res.ValuesFile, what)
+}
+
+// printValues prints the values of the results that went to no values file.
+func printValues(o *options, results []*link.Result) error {
+	for _, res := range results {
+		if res.ValuesFile == "" {
+			if _, err := o.out.Write(res.Values); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// linked is what link did for one direction, as -o prints it.
+type linked struct {
+	// From and To are the contexts of the remote and of the consumer.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// RemoteRelease is the semaphore-remote release, namespace/name, in From.
+	RemoteRelease string `json:"remoteRelease"`
+	Consumer      string `json:"consumer"`
+	// Secret is the consumer's copy of the token (namespace/name in To), and Action what link
+	// did to it: created, updated or unchanged.
+	Secret string `json:"secret"`
+	Action string `json:"action"`
+	// Entry is the remote's global.remotes entry, ListenPort its wireguard.listenPorts port.
+	Entry      link.Entry `json:"entry"`
+	ListenPort int        `json:"listenPort"`
+	// ValuesFile is the values file the values went to, and ValuesChanged whether it was
+	// written; without one, Values are the values the consumer's release needs.
+	ValuesFile    string         `json:"valuesFile,omitempty"`
+	ValuesChanged bool           `json:"valuesChanged,omitempty"`
+	Values        map[string]any `json:"values,omitempty"`
+	Notes         []string       `json:"notes,omitempty"`
+}
+
+func linkedOf(lo link.Options, res *link.Result) (linked, error) {
+	l := linked{
+		From: lo.FromContext, To: lo.ToContext, RemoteRelease: res.Remote.Namespace + "/" + res.Remote.Release,
+		Consumer: res.Consumer, Secret: res.Secret, Action: string(res.Action), Entry: res.Entry, ListenPort: res.ListenPort,
+		ValuesFile: res.ValuesFile, ValuesChanged: res.ValuesChanged, Notes: res.Notes,
+	}
+	if res.ValuesFile == "" {
+		if err := yaml.Unmarshal(res.Values, &l.Values); err != nil {
+			return linked{}, fmt.Errorf("the values link made: %w", err)
+		}
+	}
+	return l, nil
 }
 
 // linkClient is a client of context whose requests say they come from link (in audit logs).

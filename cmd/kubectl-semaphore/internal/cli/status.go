@@ -2,9 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,7 +20,7 @@ type meshFlags struct {
 }
 
 func (f *meshFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringSliceVar(&f.contexts, "contexts", nil, "kubeconfig contexts of the clusters to show, comma-separated or repeated (default: the current context, or --context)")
+	addContexts(cmd, &f.contexts, "to show")
 	cmd.Flags().DurationVar(&f.timeout, "probe-timeout", 5*time.Second, "how long to wait for each read of a pod's metrics, and with --probe-remotes for each remote's API server")
 	cmd.Flags().BoolVar(&f.probeRemotes, "probe-remotes", false,
 		"tell whether each remote is reachable by connecting from this machine to its API server, at the address in the cluster's Secrets and with each controller's credentials, instead of from the controllers' metrics")
@@ -45,38 +42,13 @@ func addAllowExec(cmd *cobra.Command, allow *bool) {
 		"let the remotes' kubeconfigs read from the cluster's Secrets run their exec credential plugins and auth-providers on this machine (whoever may write those Secrets chooses the command)")
 }
 
-// collect reads the state of the cluster of every context, in parallel. A context that cannot
-// be read is reported on o.Err and leaves a state with only its problem; the error then says
-// how many failed.
+// collect reads the state of the cluster of every context, in parallel, as onContexts.
 func (f *meshFlags) collect(ctx context.Context, o *options) ([]mesh.ClusterState, error) {
-	contexts := f.contexts
-	if len(contexts) == 0 {
-		contexts = []string{""}
-	}
-	states := make([]mesh.ClusterState, len(contexts))
-	errs := make([]error, len(contexts))
-	var wg sync.WaitGroup
-	for i, name := range contexts {
-		wg.Go(func() {
-			states[i], errs[i] = f.collectOne(ctx, o, name)
-			states[i].Context = name
-		})
-	}
-	wg.Wait()
-	failed := 0
-	var out []mesh.ClusterState
-	for i, err := range errs {
-		if err != nil {
-			failed++
-			fmt.Fprintf(o.errOut, "error: %s: %v\n", contextName(contexts[i]), err)
-			continue
-		}
-		out = append(out, states[i])
-	}
-	if failed > 0 {
-		return out, exitError{code: 1}
-	}
-	return out, nil
+	return onContexts(ctx, o, f.contexts, func(ctx context.Context, name string) (mesh.ClusterState, error) {
+		st, err := f.collectOne(ctx, o, name)
+		st.Context = name
+		return st, err
+	})
 }
 
 func (f *meshFlags) collectOne(ctx context.Context, o *options, name string) (mesh.ClusterState, error) {
@@ -88,24 +60,13 @@ func (f *meshFlags) collectOne(ctx context.Context, o *options, name string) (me
 	if err != nil {
 		return mesh.ClusterState{}, err
 	}
-	ns := ""
-	if o.flags.Namespace != nil {
-		ns = *o.flags.Namespace
-	}
-	return mesh.Collect(ctx, mesh.Sources{Client: client, Dynamic: dyn, Namespace: ns, Timeout: f.timeout,
+	return mesh.Collect(ctx, mesh.Sources{Client: client, Dynamic: dyn, Namespace: o.namespace(), Timeout: f.timeout,
 		ProbeRemotes: f.probeRemotes, Credentials: release.CredentialOptions{AllowExecPlugins: f.allowExec}})
-}
-
-func contextName(name string) string {
-	if name == "" {
-		return "current context"
-	}
-	return "context " + name
 }
 
 func newStatus(o *options) *cobra.Command {
 	var flags meshFlags
-	var output string
+	var output *outputFormat
 	cmd := &cobra.Command{
 		Use:   "status [--contexts CTX,...]",
 		Short: "The mesh at a glance: each cluster's remotes, mirrors, global services, service exports and imports, network sets and WireGuard peers",
@@ -120,30 +81,17 @@ endpoints by source cluster; and whatever could not be read. -n narrows the sear
 ` + meshReads,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "" && output != "json" {
-				return fmt.Errorf("--output %q: only json is supported (default: tables)", output)
-			}
 			states, err := flags.collect(cmd.Context(), o)
-			if output == "json" {
-				if states == nil {
-					states = []mesh.ClusterState{}
-				}
-				enc := json.NewEncoder(o.out)
-				enc.SetIndent("", "  ")
-				if encErr := enc.Encode(states); encErr != nil {
-					return encErr
-				}
-				return err
+			if states == nil {
+				states = []mesh.ClusterState{}
 			}
-			if len(states) > 0 {
-				if werr := mesh.WriteTables(o.out, states, time.Now()); werr != nil {
-					return werr
-				}
+			if perr := output.print(o.out, states, func() error { return mesh.WriteTables(o.out, states, time.Now()) }); perr != nil {
+				return perr
 			}
 			return err
 		},
 	}
 	flags.add(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: tables)")
+	output = addOutput(cmd, "tables")
 	return cmd
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/cli"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/clustertest"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/mesh"
@@ -15,8 +17,9 @@ import (
 // status and graph run on the contexts given: for a cluster whose one remote is not known to
 // answer its controllers (they have no running pod to say so; probed from here, it cannot be
 // reached), status says so (and still exits 0: it shows, check judges), -o json is the same
-// state, graph is a digraph with the remote in red; an unknown context is an error naming it,
-// exit status 1, after the output of the others. Only --probe-remotes sends a request to the
+// state, and -o yaml the same fields, graph is a digraph with the remote in red; an unknown
+// context is an error naming it, exit status 2 (it could not be read), after the output of the
+// others. Only --probe-remotes sends a request to the
 // remote's address.
 func TestStatusAndGraph(t *testing.T) {
 	gcp := unanswered(t, false)
@@ -56,6 +59,12 @@ func TestStatusAndGraph(t *testing.T) {
 	if len(states) != 1 || states[0].Context != "gcp" || states[0].Cluster != "gcp" || len(states[0].Remotes) != 1 || states[0].Remotes[0].Reachable() {
 		t.Errorf("status -o json: %+v", states)
 	}
+	code, out, errOut = run("status", "--contexts", "gcp", "-o", "yaml")
+	var fromYAML []mesh.ClusterState
+	if err := yaml.UnmarshalStrict([]byte(out), &fromYAML); code != 0 || err != nil || len(fromYAML) != 1 ||
+		fromYAML[0].Context != "gcp" || len(fromYAML[0].Remotes) != 1 || fromYAML[0].Remotes[0].Name != states[0].Remotes[0].Name {
+		t.Errorf("status -o yaml: exit %d, %v: %+v\n%s", code, err, fromYAML, errOut)
+	}
 
 	for _, probe := range []string{"--probe-remotes=false", "--probe-remotes"} {
 		code, out, errOut = run("graph", "--contexts", "gcp", probe)
@@ -65,7 +74,7 @@ func TestStatusAndGraph(t *testing.T) {
 	}
 
 	code, out, errOut = run("status", "--contexts", "gcp,nowhere")
-	if code != 1 || !strings.Contains(out, "CLUSTER gcp (context gcp)") || !strings.Contains(errOut, `context nowhere: no context "nowhere" in the kubeconfig`) {
+	if code != 2 || !strings.Contains(out, "CLUSTER gcp (context gcp)") || !strings.Contains(errOut, `context nowhere: no context "nowhere" in the kubeconfig`) {
 		t.Errorf("status with an unknown context: exit %d\n%s\n%s", code, out, errOut)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -261,6 +262,35 @@ func TestLink(t *testing.T) {
 		}
 		if got, _ := copied(t, gcp); got != token {
 			t.Errorf("gcp's copy holds %q, want aws's token", got)
+		}
+	})
+
+	// -o json and -o yaml print what link did, the values included, instead of the values.
+	t.Run("as JSON and YAML", func(t *testing.T) {
+		for format, decode := range map[string]func([]byte, any) error{"json": json.Unmarshal, "yaml": func(b []byte, v any) error { return yaml.UnmarshalStrict(b, v) }} {
+			code, out, errOut := run(t, kc, append(args, "-o", format)...)
+			var got []struct {
+				From, To, RemoteRelease, Consumer, Secret, Action string
+				Entry                                             link.Entry
+				ListenPort                                        int
+				Values                                            map[string]any
+				Notes                                             []string
+			}
+			if err := decode([]byte(out), &got); code != 0 || err != nil || len(got) != 1 {
+				t.Fatalf("-o %s: exit %d, %v\n%s%s", format, code, err, out, errOut)
+			}
+			l := got[0]
+			if l.From != "aws" || l.To != "gcp" || l.RemoteRelease != "semaphore-remote/semaphore-remote" || l.Consumer != "gcp" ||
+				l.Secret != "semaphore/semaphore-remote-aws" || l.Action != "unchanged" || l.Entry.Name != "aws" || l.Entry.Server != aws.Config.Host ||
+				l.ListenPort != link.FirstListenPort || len(l.Notes) == 0 {
+				t.Errorf("-o %s: %+v", format, l)
+			}
+			if global, _ := l.Values["global"].(map[string]any); global["clusterName"] != "gcp" {
+				t.Errorf("-o %s: values %v, want the consumer's", format, l.Values)
+			}
+			if !strings.Contains(errOut, "semaphore/semaphore-remote-aws in context gcp: unchanged") {
+				t.Errorf("-o %s: link does not say what it did on standard error: %s", format, errOut)
+			}
 		}
 	})
 

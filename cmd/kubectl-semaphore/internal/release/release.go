@@ -134,7 +134,7 @@ func component(kind string, meta metav1.ObjectMeta, selector *metav1.LabelSelect
 		return Component{}, false
 	}
 	c := Component{Name: name, Kind: kind, Namespace: meta.Namespace, Workload: meta.Name, selector: sel, Template: template, Env: map[string]string{}}
-	if ctr := c.container(); ctr != nil {
+	if ctr := c.Container(); ctr != nil {
 		for _, e := range ctr.Env {
 			if e.ValueFrom == nil {
 				c.Env[e.Name] = e.Value
@@ -144,8 +144,9 @@ func component(kind string, meta metav1.ObjectMeta, selector *metav1.LabelSelect
 	return c, true
 }
 
-// container is the component's own container: the one named like it, else the first.
-func (c Component) container() *corev1.Container {
+// Container is the component's own container in its pod template: the one named like it, else
+// the first (nil when the template has none).
+func (c Component) Container() *corev1.Container {
 	ctrs := c.Template.Spec.Containers
 	for i := range ctrs {
 		if ctrs[i].Name == c.Name {
