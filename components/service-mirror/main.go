@@ -7,4 +7,4 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/component"
 )
 
-func main() { component.Main(app.Name, app.New) }
+func main() { component.Main(app.Name, app.Build) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/logging"
+	"github.com/kube-semaphore/semaphore/internal/uninstall"
 )
 
 // Config is a component's configuration: validated after loading, and carrying the log level.
@@ -28,7 +29,8 @@ type App interface {
 	Run(ctx context.Context) error
 }
 
-// Main is the body of a component binary: it sets the collector's targets (tuneGC), loads a C
+// Main is the body of a component binary. With the argument uninstall-hook it is the chart's
+// pre-delete hook (package uninstall); otherwise it sets the collector's targets (tuneGC), loads a C
 // from the environment (printing the variables for -h), sets up logging, builds the app with
 // newApp, logs its start and runs it until SIGINT or SIGTERM. Any error ends the process with
 // one line naming the component and a non-zero status.
@@ -36,6 +38,10 @@ func Main[C any, PC interface {
 	*C
 	Config
 }, A App](name string, newApp func(C, *slog.Logger) (A, error)) {
+	if len(os.Args) > 1 && os.Args[1] == uninstall.HookCommand {
+		mainHook(name)
+		return
+	}
 	softLimit := tuneGC(os.LookupEnv, cgroupRoot)
 	var cfg C
 	err := config.Load(os.Args[1:], os.Stdout, PC(&cfg))
@@ -53,6 +59,18 @@ func Main[C any, PC interface {
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+}
+
+// mainHook runs the pre-delete hook (runHook) until it ends or SIGTERM, and exits non-zero with
+// one line naming the component when it fails: Helm reports the hook's failure.
+func mainHook(name string) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := runHook(ctx, name)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s %s: %v\n", name, uninstall.HookCommand, err)
 		os.Exit(1)
 	}
 }

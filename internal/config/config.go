@@ -107,6 +107,7 @@ type Shared struct {
 	ClientBurst         int           `envconfig:"SEMAPHORE_CLIENT_BURST" default:"400" desc:"burst of each API client's rate limit"`
 	ResyncPeriod        time.Duration `envconfig:"SEMAPHORE_RESYNC_PERIOD" default:"10m" desc:"how often every object is reconciled again even without a change"`
 	RemoteProbeInterval time.Duration `envconfig:"SEMAPHORE_REMOTE_PROBE_INTERVAL" default:"10s" desc:"how often each remote API server is probed for remote_up (remote health is never readiness)"`
+	Uninstall           bool          `envconfig:"SEMAPHORE_UNINSTALL" default:"false" desc:"the uninstall mode, which the charts' pre-delete hook switches on: remove everything this component made (for semaphore-wireguard, on its node too), whatever the remotes, then report ready and idle"`
 	AdoptOriginal       bool          `envconfig:"SEMAPHORE_ADOPT_ORIGINAL" default:"false" desc:"take over, in place, the objects the original Semaphore tools made (see docs/migration.md); off, they are never touched"`
 }
 

@@ -157,7 +157,7 @@ func (a *WireGuard) replaceOriginals() error {
 		if err := a.devices.Delete(name); err != nil {
 			return fmt.Errorf("replacing the original semaphore-wireguard's device %s: %w", name, err)
 		}
-		_ = os.Remove(filepath.Join(a.cfg.KeyDir, name+".key"))
+		_ = os.Remove(device.KeyFile(a.cfg.KeyDir, name))
 		a.replaced.Inc()
 		a.Log.Info("deleted the original semaphore-wireguard's device; ours replaces it", "device", name, "remote", r)
 	}
@@ -235,7 +235,7 @@ func (a *WireGuard) staleDevices(devs []controller.RemoteDevice) ([]string, erro
 		if slices.ContainsFunc(devs, func(d controller.RemoteDevice) bool { return d.Device == name }) {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(a.cfg.KeyDir, name+".key")); err == nil {
+		if _, err := os.Stat(device.KeyFile(a.cfg.KeyDir, name)); err == nil {
 			stale = append(stale, name)
 		}
 	}
@@ -255,7 +255,7 @@ func (a *WireGuard) Run(ctx context.Context) error {
 		if err := a.devices.Delete(name); err != nil {
 			return fmt.Errorf("removing device %s of a remote no longer configured: %w", name, err)
 		}
-		_ = os.Remove(filepath.Join(a.cfg.KeyDir, name+".key"))
+		_ = os.Remove(device.KeyFile(a.cfg.KeyDir, name))
 		a.Log.Info("removed the device of a remote no longer configured", "device", name)
 	}
 	if err := a.replaceOriginals(); err != nil {

@@ -106,7 +106,7 @@ func runApp(t *testing.T, env map[string]string, log *slog.Logger) *running {
 	if err := config.Load(nil, io.Discard, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.New(cfg, log)
+	a, err := app.Build(cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

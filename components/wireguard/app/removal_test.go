@@ -115,37 +115,7 @@ func TestRemoteRemovalCleansUpAtNextStart(t *testing.T) {
 	env["SEMAPHORE_WG_LISTEN_PORTS"] = ""
 	second := runApp(t, env, log.With("run", "second"))
 	testenv.Eventually(t, 30*time.Second, "second start removes what belonged to aws", func() error {
-		var notFound netlink.LinkNotFoundError
-		if _, err := netlink.LinkByName(dev); err == nil {
-			return fmt.Errorf("link %s still there", dev)
-		} else if !errors.As(err, &notFound) {
-			return err
-		}
-		routes, err := netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Protocol: device.RouteProtocol}, netlink.RT_FILTER_PROTOCOL)
-		if err != nil {
-			return err
-		}
-		if len(routes) > 0 {
-			return fmt.Errorf("routes marked as ours still there: %v", routes)
-		}
-		if err := s.keyFile(dev); err == nil {
-			return fmt.Errorf("key file of %s still there", dev)
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		n, err := s.localNode()
-		if err != nil {
-			return err
-		}
-		for _, k := range []string{peers.PubKeyAnnotation("aws"), peers.EndpointAnnotation("aws")} {
-			if v, ok := n.Annotations[k]; ok {
-				return fmt.Errorf("annotation %s=%q still there", k, v)
-			}
-		}
-		if n.Annotations[owner] != "someone-else" {
-			return fmt.Errorf("someone else's annotation was touched: %v", n.Annotations)
-		}
-		return nil
+		return s.removed(dev, "aws", owner)
 	})
 	if got, err := host.Devices(peers.DevicePrefix); err != nil || !slices.Equal(got, []string{foreign}) {
 		t.Errorf("devices %v (err %v), want only %s, which is not ours", got, err, foreign)
@@ -154,4 +124,40 @@ func TestRemoteRemovalCleansUpAtNextStart(t *testing.T) {
 		t.Errorf("peers of %s: %v (err %v), want it untouched", foreign, got, err)
 	}
 	second.stop(t)
+}
+
+// removed is nil once remote's device dev, its routes, its key file and the node's annotations
+// for it are gone, and the annotation of owner is still there.
+func (s *scene) removed(dev, remote, owner string) error {
+	var notFound netlink.LinkNotFoundError
+	if _, err := netlink.LinkByName(dev); err == nil {
+		return fmt.Errorf("link %s still there", dev)
+	} else if !errors.As(err, &notFound) {
+		return err
+	}
+	routes, err := netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Protocol: device.RouteProtocol}, netlink.RT_FILTER_PROTOCOL)
+	if err != nil {
+		return err
+	}
+	if len(routes) > 0 {
+		return fmt.Errorf("routes marked as ours still there: %v", routes)
+	}
+	if err := s.keyFile(dev); err == nil {
+		return fmt.Errorf("key file of %s still there", dev)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	n, err := s.localNode()
+	if err != nil {
+		return err
+	}
+	for _, k := range []string{peers.PubKeyAnnotation(remote), peers.EndpointAnnotation(remote), peers.PathMTUAnnotation(remote)} {
+		if v, ok := n.Annotations[k]; ok {
+			return fmt.Errorf("annotation %s=%q still there", k, v)
+		}
+	}
+	if n.Annotations[owner] != "someone-else" {
+		return fmt.Errorf("someone else's annotation was touched: %v", n.Annotations)
+	}
+	return nil
 }

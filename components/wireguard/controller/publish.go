@@ -146,18 +146,37 @@ func annotationsOf(rc *remoteCache, addr netip.Addr, reachable bool, pathMTU int
 // of ours but those (the remotes no longer configured), in one merge patch of what differs.
 // Annotations that are not ours (an operator's endpoint override) are never touched.
 func (c *Peering) patchAnnotations(ctx context.Context, node *corev1.Node, want map[string]*string, removeStale bool) error {
+	patch := annotationPatch(node.Annotations, want, removeStale)
+	if err := patchNodeAnnotations(ctx, c.local, c.opts.NodeName, patch); err != nil {
+		return err
+	}
+	if len(patch) > 0 {
+		c.log.Info("published public keys, endpoints and path MTUs", "node", c.opts.NodeName, "annotations", len(patch))
+	}
+	return nil
+}
+
+// annotationPatch is what changes annotations into want (nil: absent) and, with removeStale,
+// removes every other annotation of ours.
+func annotationPatch(annotations map[string]string, want map[string]*string, removeStale bool) map[string]*string {
 	patch := map[string]*string{}
 	for k, w := range want {
-		v, has := node.Annotations[k]
+		v, has := annotations[k]
 		if (w == nil && has) || (w != nil && (!has || v != *w)) {
 			patch[k] = w
 		}
 	}
-	for k := range node.Annotations {
+	for k := range annotations {
 		if _, wanted := want[k]; removeStale && !wanted && peers.IsOwnAnnotation(k) {
 			patch[k] = nil
 		}
 	}
+	return patch
+}
+
+// patchNodeAnnotations applies patch to Node name's annotations in one merge patch; an empty
+// patch writes nothing.
+func patchNodeAnnotations(ctx context.Context, local kubernetes.Interface, name string, patch map[string]*string) error {
 	if len(patch) == 0 {
 		return nil
 	}
@@ -165,9 +184,19 @@ func (c *Peering) patchAnnotations(ctx context.Context, node *corev1.Node, want 
 	if err != nil {
 		return err
 	}
-	if _, err := c.local.CoreV1().Nodes().Patch(ctx, c.opts.NodeName, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("annotating node %s: %w", c.opts.NodeName, err)
+	if _, err := local.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("annotating node %s: %w", name, err)
 	}
-	c.log.Info("published public keys, endpoints and path MTUs", "node", c.opts.NodeName, "annotations", len(patch))
 	return nil
+}
+
+// Unpublish removes every annotation of ours from Node name (the uninstall mode), and returns
+// how many it removed.
+func Unpublish(ctx context.Context, local kubernetes.Interface, name string) (int, error) {
+	node, err := local.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("reading node %s: %w", name, err)
+	}
+	patch := annotationPatch(node.Annotations, nil, true)
+	return len(patch), patchNodeAnnotations(ctx, local, name, patch)
 }

@@ -10,6 +10,25 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 )
 
+// keySuffix ends the name of every key file: <dir>/<device>.key.
+const keySuffix = ".key"
+
+// KeyFile is the file in dir holding the private key of device name.
+func KeyFile(dir, name string) string { return filepath.Join(dir, name+keySuffix) }
+
+// KeyNames are, sorted, the devices whose name starts with prefix that have a key file in dir.
+func KeyNames(dir, prefix string) ([]string, error) {
+	files, err := filepath.Glob(KeyFile(dir, prefix+"*"))
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = strings.TrimSuffix(filepath.Base(f), keySuffix)
+	}
+	return names, nil
+}
+
 // keyFileMode is the only access a private key file may grant: owner read/write.
 const keyFileMode = 0o600
 
@@ -24,7 +43,7 @@ func LoadOrCreateKey(dir, name string) (key wgtypes.Key, created bool, err error
 	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, os.PathSeparator) {
 		return wgtypes.Key{}, false, fmt.Errorf("invalid key name %q", name)
 	}
-	path := filepath.Join(dir, name+".key")
+	path := KeyFile(dir, name)
 
 	key, err = readKey(path)
 	if err == nil {
@@ -56,17 +75,17 @@ func LoadOrCreateKey(dir, name string) (key wgtypes.Key, created bool, err error
 // there is no such key to import; imported reports whether it did. The source is checked as
 // strictly as our own key files and left in place.
 func ImportKey(dir, from, to string) (imported bool, err error) {
-	if _, err := os.Stat(filepath.Join(dir, to+".key")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(KeyFile(dir, to)); !errors.Is(err, os.ErrNotExist) {
 		return false, err
 	}
-	key, err := readKey(filepath.Join(dir, from+".key"))
+	key, err := readKey(KeyFile(dir, from))
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	if err := writeKeyOnce(filepath.Join(dir, to+".key"), key); err != nil {
+	if err := writeKeyOnce(KeyFile(dir, to), key); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return false, nil
 		}

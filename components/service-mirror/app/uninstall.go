@@ -1,0 +1,70 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/kube-semaphore/semaphore/internal/component"
+	"github.com/kube-semaphore/semaphore/internal/uninstall"
+)
+
+// Build is the component cfg asks for: semaphore-service-mirror, or its uninstall mode.
+func Build(cfg Config, log *slog.Logger) (component.App, error) {
+	if cfg.Uninstall {
+		return NewUninstalling(cfg, log)
+	}
+	return New(cfg, log)
+}
+
+// NewUninstalling is semaphore-service-mirror in the uninstall mode: it deletes every object
+// that carries its managed-by label, whichever remote it was made for: the mirror and global
+// Services and EndpointSlices in the mirror namespace and, with the Multi-Cluster Services API,
+// the ServiceImports, derived Services and EndpointSlices in every namespace; then its Lease.
+func NewUninstalling(cfg Config, log *slog.Logger) (*component.Uninstalling, error) {
+	u, err := component.NewUninstalling(Name, MetricsPrefix, cfg.Shared, log)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(u.LocalConfig)
+	if err != nil {
+		return nil, fmt.Errorf("SEMAPHORE_LOCAL_KUBECONFIG: %w", err)
+	}
+	u.Remove = func(ctx context.Context) error {
+		for _, o := range ownedKinds(cfg) {
+			n, err := uninstall.DeleteOwned(ctx, dyn, o)
+			if err != nil {
+				return err
+			}
+			log.Info("deleted what the component made", "resource", o.Resource.Resource, "namespace", o.Namespace, "objects", n)
+		}
+		if !cfg.LeaderElection.Enabled {
+			return nil
+		}
+		return uninstall.DeleteLease(ctx, u.Local, cfg.LeaderElection.Namespace, cfg.LeaderElection.LeaseName)
+	}
+	return u, nil
+}
+
+// ownedKinds are where the component writes: the mirror namespace and, with the Multi-Cluster
+// Services API, every namespace (metav1.NamespaceAll). Services go before their EndpointSlices,
+// so that none is left selecting nothing for long.
+func ownedKinds(cfg Config) []uninstall.Owned {
+	namespace := cfg.Namespace
+	var kinds []uninstall.Owned
+	if cfg.MCS {
+		namespace = metav1.NamespaceAll
+		kinds = append(kinds, uninstall.Owned{Resource: schema.GroupVersionResource{Group: mcsv1beta1.GroupVersion.Group, Version: mcsv1beta1.GroupVersion.Version, Resource: "serviceimports"}, Namespace: namespace, Component: Name})
+	}
+	return append(kinds,
+		uninstall.Owned{Resource: corev1.SchemeGroupVersion.WithResource("services"), Namespace: namespace, Component: Name},
+		uninstall.Owned{Resource: discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), Namespace: namespace, Component: Name},
+	)
+}
