@@ -89,7 +89,7 @@ func newRoot(o *options) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl-semaphore",
 		Short: "Link Semaphore clusters, check them, and see the mesh",
-		Long: `kubectl semaphore links Semaphore clusters (link), checks that they work together (check),
+		Long: `kubectl semaphore links Semaphore clusters and undoes it (link, unlink), checks that they work together (check),
 shows the mesh (status, graph) and the versions of the plugin and of the components (version).
 It works on kubeconfig contexts as kubectl does: every client flag below applies to every
 context a command reads, --contexts, --from and --to included.
@@ -105,6 +105,7 @@ context a command reads, --contexts, --from and --to included.
 	o.flags.AddFlags(root.PersistentFlags())
 	for _, sub := range []func(*options) *cobra.Command{
 		newLink,
+		newUnlink,
 		newCheck,
 		newStatus,
 		newGraph,

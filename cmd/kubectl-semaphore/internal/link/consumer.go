@@ -67,10 +67,13 @@ func localCluster(ctx context.Context, c kubernetes.Interface, namespace string)
 	}
 }
 
-// ensureToken makes Secret namespace/name in c hold token under TokenKey, creating the
-// namespace and the Secret when missing, and writes nothing when it already does. Other keys of
-// an existing Secret are kept.
-func ensureToken(ctx context.Context, c kubernetes.Interface, namespace, name string, token []byte) (Action, error) {
+// ensureToken makes the Secret namespace/SecretName(remote) in c hold token under TokenKey,
+// creating the namespace and the Secret when missing, and writes nothing when it already does.
+// Other keys of an existing Secret are kept. A Secret it creates is labelled as link's own
+// (linkedRemoteLabel), which Unlink may delete; one it finds and updates is left unlabelled,
+// its maker's.
+func ensureToken(ctx context.Context, c kubernetes.Interface, namespace, remote string, token []byte) (Action, error) {
+	name := SecretName(remote)
 	secrets := c.CoreV1().Secrets(namespace)
 	s, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -81,7 +84,7 @@ func ensureToken(ctx context.Context, c kubernetes.Interface, namespace, name st
 			}
 		}
 		s = &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{"app.kubernetes.io/part-of": "semaphore"}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{partOfLabel: partOf, linkedRemoteLabel: remote}},
 			Type:       corev1.SecretTypeOpaque,
 			Data:       map[string][]byte{TokenKey: token},
 		}

@@ -6,7 +6,8 @@
 // the remote's global.remotes entry and WireGuard listen port) into the release's values file,
 // or returns it. It does what semaphore-remote's NOTES.txt tells a user to do by hand, and writes
 // only what differs. Several links (both directions between two clusters) are all checked
-// before any is written.
+// before any is written. Unlink undoes a link: it deletes the Secret link made and takes the
+// remote out of the values file.
 package link
 
 import (
@@ -32,6 +33,12 @@ const (
 	previousToken = "previous"
 	// instanceLabel is the Helm release of an object.
 	instanceLabel = "app.kubernetes.io/instance"
+	// partOfLabel is the label of what belongs to Semaphore (value partOf).
+	partOfLabel = "app.kubernetes.io/part-of"
+	partOf      = "semaphore"
+	// linkedRemoteLabel marks the Secret link made for a remote's token, naming the remote: what
+	// Unlink may delete.
+	linkedRemoteLabel = "semaphore.uw.io/linked-remote"
 	// TokenKey is the key of the token in the consumer's Secret (global.remotes[].tokenSecret.key).
 	TokenKey = "token"
 	// localClusterEnv is the variable in which the semaphore release's controllers get the name
@@ -85,14 +92,16 @@ type Remote struct {
 	consumers              []string
 }
 
-// Action is what Run did to the consumer's token Secret.
+// Action is what Run or Unlink did to the consumer's token Secret.
 type Action string
 
-// The Actions.
+// The Actions: Run's, and Unlink's (deleted, or absent: there was none).
 const (
 	created   Action = "created"
 	updated   Action = "updated"
 	unchanged Action = "unchanged"
+	deleted   Action = "deleted"
+	absent    Action = "absent"
 )
 
 // Result is what Run did and the values it made.
@@ -138,20 +147,34 @@ func SecretName(remote string) string { return "semaphore-remote-" + remote }
 // everything as it was. It returns the results of the links written, in order, with the error
 // of the first that could not be.
 func Run(ctx context.Context, links ...Options) ([]*Result, error) {
-	plans := make([]*plan, len(links))
-	for i, o := range links {
-		p, err := prepare(ctx, o)
+	return checkThenWrite[Options, *Result](ctx, links, prepare)
+}
+
+// step is what is to be written for one of several options, read and checked.
+type step[R any] interface {
+	// apply writes it, and returns what it did.
+	apply(ctx context.Context) (R, error)
+}
+
+// checkThenWrite prepares a step for each of opts, reading and checking without writing, then
+// applies them in order: when one cannot be prepared, nothing is written. It returns what the
+// steps applied did, in order, with the error of the first that could not be applied.
+func checkThenWrite[O, R any, S step[R]](ctx context.Context, opts []O, prepare func(context.Context, O) (S, error)) ([]R, error) {
+	steps := make([]S, len(opts))
+	for i, o := range opts {
+		s, err := prepare(ctx, o)
 		if err != nil {
 			return nil, err
 		}
-		plans[i] = p
+		steps[i] = s
 	}
-	var results []*Result
-	for _, p := range plans {
-		if err := p.apply(ctx); err != nil {
+	var results []R
+	for _, s := range steps {
+		r, err := s.apply(ctx)
+		if err != nil {
 			return results, err
 		}
-		results = append(results, p.res)
+		results = append(results, r)
 	}
 	return results, nil
 }
@@ -185,9 +208,7 @@ func prepare(ctx context.Context, o Options) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.ValuesFile == "" && o.ValuesDir != "" {
-		o.ValuesFile = filepath.Join(o.ValuesDir, consumer+".yaml")
-	}
+	o.ValuesFile = valuesPath(o.ValuesFile, o.ValuesDir, consumer)
 	token, ca, err := consumerToken(ctx, o.From, remote, consumer, o.Wait)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
@@ -239,19 +260,29 @@ func (p *plan) planValues() error {
 }
 
 // apply writes the token into the consumer's Secret, and the values into its values file.
-func (p *plan) apply(ctx context.Context) error {
+func (p *plan) apply(ctx context.Context) (*Result, error) {
 	o, res := p.o, p.res
 	name := res.Entry.TokenSecret.Name
 	var err error
-	if res.Action, err = ensureToken(ctx, o.To, o.Namespace, name, p.token); err != nil {
-		return fmt.Errorf("context %s: writing the token to Secret %s/%s: %w", o.ToContext, o.Namespace, name, err)
+	if res.Action, err = ensureToken(ctx, o.To, o.Namespace, res.Entry.Name, p.token); err != nil {
+		return nil, fmt.Errorf("context %s: writing the token to Secret %s/%s: %w", o.ToContext, o.Namespace, name, err)
 	}
 	if o.ValuesFile == "" {
 		res.Values = p.values.out
-		return nil
+		return res, nil
 	}
-	res.ValuesChanged, err = p.values.write()
-	return err
+	if res.ValuesChanged, err = p.values.write(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// valuesPath is the consumer's values file: file, else <dir>/<consumer>.yaml, else none ("").
+func valuesPath(file, dir, consumer string) string {
+	if file == "" && dir != "" {
+		return filepath.Join(dir, consumer+".yaml")
+	}
+	return file
 }
 
 // podRanges gives the entry the pod ranges of o.From: o.PodRanges, else those PodRanges

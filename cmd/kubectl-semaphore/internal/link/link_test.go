@@ -31,13 +31,19 @@ import (
 
 const remoteNamespace = "semaphore-remote"
 
-// link runs `kubectl-semaphore --kubeconfig kubeconfig link args...` and returns its exit
+// run runs `kubectl-semaphore --kubeconfig kubeconfig link args...` and returns its exit
 // status, standard output and standard error.
 func run(t *testing.T, kubeconfig string, args ...string) (int, string, string) {
 	t.Helper()
+	return command(t, kubeconfig, "link", args...)
+}
+
+// command runs `kubectl-semaphore --kubeconfig kubeconfig name args...` as run does.
+func command(t *testing.T, kubeconfig, name string, args ...string) (int, string, string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code := cli.Main(append([]string{"--kubeconfig", kubeconfig, "link"}, args...), &out, &errOut)
-	t.Logf("link %s: exit %d\n%s%s", strings.Join(args, " "), code, errOut.String(), out.String())
+	code := cli.Main(append([]string{"--kubeconfig", kubeconfig, name}, args...), &out, &errOut)
+	t.Logf("%s %s: exit %d\n%s%s", name, strings.Join(args, " "), code, errOut.String(), out.String())
 	return code, out.String(), errOut.String()
 }
 

@@ -80,13 +80,23 @@ func (v *consumerValues) write() (changed bool, err error) {
 // setClusterName makes global.clusterName consumer. A file for another cluster is refused:
 // its release would read the remote under the other cluster's token.
 func (v *consumerValues) setClusterName(consumer string) error {
-	switch name, set := v.f.global["clusterName"]; {
-	case !set || name == nil || name == "":
+	set, err := v.f.isOf(consumer)
+	if err == nil && !set {
 		v.f.global["clusterName"] = consumer
-	case name != consumer:
-		return fmt.Errorf("%s holds the values of cluster %v (global.clusterName), not of the consumer %s: give the consumer's own values file", v.path, name, consumer)
 	}
-	return nil
+	return err
+}
+
+// isOf reports whether the file names its cluster (global.clusterName), and refuses it when
+// that is another than consumer: it holds the values of another cluster's release.
+func (f *valuesFile) isOf(consumer string) (bool, error) {
+	switch name, set := f.global["clusterName"]; {
+	case !set || name == nil || name == "":
+		return false, nil
+	case name != consumer:
+		return true, fmt.Errorf("%s holds the values of cluster %v (global.clusterName), not of the consumer %s: give the consumer's own values file", f.path, name, consumer)
+	}
+	return true, nil
 }
 
 // setRemote puts e into global.remotes: it replaces the entry of the same name, or comes after
@@ -186,9 +196,10 @@ func replaceFile(path string, data []byte) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// valuesFile is a values file as read: its values and text, and its global (added when
+// valuesFile is a values file as read: its path, values and text, and its global (added when
 // missing) with the remotes in it.
 type valuesFile struct {
+	path    string
 	vals    map[string]any
 	text    []byte
 	global  map[string]any
@@ -197,23 +208,27 @@ type valuesFile struct {
 
 // readValuesFile reads the values file path; a missing file, or path "", has no values.
 func readValuesFile(path string) (*valuesFile, error) {
-	f := &valuesFile{vals: map[string]any{}}
+	var text []byte
 	var err error
 	if path != "" {
-		f.text, err = os.ReadFile(path)
+		text, err = os.ReadFile(path)
 	}
-	switch {
-	case path == "" || errors.Is(err, fs.ErrNotExist):
-	case err != nil:
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
-	default:
-		if err := yaml.Unmarshal(f.text, &f.vals); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if f.vals == nil {
-			f.vals = map[string]any{}
-		}
 	}
+	return parseValues(path, text)
+}
+
+// parseValues reads text, the values file path ("" for none).
+func parseValues(path string, text []byte) (*valuesFile, error) {
+	f := &valuesFile{path: path, vals: map[string]any{}, text: text}
+	if err := yaml.Unmarshal(text, &f.vals); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if f.vals == nil {
+		f.vals = map[string]any{}
+	}
+	var err error
 	if f.global, err = mapAt(f.vals, path, "global"); err != nil {
 		return nil, err
 	}
@@ -255,6 +270,11 @@ func EntryIn(path, name string) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	return f.entry(name)
+}
+
+// entry is the global.remotes entry named name, nil when there is none.
+func (f *valuesFile) entry(name string) (*Entry, error) {
 	for _, r := range f.remotes {
 		m, ok := named(r, name)
 		if !ok {
@@ -266,7 +286,7 @@ func EntryIn(path, name string) (*Entry, error) {
 		}
 		var e Entry
 		if err := yaml.Unmarshal(data, &e); err != nil {
-			return nil, fmt.Errorf("%s: the global.remotes entry %s: %w", path, name, err)
+			return nil, fmt.Errorf("%s: the global.remotes entry %s: %w", f.path, name, err)
 		}
 		return &e, nil
 	}
