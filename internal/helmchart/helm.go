@@ -246,6 +246,10 @@ func Typed[T any](u *unstructured.Unstructured) (*T, error) {
 	return out, nil
 }
 
+// HookAnnotation marks a Helm hook: an object Helm creates when it runs the hook, not with
+// the release.
+const HookAnnotation = "helm.sh/hook"
+
 // Workload is a Deployment or DaemonSet of a release, with its pod template.
 type Workload struct {
 	Kind, Name string
@@ -258,10 +262,15 @@ type Workload struct {
 }
 
 // Workloads returns the release's Deployments and DaemonSets; any other pod-running kind is an
-// error, so that nothing escapes the checks made on workloads.
+// error, so that nothing escapes the checks made on workloads. Helm hooks (the uninstall Jobs)
+// are not the release's workloads: they run once, when Helm calls them, and their own tests
+// check them.
 func (m *Manifest) Workloads() ([]Workload, error) {
 	var out []Workload
 	for _, o := range m.Objects {
+		if _, hook := o.GetAnnotations()[HookAnnotation]; hook {
+			continue
+		}
 		var w Workload
 		switch o.GetKind() {
 		case "Deployment":

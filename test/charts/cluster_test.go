@@ -144,10 +144,13 @@ func upgrade(t testing.TB, c *testenv.Cluster, dir, name, namespace string, vals
 	return parseRelease(t, rel)
 }
 
-// uninstall uninstalls release name through the Helm SDK, as `helm uninstall` would.
+// uninstall uninstalls release name through the Helm SDK, as `helm uninstall --no-hooks` would.
+// The charts' pre-delete hooks (their uninstall Jobs) need the components' pods and a Job
+// controller, and no controller runs with the test API servers: a Job would never finish.
 func uninstall(t testing.TB, c *testenv.Cluster, name, namespace string) {
 	t.Helper()
 	u := action.NewUninstall(helmConfig(t, c, namespace))
+	u.DisableHooks = true
 	u.Timeout = time.Minute
 	if _, err := u.Run(name); err != nil {
 		t.Fatalf("helm uninstall %s: %v", name, err)
@@ -208,11 +211,19 @@ func dryRun(t testing.TB, c *testenv.Cluster, m *manifest, namespace string) {
 	}
 }
 
-// checkInstalled checks that every object of the release exists in c, owned by the release.
+// checkInstalled checks that every object of the release exists in c, owned by the release,
+// and that no hook does: the charts' hooks are pre-delete, made only by an uninstall.
 func checkInstalled(t testing.TB, c *testenv.Cluster, m *manifest, name, namespace string) {
 	t.Helper()
 	dyn, mapper := clients(t, c)
 	for _, o := range m.Objects {
+		if isHook(o) {
+			_, err := resourceOf(t, dyn, mapper, o, namespace).Get(context.Background(), o.GetName(), metav1.GetOptions{})
+			if !apierrors.IsNotFound(err) {
+				t.Errorf("hook %s %s (%s) is there after the install: %v", o.GetKind(), o.GetName(), m.Source[o], err)
+			}
+			continue
+		}
 		got, err := resourceOf(t, dyn, mapper, o, namespace).Get(context.Background(), o.GetName(), metav1.GetOptions{})
 		if err != nil {
 			t.Errorf("%s %s of release %s: %v", o.GetKind(), o.GetName(), name, err)

@@ -214,6 +214,7 @@ func checkWorkload(t *testing.T, m *manifest, w workload, vals, sub map[string]a
 		checkNetworkPolicy(t, m, w, lookup(sub, "networkPolicy", "enabled") == true)
 	}
 	checkMonitoring(t, m, w, sub)
+	checkUninstallHook(t, m, w, sub)
 }
 
 // checkIdentity checks that the pod runs as a ServiceAccount of its own, with a token to reach

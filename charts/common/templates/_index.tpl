@@ -15,6 +15,7 @@ semaphore-remote). Each template documents what it reads above its definition. I
   _rbac.tpl               serviceAccount, leaderElectionRBAC, localRangesRBAC
   _poddisruptionbudget.tpl podDisruptionBudget
   _networkpolicy.tpl      networkPolicy
+  _uninstall.tpl          uninstallHook (the pre-delete hook that makes the component remove what it made)
   _monitoring.tpl         monitoring (= metricsService + serviceMonitor + podMonitor + prometheusRule +
                           dashboards; each on through global.monitoring or its own enabled)
 A component's templates look like service-mirror's (charts/semaphore/charts/service-mirror/templates).
@@ -29,7 +30,8 @@ Every template takes one input shape, a dict:
              is not a valid object name. Left out by a chart that is not one component
              (semaphore-remote): its objects are then named after the chart (see
              semaphore-common.name).
-A few templates read more keys of the same dict (remote, root, add, monitor, key, extra), as
-noted; a few read nothing from it (remotesDir, probes), and take it all the same. Template names
-are namespaced "semaphore-common.*"; the ones with a further dot (".items") are internal.
+A few templates read more keys of the same dict (remote, root, add, monitor, key, extra, kind,
+workload, container), as noted; a few read nothing from it (remotesDir, probes), and take it all
+the same. Template names are namespaced "semaphore-common.*"; the ones with a further dot
+(".items") are internal.
 */ -}}

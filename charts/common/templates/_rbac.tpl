@@ -25,8 +25,9 @@ metadata:
 semaphore-common.leaderElectionRBAC: a Role + RoleBinding "<fullname>-leader-election" in the
 release namespace (YAML documents starting with "---") that let the ServiceAccount run leader
 election on its own Lease only: create (which RBAC cannot limit by name) and get/update of the
-Lease named <fullname> (SEMAPHORE_LEADER_ELECT_LEASE_NAME). No Events: the election records
-none (the Lease lock has no event recorder). Renders nothing unless .Values.rbac.create (default
+Lease named <fullname> (SEMAPHORE_LEADER_ELECT_LEASE_NAME), and its delete: in uninstall mode
+(SEMAPHORE_UNINSTALL, semaphore-common.uninstallHook) the component removes its Lease with the rest
+of what it made. No Events: the election records none (the Lease lock has no event recorder). Renders nothing unless .Values.rbac.create (default
 true) and .Values.leaderElection.enabled (default true).
   dict "ctx" $ "component" "service-mirror"
 */ -}}
@@ -49,7 +50,7 @@ rules:
   - apiGroups: ["coordination.k8s.io"]
     resources: ["leases"]
     resourceNames: [{{ include "semaphore-common.fullname" . | quote }}]
-    verbs: ["get", "update"]
+    verbs: ["get", "update", "delete"]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
