@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kube-semaphore/semaphore/internal/rollout"
 )
 
 // ModeEnv is the variable that puts a component into the uninstall mode.
@@ -106,53 +108,23 @@ func (h Hook) apply(ctx context.Context, patch []byte) error {
 	return err
 }
 
-// rolledOut reports whether the rollout is complete, by the rules of kubectl rollout status,
-// and describes where it stands.
+// rolledOut reports whether the rollout is complete (package rollout), and where it stands.
 func (h Hook) rolledOut(ctx context.Context) (bool, string, error) {
+	var pending string
 	if h.Kind == Deployment {
 		d, err := h.Client.AppsV1().Deployments(h.Namespace).Get(ctx, h.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, "", err
 		}
-		return DeploymentRolledOut(d)
+		pending = rollout.DeploymentPending(d)
+	} else {
+		ds, err := h.Client.AppsV1().DaemonSets(h.Namespace).Get(ctx, h.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		pending = rollout.DaemonSetPending(ds)
 	}
-	ds, err := h.Client.AppsV1().DaemonSets(h.Namespace).Get(ctx, h.Name, metav1.GetOptions{})
-	if err != nil {
-		return false, "", err
-	}
-	return DaemonSetRolledOut(ds)
-}
-
-// DeploymentRolledOut reports whether every replica of d runs its current template and is
-// available, and none of an older one is left.
-func DeploymentRolledOut(d *appsv1.Deployment) (bool, string, error) {
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
-	s := d.Status
-	state := fmt.Sprintf("%d of %d pods switched and ready, %d in all", min(s.UpdatedReplicas, s.AvailableReplicas), want, s.Replicas)
-	switch {
-	case s.ObservedGeneration < d.Generation:
-		return false, "the change not seen by the controller yet", nil
-	case s.UpdatedReplicas < want, s.Replicas > s.UpdatedReplicas, s.AvailableReplicas < s.UpdatedReplicas:
-		return false, state, nil
-	}
-	return true, state, nil
-}
-
-// DaemonSetRolledOut reports whether every node's pod of ds runs its current template and is
-// available.
-func DaemonSetRolledOut(ds *appsv1.DaemonSet) (bool, string, error) {
-	s := ds.Status
-	state := fmt.Sprintf("%d of %d nodes' pods switched, %d available", s.UpdatedNumberScheduled, s.DesiredNumberScheduled, s.NumberAvailable)
-	switch {
-	case s.ObservedGeneration < ds.Generation:
-		return false, "the change not seen by the controller yet", nil
-	case s.UpdatedNumberScheduled < s.DesiredNumberScheduled, s.NumberAvailable < s.DesiredNumberScheduled:
-		return false, state, nil
-	}
-	return true, state, nil
+	return pending == "", pending, nil
 }
 
 // HookFromEnv reads a Hook's settings from the variables the charts set; each error names its

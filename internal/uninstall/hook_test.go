@@ -144,7 +144,7 @@ func TestHookFailsWhenADaemonSetsPodsDoNotAllComeBack(t *testing.T) {
 	if err == nil {
 		t.Fatal("the hook succeeded with one node's pod not available")
 	}
-	for _, want := range []string{"daemonset default/wireguard", "3 of 3 nodes' pods switched, 2 available", "--no-hooks"} {
+	for _, want := range []string{"daemonset default/wireguard", "DaemonSet wireguard: 3 desired, 3 updated, 2 ready, 2 available", "--no-hooks"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}

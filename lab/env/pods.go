@@ -11,12 +11,12 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-semaphore/semaphore/internal/rollout"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/lab/node"
 )
@@ -89,7 +89,7 @@ func (l *Lab) unavailable(ctx context.Context, cluster string) ([]string, error)
 		return nil, err
 	}
 	for _, d := range deployments.Items {
-		if DeploymentPending(&d) != "" {
+		if rollout.DeploymentPending(&d) != "" {
 			out = append(out, fmt.Sprintf("%s/deployment/%s/%s (%d of %d available)", cluster, d.Namespace, d.Name, d.Status.AvailableReplicas, ptr.Deref(d.Spec.Replicas, 1)))
 		}
 	}
@@ -99,36 +99,11 @@ func (l *Lab) unavailable(ctx context.Context, cluster string) ([]string, error)
 	}
 	for _, d := range daemonSets.Items {
 		// One pod on every node.
-		if d.Status.DesiredNumberScheduled != NodesPerCluster || DaemonSetPending(&d) != "" {
+		if d.Status.DesiredNumberScheduled != NodesPerCluster || rollout.DaemonSetPending(&d) != "" {
 			out = append(out, fmt.Sprintf("%s/daemonset/%s/%s (%d of %d available)", cluster, d.Namespace, d.Name, d.Status.NumberAvailable, NodesPerCluster))
 		}
 	}
 	return out, nil
-}
-
-// DaemonSetPending says what keeps d's rollout from being complete, "" when it is: every pod
-// updated, ready and available, as `kubectl rollout status` waits for.
-func DaemonSetPending(d *appsv1.DaemonSet) string {
-	s := d.Status
-	if s.ObservedGeneration < d.Generation || s.UpdatedNumberScheduled != s.DesiredNumberScheduled ||
-		s.NumberReady != s.DesiredNumberScheduled || s.NumberAvailable != s.DesiredNumberScheduled {
-		return fmt.Sprintf("DaemonSet %s: %d desired, %d updated, %d ready, %d available", d.Name,
-			s.DesiredNumberScheduled, s.UpdatedNumberScheduled, s.NumberReady, s.NumberAvailable)
-	}
-	return ""
-}
-
-// DeploymentPending says what keeps d's rollout from being complete, "" when it is: every pod
-// updated, ready and available, and no other, as `kubectl rollout status` waits for.
-func DeploymentPending(d *appsv1.Deployment) string {
-	s := d.Status
-	want := ptr.Deref(d.Spec.Replicas, 1)
-	if s.ObservedGeneration < d.Generation || s.UpdatedReplicas != want || s.Replicas != want ||
-		s.ReadyReplicas != want || s.AvailableReplicas != want {
-		return fmt.Sprintf("Deployment %s: %d wanted, %d updated, %d in all, %d ready, %d available", d.Name,
-			want, s.UpdatedReplicas, s.Replicas, s.ReadyReplicas, s.AvailableReplicas)
-	}
-	return ""
 }
 
 // RecordPods records every running pod of the lab's workloads, the controllers among them with

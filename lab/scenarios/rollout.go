@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kube-semaphore/semaphore/internal/rollout"
 	"github.com/kube-semaphore/semaphore/lab/env"
 )
 
@@ -57,11 +58,11 @@ func workloadPending(ctx context.Context, client kubernetes.Interface, component
 		if err != nil {
 			return err.Error()
 		}
-		return env.DaemonSetPending(d)
+		return rollout.DaemonSetPending(d)
 	}
 	d, err := client.AppsV1().Deployments(env.SemaphoreNamespace).Get(ctx, component, metav1.GetOptions{})
 	if err != nil {
 		return err.Error()
 	}
-	return env.DeploymentPending(d)
+	return rollout.DeploymentPending(d)
 }
