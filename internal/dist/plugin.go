@@ -39,6 +39,14 @@ func PluginArchiveName(version, platform string) string {
 	return fmt.Sprintf("kubectl-semaphore_%s_%s_%s%s", version, os, arch, ext)
 }
 
+// PluginArtifact is the plugin's archive for platform, as BuildPluginArchives writes it: its
+// name, its platform and the name of its SBOM.
+func PluginArtifact(version, platform string) Artifact {
+	a := Artifact{Name: PluginArchiveName(version, platform), Platform: platform}
+	a.SBOM = SBOMName(strings.TrimSuffix(strings.TrimSuffix(a.Name, ".zip"), ".tar.gz"))
+	return a
+}
+
 // BuildPluginArchives builds kubectl-semaphore of the module at root for every platform, as
 // reproducibly as the images' binaries (images.GoBuild), and writes each archive, with the
 // binary and the LICENSE, into dir, with the SBOM of the binary (Artifact.SBOM). Files in them
@@ -87,8 +95,7 @@ func pluginArchive(ctx context.Context, root, tmp, dir, version, platform string
 	if err != nil {
 		return Artifact{}, err
 	}
-	a := Artifact{Name: PluginArchiveName(version, platform), Platform: platform}
-	a.SBOM = SBOMName(strings.TrimSuffix(strings.TrimSuffix(a.Name, ".zip"), ".tar.gz"))
+	a := PluginArtifact(version, platform)
 	bom, err := sbom.ForBinary(bin, "kubectl-semaphore", version, epoch)
 	if err != nil {
 		return Artifact{}, err

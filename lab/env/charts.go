@@ -48,7 +48,12 @@ func (l *Lab) installWithGuide(ctx context.Context) error {
 		return err
 	}
 	for _, cluster := range ClusterNames() {
-		data, err := yaml.Marshal(l.labValues(cluster))
+		values := l.labValues(cluster)
+		// The images by tag and the digest the lab pushed and signed, as users install a release.
+		if err := l.pinReleaseDigests(ctx, values); err != nil {
+			return err
+		}
+		data, err := yaml.Marshal(values)
 		if err != nil {
 			return err
 		}

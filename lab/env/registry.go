@@ -8,10 +8,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime"
+	"slices"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/kube-semaphore/semaphore/internal/dist"
 	"github.com/kube-semaphore/semaphore/internal/images"
@@ -28,7 +29,8 @@ import (
 // <registry>/kube-semaphore.
 const ImagesRepo = "kube-semaphore"
 
-// startRegistry serves the registry on a free port of 127.0.0.1 and pushes the charts to it.
+// startRegistry serves the registry on a free port of 127.0.0.1, pushes the images and the
+// charts to it, and signs and verifies the lab's release.
 func (l *Lab) startRegistry(ctx context.Context) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -57,11 +59,20 @@ func (l *Lab) startRegistry(ctx context.Context) error {
 	if err := l.pushImages(ctx); err != nil {
 		return err
 	}
-	if err := l.pushCharts(ctx); err != nil {
+	charts, err := l.pushCharts(ctx)
+	if err != nil {
 		return err
 	}
 	l.Logf("registry on %s holds the images (%s/...) and the charts (oci://%s/%s/...)", l.registry, ImagesRepo, l.registry, ChartsRepo)
-	return nil
+	start := time.Now()
+	rel, err := l.signRelease(ctx, charts)
+	if err != nil {
+		return fmt.Errorf("signing the lab's release: %w", err)
+	}
+	l.Logf("release %s: wrote %d SBOMs and %s, signed %d files and %d images with a key made for the lab (%s), in %s",
+		l.version, len(rel.sboms), dist.ChecksumsFile, len(rel.signed), len(rel.images),
+		l.Path(releaseDir, dist.PublicKeyFile), time.Since(start).Round(10*time.Millisecond))
+	return l.verifyRelease(ctx, rel)
 }
 
 // The lab's own images, besides the three components'.
@@ -76,7 +87,9 @@ const (
 
 // pushImages builds our images for this machine's platform, as `make images` builds them for
 // every platform, and pushes them to the registry: the components' tagged as the charts expect
-// them (the charts' appVersion), and the lab's own.
+// them (the charts' appVersion), and the lab's own. The components' go into the release's OCI
+// image layout too, as `make release` writes them: what their SBOMs describe and their
+// signatures sign.
 func (l *Lab) pushImages(ctx context.Context) error {
 	root := testbed.RepoRoot()
 	opts, err := images.DefaultOptions(ctx, root)
@@ -84,16 +97,16 @@ func (l *Lab) pushImages(ctx context.Context) error {
 		return err
 	}
 	opts.Version, l.imageTag = l.version, dist.ChartVersion(l.version)
-	platform := []string{"linux/" + runtime.GOARCH}
-	specs := images.Components()
-	specs = append(specs,
+	components := images.Components()
+	specs := append(slices.Clone(components),
 		images.Spec{Name: pauseImage, Package: "./lab/cmd/pause"},
 		images.Spec{Name: sampleImage, Package: "./lab/cmd/sample"},
-		images.Spec{Name: corednsImage, Binaries: map[string]string{platform[0]: l.bin.coredns}},
+		images.Spec{Name: corednsImage, Binaries: map[string]string{labPlatform: l.bin.coredns}},
 	)
-	for _, spec := range specs {
+	released := map[string]v1.ImageIndex{}
+	for i, spec := range specs {
 		if spec.Binaries == nil {
-			spec.Platforms = platform
+			spec.Platforms = []string{labPlatform}
 		}
 		idx, err := images.Build(ctx, spec, opts)
 		if err != nil {
@@ -102,11 +115,17 @@ func (l *Lab) pushImages(ctx context.Context) error {
 		if err := images.Push(ctx, l.imageRef(spec.Name), idx, true); err != nil {
 			return fmt.Errorf("pushing %s: %w", l.imageRef(spec.Name), err)
 		}
+		if i < len(components) {
+			released[l.imageRef(spec.Name)] = idx
+		}
 	}
-	return nil
+	return images.WriteLayout(l.Path(releaseDir, imagesLayout), released)
 }
 
 // imageRef is the reference of image name in the lab's registry.
 func (l *Lab) imageRef(name string) string {
-	return l.registry + "/" + ImagesRepo + "/" + name + ":" + l.imageTag
+	return l.imagesRegistry() + "/" + name + ":" + l.imageTag
 }
+
+// imagesRegistry is where the images are, what global.image.registry says: <registry>/kube-semaphore.
+func (l *Lab) imagesRegistry() string { return l.registry + "/" + ImagesRepo }

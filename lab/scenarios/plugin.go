@@ -14,7 +14,8 @@ import (
 // checkWithPlugin runs `kubectl semaphore check` in every cluster, as a user would, and expects
 // it to pass; then it revokes gcp's token in aws and expects the check in gcp to fail, naming
 // aws and no other remote, and gcp's controllers to roll out during that outage
-// (checkRolloutDuringOutage). It runs last: gcp no longer reads aws afterwards.
+// (checkRolloutDuringOutage). gcp no longer reads aws afterwards, until the uninstall scenario,
+// which runs next, installs and links every cluster again.
 //
 // The plugin runs from this machine's shell with the lab's kubeconfig, as a user's workstation
 // outside the clusters' networks: it judges every check from where the controllers run (their

@@ -4,7 +4,7 @@
 // every identity, the dashboards, a global service's failover, a
 // hostile remote, kubectl semaphore check with a revoked token and a rollout during the outage,
 // the upstream MCS conformance suite's Required specs, the global service moved to a
-// ServiceExport without a failed request (All, which `lab check` runs), and the soak (Soak, which `lab soak` runs): churn, remote cuts
+// ServiceExport without a failed request, a cluster uninstalled clean and installed again (All, which `lab check` runs), and the soak (Soak, which `lab soak` runs): churn, remote cuts
 // and controller pods deleted, then the mesh compared with what the clusters hold.
 //
 // Each check is a Scenario: a name and a function of the running lab (env.Lab) that prints
@@ -29,6 +29,7 @@ type Scenario struct {
 
 // All are the scenarios of `lab check`, in the order they run.
 var All = []Scenario{
+	{"the release's images by digest", checkReleaseImages},
 	{"between providers", checkProviders},
 	{"Calico policy", checkCalicoPolicy},
 	{"calico-ipam blocks", checkCalicoBlocks},
@@ -45,6 +46,9 @@ var All = []Scenario{
 	{"MCS conformance (Required)", checkConformance},
 	{"from a global service to a ServiceExport", checkMigration},
 	{"kubectl semaphore check", checkWithPlugin},
+	// Last: it uninstalls a cluster and installs every cluster again, mending what the
+	// plugin's check broke.
+	{"uninstall", checkUninstall},
 }
 
 // Run runs the scenarios of list in order, printing the problems of each, and stops at the
