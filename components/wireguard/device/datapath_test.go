@@ -57,6 +57,12 @@ func setupNode(m *Manager, cfg nodeConfig) error {
 	if err := setupUnderlay(cfg); err != nil {
 		return err
 	}
+	return setupDevice(m, cfg)
+}
+
+// setupDevice ensures the node's device, its peer, addresses and routes: all of setupNode but
+// the underlay, and what a restarted process does again.
+func setupDevice(m *Manager, cfg nodeConfig) error {
 	key, err := wgtypes.ParseKey(cfg.PrivateKey)
 	if err != nil {
 		return err
@@ -130,7 +136,8 @@ func peerConfig(cfg nodeConfig) (wgtypes.PeerConfig, error) {
 	return peer, nil
 }
 
-// addTunnelAddrs puts addrs on the device, without duplicate address detection.
+// addTunnelAddrs puts addrs on the device, without duplicate address detection; addresses it
+// already has are kept.
 func addTunnelAddrs(device string, addrs []string) error {
 	dev, err := netlink.LinkByName(device)
 	if err != nil {
@@ -142,7 +149,7 @@ func addTunnelAddrs(device string, addrs []string) error {
 			return err
 		}
 		addr.Flags = unix.IFA_F_NODAD
-		if err := netlink.AddrAdd(dev, addr); err != nil {
+		if err := netlink.AddrReplace(dev, addr); err != nil {
 			return fmt.Errorf("tunnel address %s: %w", a, err)
 		}
 	}
@@ -407,7 +414,19 @@ func peerByKey(peers []wgtypes.Peer, key wgtypes.Key) *wgtypes.Peer {
 // (192.0.2.0/24). Each node's "pod" addresses (198.18.x.y, fd00:x::y) exist only on
 // its WireGuard device and are reachable from the other node only through the
 // tunnel, by the routes SyncRoutes installs.
-func TestTwoNodesDataPath(t *testing.T) {
+// twoNodes is node A (this process, through mA) and node B (a helper process in its own
+// namespaces) of the two-node tests, each with a device whose one peer is the other.
+type twoNodes struct {
+	mA         *Manager
+	b          *helperNode
+	cfgA, cfgB nodeConfig
+	keyA, keyB wgtypes.Key
+}
+
+// startTwoNodes sets up both nodes: a veth underlay (192.0.2.0/24), node A's "pod" addresses
+// 198.18.1.1 and fd00:1::1, node B's 198.18.2.1 and fd00:2::1, each on its own device only.
+func startTwoNodes(t *testing.T) twoNodes {
+	t.Helper()
 	mA := newUserspace(t)
 	b := startHelperNode(t)
 
@@ -441,6 +460,17 @@ func TestTwoNodesDataPath(t *testing.T) {
 	if err := setupNode(mA, cfgA); err != nil {
 		t.Fatal(err)
 	}
+	return twoNodes{mA: mA, b: b, cfgA: cfgA, cfgB: cfgB, keyA: keyA, keyB: keyB}
+}
+
+// TestTwoNodesDataPath proves the data path: two nodes, each a network and mount
+// namespace with its own userspace WireGuard device, joined by a veth underlay
+// (192.0.2.0/24). Each node's "pod" addresses (198.18.x.y, fd00:x::y) exist only on
+// its WireGuard device and are reachable from the other node only through the
+// tunnel, by the routes SyncRoutes installs.
+func TestTwoNodesDataPath(t *testing.T) {
+	nodes := startTwoNodes(t)
+	mA, b, cfgA, keyA, keyB := nodes.mA, nodes.b, nodes.cfgA, nodes.keyA, nodes.keyB
 
 	srcV4, dstV4 := net.ParseIP("198.18.1.1"), net.ParseIP("198.18.2.1")
 	srcV6, dstV6 := net.ParseIP("fd00:1::1"), net.ParseIP("fd00:2::1")
@@ -507,4 +537,45 @@ func TestTwoNodesDataPath(t *testing.T) {
 	} else if !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Logf("ping after removing peer B: %v", err)
 	}
+}
+
+// TestRestartedProcessTakesItsDeviceBackAndTrafficResumes: the process running node A's
+// userspace device goes (a controller restart); while none runs, the link and its routes
+// stay, so traffic to node B is held back (dropped) rather than refused as unreachable; the
+// next process takes the same link back with the same key, configures its peer again, and
+// traffic flows both ways without a route written.
+func TestRestartedProcessTakesItsDeviceBackAndTrafficResumes(t *testing.T) {
+	nodes := startTwoNodes(t)
+	src, dst := net.ParseIP("198.18.1.1"), net.ParseIP("198.18.2.1")
+	if err := pingUntil(src, dst, 10); err != nil {
+		t.Fatalf("ping through the tunnel before the restart: %v", err)
+	}
+	index := mustLink(t, nodes.cfgA.Device).Attrs().Index
+	if err := nodes.mA.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	routes, err := netlink.RouteGet(dst)
+	if err != nil || len(routes) == 0 || routes[0].LinkIndex != index {
+		t.Fatalf("route to %s with no process serving the device: %v, %v; want through link %d", dst, routes, err, index)
+	}
+	if err := ping(src, dst, 500*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("ping with no process serving the device: %v; want no answer (dropped), not an error", err)
+	}
+
+	next := newUserspace(t)
+	if err := setupDevice(next, nodes.cfgA); err != nil {
+		t.Fatalf("the next process setting node A's device up: %v", err)
+	}
+	if got := next.Counters(); got.LinkChanges != 0 || got.RouteChanges != 0 {
+		t.Errorf("the next process wrote links or routes: %+v", got)
+	}
+	if got := mustLink(t, nodes.cfgA.Device).Attrs().Index; got != index {
+		t.Errorf("device is link %d after the restart, want the same link %d", got, index)
+	}
+	restarted := time.Now()
+	if err := pingUntil(src, dst, 10); err != nil {
+		t.Fatalf("ping through the tunnel after the restart: %v", err)
+	}
+	t.Logf("traffic through the tunnel again %s after the next process took the device back", time.Since(restarted).Round(time.Millisecond))
 }

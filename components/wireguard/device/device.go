@@ -262,6 +262,11 @@ func (m *Manager) ensureLink(name string, mtu int) (netlink.Link, error) {
 		}
 		return m.create(name, mtu)
 	}
+	if ud == nil && m.mode == ModeUserspace && ownedUserspaceLink(link) && !m.isWireGuard(link) {
+		// Ours, and no process serves it (one that does answers on its socket and is
+		// configured through it).
+		return m.takeBack(link, mtu)
+	}
 	if ud != nil && !ud.serving() {
 		// Our UAPI socket was removed (its accept loop ended): serve it again, or the
 		// device could no longer be configured.
@@ -339,11 +344,9 @@ func (m *Manager) create(name string, mtu int) (netlink.Link, error) {
 			return nil, fmt.Errorf("create wireguard link: %w", err)
 		}
 	default:
-		ud, err := startUserspace(name, mtu, m.log.With("device", name))
-		if err != nil {
+		if err := m.createUserspace(name, mtu); err != nil {
 			return nil, err
 		}
-		m.userspace[name] = ud
 	}
 	m.log.Info("WireGuard device created", "device", name, "mode", string(m.mode))
 	link, err := linkByName(name)
@@ -351,6 +354,46 @@ func (m *Manager) create(name string, mtu int) (netlink.Link, error) {
 		err = errors.New("link vanished right after creation")
 	}
 	return link, err
+}
+
+// createUserspace makes a userspace device with a new persistent link, marked as ours. A
+// failure leaves no link behind. The caller holds m.mu.
+func (m *Manager) createUserspace(name string, mtu int) error {
+	ud, err := startUserspace(name, mtu, m.log.With("device", name))
+	if err == nil {
+		var link netlink.Link
+		if link, err = linkByName(name); err == nil && link != nil {
+			err = netlink.LinkSetAlias(link, userspaceAlias)
+		}
+		if err != nil {
+			ud.close()
+			err = fmt.Errorf("mark TUN device as ours: %w", err)
+		}
+	}
+	if err != nil {
+		// The link is persistent: it goes only when deleted.
+		if link, lerr := linkByName(name); lerr == nil && link != nil {
+			_ = netlink.LinkDel(link)
+		}
+		return err
+	}
+	m.userspace[name] = ud
+	return nil
+}
+
+// takeBack runs a userspace device on link, the persistent link of a device of ours that no
+// process serves (this controller's previous process, before a restart). The link keeps its
+// index, state, addresses and routes: only its WireGuard configuration (key, port, peers) is
+// new, which the caller sets. The caller holds m.mu.
+func (m *Manager) takeBack(link netlink.Link, mtu int) (netlink.Link, error) {
+	name := link.Attrs().Name
+	ud, err := startUserspace(name, mtu, m.log.With("device", name))
+	if err != nil {
+		return nil, fmt.Errorf("take back the persistent link of a previous process: %w", err)
+	}
+	m.userspace[name] = ud
+	m.log.Info("userspace WireGuard device taken back from a previous process, its routes kept", "device", name)
+	return linkByName(name)
 }
 
 // Peers returns the device's current peers.
@@ -431,7 +474,7 @@ func (m *Manager) Delete(name string) error {
 		removeStaleSocket(name, m.log)
 		return nil
 	}
-	if ud == nil && !m.isWireGuard(link) {
+	if ud == nil && !m.isWireGuard(link) && !ownedUserspaceLink(link) {
 		return fmt.Errorf("device %s: link of type %s is not a WireGuard device, not deleting it", name, link.Type())
 	}
 
@@ -443,10 +486,11 @@ func (m *Manager) Delete(name string) error {
 
 	m.linkChanges.Add(1)
 	if ud != nil {
-		// Closing the TUN file removes the link; closing the listener removes the socket.
+		// Closing the listener removes the socket; the link is persistent and goes below.
 		ud.close()
 		delete(m.userspace, name)
-	} else if err := netlink.LinkDel(link); err != nil {
+	}
+	if err := netlink.LinkDel(link); err != nil {
 		return fmt.Errorf("device %s: delete link: %w", name, err)
 	}
 	m.log.Info("WireGuard device deleted", "device", name)
@@ -466,8 +510,9 @@ func (m *Manager) isWireGuard(link netlink.Link) bool {
 	return err == nil
 }
 
-// Devices returns, sorted, the names of the WireGuard devices (kernel or userspace)
-// whose name starts with prefix. Links of other types are ignored even when they match.
+// Devices returns, sorted, the names of the WireGuard devices (kernel or userspace, with the
+// links of ours no process serves yet) whose name starts with prefix. Links of other types
+// are ignored even when they match.
 func (m *Manager) Devices(prefix string) ([]string, error) {
 	links, err := netlink.LinkList()
 	if err != nil {
@@ -481,7 +526,7 @@ func (m *Manager) Devices(prefix string) ([]string, error) {
 		if !strings.HasPrefix(name, prefix) {
 			continue
 		}
-		if m.userspace[name] != nil || m.isWireGuard(l) {
+		if m.userspace[name] != nil || ownedUserspaceLink(l) || m.isWireGuard(l) {
 			names = append(names, name)
 		}
 	}
@@ -489,9 +534,11 @@ func (m *Manager) Devices(prefix string) ([]string, error) {
 	return names, nil
 }
 
-// Close stops the userspace devices this Manager runs (their links and sockets go with
-// them) and releases the control client. Kernel devices are left in place on purpose:
-// traffic keeps flowing while the controller restarts. Close is idempotent.
+// Close stops the userspace devices this Manager runs (their sockets go with them) and
+// releases the control client. Links are left in place on purpose, with their routes: a
+// kernel device keeps carrying traffic while the controller restarts, a userspace device's
+// persistent link holds the traffic back (dropped, so TCP retransmits) until the next process
+// takes it back. Close is idempotent.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -82,8 +82,26 @@ func newUserspace(t *testing.T) *Manager {
 		if err := m.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
+		deleteUserspaceLinks(t)
 	})
 	return m
+}
+
+// deleteUserspaceLinks deletes every link of our userspace devices, which outlive their
+// Manager, so that each test starts without the previous tests' devices.
+func deleteUserspaceLinks(t *testing.T) {
+	links, err := netlink.LinkList()
+	if err != nil {
+		t.Errorf("list links: %v", err)
+		return
+	}
+	for _, l := range links {
+		if ownedUserspaceLink(l) {
+			if err := netlink.LinkDel(l); err != nil {
+				t.Errorf("delete %s: %v", l.Attrs().Name, err)
+			}
+		}
+	}
 }
 
 // newDevice returns a userspace Manager holding device name, listening on port, MTU 1420.
@@ -647,16 +665,24 @@ func TestStaleAndLostSockets(t *testing.T) {
 	}
 }
 
-func TestCloseStopsUserspaceDevices(t *testing.T) {
+func TestCloseLeavesUserspaceLinksAndRoutesForTheNextProcess(t *testing.T) {
 	needSandbox(t)
 	m, err := NewManager(ModeUserspace, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, name := range []string{"wg-smp-close1", "wg-smp-close2"} {
-		if err := m.Ensure(name, genKey(t), 51880+i, 1420); err != nil {
+	names := []string{"wg-smp-close1", "wg-smp-close2"}
+	keys := []wgtypes.Key{genKey(t), genKey(t)}
+	routes := [][]net.IPNet{cidrs(t, "198.18.11.0/24"), cidrs(t, "198.18.12.0/24", "fd00:12::/64")}
+	index := map[string]int{}
+	for i, name := range names {
+		if err := m.Ensure(name, keys[i], 51880+i, 1420); err != nil {
 			t.Fatal(err)
 		}
+		if _, _, err := m.SyncRoutes(name, routes[i]); err != nil {
+			t.Fatal(err)
+		}
+		index[name] = mustLink(t, name).Attrs().Index
 	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
@@ -664,16 +690,73 @@ func TestCloseStopsUserspaceDevices(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	for _, name := range []string{"wg-smp-close1", "wg-smp-close2"} {
-		if linkExists(t, name) {
-			t.Errorf("%s still exists after Close", name)
-		}
+	if err := m.Ensure("wg-smp-close3", genKey(t), 51883, 1420); err == nil {
+		t.Error("Ensure after Close: no error")
+	}
+	for _, name := range names {
 		if _, err := os.Lstat(socketPath(name)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s socket after Close: %v", name, err)
 		}
+		if l := mustLink(t, name); l.Attrs().Index != index[name] || l.Attrs().Flags&net.FlagUp == 0 {
+			t.Errorf("%s after Close: index %d, flags %v; want the same link (%d), up", name, l.Attrs().Index, l.Attrs().Flags, index[name])
+		}
 	}
-	if err := m.Ensure("wg-smp-close3", genKey(t), 51883, 1420); err == nil {
-		t.Error("Ensure after Close: no error")
+
+	// The next process lists the links as its devices and takes them back: same links, its
+	// own keys and ports set again, the routes untouched.
+	next := newUserspace(t)
+	if got, err := next.Devices("wg-smp-close"); err != nil || !slices.Equal(got, names) {
+		t.Errorf("Devices of the next process = %v, %v; want %v", got, err, names)
+	}
+	for i, name := range names {
+		if err := next.Ensure(name, keys[i], 51880+i, 1420); err != nil {
+			t.Fatalf("Ensure taking %s back: %v", name, err)
+		}
+		if added, removed, err := next.SyncRoutes(name, routes[i]); err != nil || added+removed != 0 {
+			t.Errorf("SyncRoutes after taking %s back: +%d -%d, %v; want the routes kept", name, added, removed, err)
+		}
+		if got := mustLink(t, name).Attrs().Index; got != index[name] {
+			t.Errorf("%s taken back as link %d, want the same link %d", name, got, index[name])
+		}
+		if dev, err := next.wg.Device(name); err != nil || dev.PrivateKey != keys[i] || dev.ListenPort != 51880+i {
+			t.Errorf("%s after being taken back: %v, %v", name, dev, err)
+		}
+	}
+	if c := next.Counters(); c.LinkChanges != 0 || c.RouteChanges != 0 {
+		t.Errorf("taking the devices back wrote links or routes: %+v", c)
+	}
+
+	// Delete removes a taken-back link; a link no process serves is ours to delete too.
+	if err := next.Delete(names[0]); err != nil || linkExists(t, names[0]) {
+		t.Errorf("Delete of a taken-back device: %v, link left: %v", err, linkExists(t, names[0]))
+	}
+	if err := next.Close(); err != nil {
+		t.Fatal(err)
+	}
+	last := newUserspace(t)
+	if err := last.Delete(names[1]); err != nil || linkExists(t, names[1]) {
+		t.Errorf("Delete of a link no process serves: %v, link left: %v", err, linkExists(t, names[1]))
+	}
+}
+
+// A TUN link by a device's name that is not marked as ours is somebody else's: it is neither
+// taken over nor deleted.
+func TestForeignTUNLinkIsNeitherTakenNorDeleted(t *testing.T) {
+	m := newUserspace(t)
+	const name = "wg-smp-foreign"
+	tuntap := &netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: name}, Mode: netlink.TUNTAP_MODE_TUN, Flags: netlink.TUNTAP_DEFAULTS}
+	if err := netlink.LinkAdd(tuntap); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = netlink.LinkDel(tuntap) })
+	if err := m.Ensure(name, genKey(t), 51890, 1420); err == nil {
+		t.Error("Ensure over a foreign TUN link: no error")
+	}
+	if err := m.Delete(name); err == nil || !linkExists(t, name) {
+		t.Errorf("Delete of a foreign TUN link: err %v, link kept %v; want refused and kept", err, linkExists(t, name))
+	}
+	if got, _ := m.Devices(name); len(got) != 0 {
+		t.Errorf("Devices lists a foreign TUN link: %v", got)
 	}
 }
 

@@ -21,9 +21,13 @@
 //   - Kernel devices belong to the kernel. They survive a controller restart, and
 //     [Manager.Close] leaves them alone, so traffic keeps flowing while the controller is
 //     down and an in-sync device is not even reconfigured when it comes back.
-//   - Userspace devices live exactly as long as the process that created them: the TUN
-//     link disappears when the process exits (or [Manager.Close] is called), and the next
-//     start creates them afresh. Peers reconnect with a new handshake within seconds.
+//   - A userspace device's WireGuard state (key, peers, sessions) lives in the process
+//     that runs it, but its TUN link is persistent and marked as ours (its ifalias): when
+//     the process exits (or [Manager.Close] is called) the link stays, with its addresses
+//     and routes, and drops what is routed to it; the next start takes the same link back,
+//     its routes untouched, and configures it again. Traffic to remote pods is held back
+//     for the restart (TCP retransmits) rather than refused as unreachable, and peers
+//     handshake again at the first packet or keepalive.
 //
 // # Naming
 //

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 	"golang.zx2c4.com/wireguard/conn"
 	wgdevice "golang.zx2c4.com/wireguard/device"
 	"golang.zx2c4.com/wireguard/ipc"
@@ -19,6 +21,14 @@ import (
 // socketDir is where wireguard-go (and so wgctrl and wg(8)) keep UAPI sockets. It is
 // fixed by the ipc package; we only need it to clean up stale sockets.
 const socketDir = "/var/run/wireguard"
+
+// userspaceAlias marks the TUN links of our userspace devices (the link's ifalias). The links
+// are persistent: they outlive the process that made them, with their routes, so that a
+// restarted controller (a rollout, an upgrade) takes its device back instead of making a new
+// one, and traffic to remote pods meanwhile waits (TCP retransmits) instead of failing with
+// "network is unreachable". Only a link carrying the mark is taken back or deleted when no
+// process of ours serves it.
+const userspaceAlias = "semaphore-wireguard userspace"
 
 // userspaceDevice is one wireguard-go device run by this process, with the UAPI socket
 // through which wgctrl configures it.
@@ -32,19 +42,21 @@ type userspaceDevice struct {
 	stopping atomic.Bool   // set while we close uapi ourselves, to keep that quiet
 }
 
-// startUserspace creates the TUN link name and a wireguard-go device on it, and serves
-// its UAPI socket. The link is down; the caller configures it and brings it up.
+// startUserspace runs a wireguard-go device on the TUN link name, serving its UAPI socket: it
+// creates the link (persistent, marked as ours, down; the caller configures and raises it),
+// or attaches to the persistent link a previous process of ours left, which keeps its
+// state, addresses and routes.
 func startUserspace(name string, mtu int, log *slog.Logger) (*userspaceDevice, error) {
 	tunDev, err := tun.CreateTUN(name, mtu)
 	if err != nil {
+		if errors.Is(err, unix.EBUSY) {
+			return nil, fmt.Errorf("attach to TUN device (another process serves it): %w", err)
+		}
 		return nil, fmt.Errorf("create TUN device: %w", err)
 	}
-	if got, err := tunDev.Name(); err != nil || got != name {
+	if err := checkTUN(tunDev, name); err != nil {
 		_ = tunDev.Close()
-		if err != nil {
-			return nil, fmt.Errorf("create TUN device: reading its name: %w", err)
-		}
-		return nil, fmt.Errorf("create TUN device: got name %q, want %q", got, name)
+		return nil, err
 	}
 	ud := &userspaceDevice{
 		name: name,
@@ -52,10 +64,39 @@ func startUserspace(name string, mtu int, log *slog.Logger) (*userspaceDevice, e
 		dev:  wgdevice.NewDevice(tunDev, conn.NewDefaultBind(), wireguardGoLogger(log)),
 	}
 	if err := ud.serve(); err != nil {
-		ud.dev.Close() // closes the TUN file, which removes the link
+		ud.dev.Close() // the link stays: it is persistent, and may be a previous process's
 		return nil, err
 	}
 	return ud, nil
+}
+
+// checkTUN makes sure tunDev is the link called name and makes that link persistent.
+func checkTUN(tunDev tun.Device, name string) error {
+	if got, err := tunDev.Name(); err != nil || got != name {
+		if err != nil {
+			return fmt.Errorf("create TUN device: reading its name: %w", err)
+		}
+		return fmt.Errorf("create TUN device: got name %q, want %q", got, name)
+	}
+	raw, err := tunDev.File().SyscallConn()
+	if err != nil {
+		return fmt.Errorf("make TUN device persistent: %w", err)
+	}
+	// Control, not Fd: Fd would switch the file to blocking mode under wireguard-go's reads.
+	var ioctlErr error
+	if err := raw.Control(func(fd uintptr) { ioctlErr = unix.IoctlSetInt(int(fd), unix.TUNSETPERSIST, 1) }); err != nil {
+		return fmt.Errorf("make TUN device persistent: %w", err)
+	}
+	if ioctlErr != nil {
+		return fmt.Errorf("make TUN device persistent: %w", ioctlErr)
+	}
+	return nil
+}
+
+// ownedUserspaceLink reports whether link is the TUN link of one of our userspace devices,
+// whichever process made it.
+func ownedUserspaceLink(link netlink.Link) bool {
+	return link.Type() == "tuntap" && link.Attrs().Alias == userspaceAlias
 }
 
 // serve opens the UAPI socket and accepts configuration connections until the listener
@@ -103,8 +144,9 @@ func (ud *userspaceDevice) serving() bool {
 	}
 }
 
-// close stops serving the socket (removing the file) and closes the device, whose TUN
-// link the kernel then removes.
+// close stops serving the socket (removing the file) and closes the device. Its TUN link
+// stays, with its routes, until deleted: traffic routed to it is dropped until a process
+// attaches to it again.
 func (ud *userspaceDevice) close() {
 	ud.stopServing()
 	ud.dev.Close()

@@ -16,7 +16,7 @@ import (
 
 // checkWireGuardMode says which WireGuard implementation each agent's device for remote uses
 // (semaphore_wg_device_info): the kernel's passes; the userspace one (wireguard-go) works but
-// is slower, and its device goes with the agent on every restart, so it is a warning.
+// is slower, and every restart of the agent holds the tunnels' traffic back, so it is a warning.
 func checkWireGuardMode(v controllers, remote string, res Result) Result {
 	byMode := map[string][]string{}
 	var older []string
@@ -34,7 +34,7 @@ func checkWireGuardMode(v controllers, remote string, res Result) Result {
 	kernel, userspace := byMode["kernel"], byMode["userspace"]
 	switch {
 	case len(userspace) > 0:
-		return warnRunbook(res, "check-wireguard-mode", "userspace WireGuard (wireguard-go) for remote %s on nodes %s (kernel on %d): slower than the kernel's, and the device goes with the agent on every restart; give those nodes a kernel with WireGuard (Linux 5.6+, or the wireguard module) and restart their agents",
+		return warnRunbook(res, "check-wireguard-mode", "userspace WireGuard (wireguard-go) for remote %s on nodes %s (kernel on %d): slower than the kernel's, and every restart of the agent holds the tunnels' traffic back until the new one runs; give those nodes a kernel with WireGuard (Linux 5.6+, or the wireguard module) and restart their agents",
 			remote, most(userspace, 5), len(kernel))
 	case len(older) > 0:
 		return warnRunbook(res, "check-wireguard-mode", "kernel WireGuard for remote %s on %d nodes; %s export no %s (a version before it): their implementation is not known here",
