@@ -3,11 +3,13 @@ package component
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-semaphore/semaphore/internal/config"
@@ -35,6 +37,29 @@ func NewUninstalling(name, metricsPrefix string, shared config.Shared, log *slog
 		return nil, err
 	}
 	return &Uninstalling{Base: base}, nil
+}
+
+// DeleteOwned makes Remove delete the objects of kinds that carry the component's managed-by
+// label, kind by kind in the order given, and then its Lease when it elects a leader.
+func (u *Uninstalling) DeleteOwned(kinds []uninstall.Owned, election config.LeaderElection) error {
+	dyn, err := dynamic.NewForConfig(u.LocalConfig)
+	if err != nil {
+		return fmt.Errorf("SEMAPHORE_LOCAL_KUBECONFIG: %w", err)
+	}
+	u.Remove = func(ctx context.Context) error {
+		for _, o := range kinds {
+			n, err := uninstall.DeleteOwned(ctx, dyn, o)
+			if err != nil {
+				return err
+			}
+			u.Log.Info("deleted what the component made", "resource", o.Resource.Resource, "namespace", o.Namespace, "objects", n)
+		}
+		if !election.Enabled {
+			return nil
+		}
+		return uninstall.DeleteLease(ctx, u.Local, election.Namespace, election.LeaseName)
+	}
+	return nil
 }
 
 // Starting are the attributes of the line logged when the component starts.

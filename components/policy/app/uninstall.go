@@ -1,11 +1,7 @@
 package app
 
 import (
-	"context"
-	"fmt"
 	"log/slog"
-
-	"k8s.io/client-go/dynamic"
 
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/internal/component"
@@ -27,21 +23,9 @@ func NewUninstalling(cfg Config, log *slog.Logger) (*component.Uninstalling, err
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(u.LocalConfig)
-	if err != nil {
-		return nil, fmt.Errorf("SEMAPHORE_LOCAL_KUBECONFIG: %w", err)
-	}
 	resource, _ := calico.Resource(cfg.CalicoAPI) // checked by Validate
-	u.Remove = func(ctx context.Context) error {
-		n, err := uninstall.DeleteOwned(ctx, dyn, uninstall.Owned{Resource: resource, Component: Name})
-		if err != nil {
-			return err
-		}
-		log.Info("deleted the GlobalNetworkSets", "sets", n)
-		if !cfg.LeaderElection.Enabled {
-			return nil
-		}
-		return uninstall.DeleteLease(ctx, u.Local, cfg.LeaderElection.Namespace, cfg.LeaderElection.LeaseName)
+	if err := u.DeleteOwned([]uninstall.Owned{{Resource: resource, Component: Name}}, cfg.LeaderElection); err != nil {
+		return nil, err
 	}
 	return u, nil
 }

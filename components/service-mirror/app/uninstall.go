@@ -1,15 +1,12 @@
 package app
 
 import (
-	"context"
-	"fmt"
 	"log/slog"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/kube-semaphore/semaphore/internal/component"
@@ -33,22 +30,8 @@ func NewUninstalling(cfg Config, log *slog.Logger) (*component.Uninstalling, err
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(u.LocalConfig)
-	if err != nil {
-		return nil, fmt.Errorf("SEMAPHORE_LOCAL_KUBECONFIG: %w", err)
-	}
-	u.Remove = func(ctx context.Context) error {
-		for _, o := range ownedKinds(cfg) {
-			n, err := uninstall.DeleteOwned(ctx, dyn, o)
-			if err != nil {
-				return err
-			}
-			log.Info("deleted what the component made", "resource", o.Resource.Resource, "namespace", o.Namespace, "objects", n)
-		}
-		if !cfg.LeaderElection.Enabled {
-			return nil
-		}
-		return uninstall.DeleteLease(ctx, u.Local, cfg.LeaderElection.Namespace, cfg.LeaderElection.LeaseName)
+	if err := u.DeleteOwned(ownedKinds(cfg), cfg.LeaderElection); err != nil {
+		return nil, err
 	}
 	return u, nil
 }
