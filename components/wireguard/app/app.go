@@ -196,6 +196,7 @@ func New(cfg Config, log *slog.Logger) (*WireGuard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("SEMAPHORE_WG_MODE: %w", err)
 	}
+	mgr.SetStateDir(cfg.KeyDir) // a userspace device's peers outlive a restart, as its key does
 	a := &WireGuard{Base: base, cfg: cfg, devices: mgr, replaced: newReplacedMetric(base.Factory)}
 	a.stale, err = a.staleDevices(devs)
 	if err != nil {

@@ -33,6 +33,7 @@ func NewUninstalling(cfg Config, log *slog.Logger) (*component.Uninstalling, err
 	if err != nil {
 		return nil, fmt.Errorf("SEMAPHORE_WG_MODE: %w", err)
 	}
+	mgr.SetStateDir(cfg.KeyDir) // Delete removes the peers handed over, with the key files
 	u.Remove = func(ctx context.Context) error {
 		if err := removeDevices(mgr, cfg.KeyDir, log); err != nil {
 			return err

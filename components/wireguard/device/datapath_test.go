@@ -425,7 +425,8 @@ type twoNodes struct {
 
 // startTwoNodes sets up both nodes: a veth underlay (192.0.2.0/24), node A's "pod" addresses
 // 198.18.1.1 and fd00:1::1, node B's 198.18.2.1 and fd00:2::1, each on its own device only.
-func startTwoNodes(t *testing.T) twoNodes {
+// tweak, when given, changes the nodes' configurations first.
+func startTwoNodes(t *testing.T, tweak ...func(a, b *nodeConfig)) twoNodes {
 	t.Helper()
 	mA := newUserspace(t)
 	b := startHelperNode(t)
@@ -455,6 +456,9 @@ func startTwoNodes(t *testing.T) twoNodes {
 		PeerKey:      keyA.PublicKey().String(),
 		PeerEndpoint: "192.0.2.1:51820", PeerAllowedIPs: []string{"198.18.1.0/24", "fd00:1::/64"},
 		Routes: []string{"198.18.1.0/24", "fd00:1::/64"},
+	}
+	for _, f := range tweak {
+		f(&cfgA, &cfgB)
 	}
 	b.configure(cfgB)
 	if err := setupNode(mA, cfgA); err != nil {
@@ -542,10 +546,18 @@ func TestTwoNodesDataPath(t *testing.T) {
 // TestRestartedProcessTakesItsDeviceBackAndTrafficResumes: the process running node A's
 // userspace device goes (a controller restart); while none runs, the link and its routes
 // stay, so traffic to node B is held back (dropped) rather than refused as unreachable; the
-// next process takes the same link back with the same key, configures its peer again, and
-// traffic flows both ways without a route written.
+// next process takes the same link back, with the peers the previous one handed over, and
+// traffic flows again at once without a route written. Node B is behind a NAT, as far as A
+// knows: it publishes no endpoint, and A learnt where it is from its handshakes only; B keeps
+// its old session, so without the handed-over endpoint A could not reach it until B gave up
+// on that session (15 s).
 func TestRestartedProcessTakesItsDeviceBackAndTrafficResumes(t *testing.T) {
-	nodes := startTwoNodes(t)
+	nodes := startTwoNodes(t, func(a, b *nodeConfig) {
+		a.PeerEndpoint = ""
+		b.PeerKeepalive = time.Minute // B's keepalive makes the first handshake, and no other soon
+	})
+	stateDir := t.TempDir()
+	nodes.mA.SetStateDir(stateDir)
 	src, dst := net.ParseIP("198.18.1.1"), net.ParseIP("198.18.2.1")
 	if err := pingUntil(src, dst, 10); err != nil {
 		t.Fatalf("ping through the tunnel before the restart: %v", err)
@@ -553,6 +565,9 @@ func TestRestartedProcessTakesItsDeviceBackAndTrafficResumes(t *testing.T) {
 	index := mustLink(t, nodes.cfgA.Device).Attrs().Index
 	if err := nodes.mA.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(PeersFile(stateDir, nodes.cfgA.Device)); err != nil {
+		t.Fatalf("Close handed no peers over: %v", err)
 	}
 
 	routes, err := netlink.RouteGet(dst)
@@ -564,6 +579,7 @@ func TestRestartedProcessTakesItsDeviceBackAndTrafficResumes(t *testing.T) {
 	}
 
 	next := newUserspace(t)
+	next.SetStateDir(stateDir)
 	if err := setupDevice(next, nodes.cfgA); err != nil {
 		t.Fatalf("the next process setting node A's device up: %v", err)
 	}
@@ -573,9 +589,12 @@ func TestRestartedProcessTakesItsDeviceBackAndTrafficResumes(t *testing.T) {
 	if got := mustLink(t, nodes.cfgA.Device).Attrs().Index; got != index {
 		t.Errorf("device is link %d after the restart, want the same link %d", got, index)
 	}
+	if _, err := os.Stat(PeersFile(stateDir, nodes.cfgA.Device)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the handed-over peers are still there after being restored: %v", err)
+	}
 	restarted := time.Now()
-	if err := pingUntil(src, dst, 10); err != nil {
-		t.Fatalf("ping through the tunnel after the restart: %v", err)
+	if err := pingUntil(src, dst, 3); err != nil {
+		t.Fatalf("ping through the tunnel after the restart, to a peer that publishes no endpoint: %v", err)
 	}
 	t.Logf("traffic through the tunnel again %s after the next process took the device back", time.Since(restarted).Round(time.Millisecond))
 }

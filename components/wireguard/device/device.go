@@ -100,6 +100,8 @@ type Manager struct {
 	mu        sync.Mutex
 	userspace map[string]*userspaceDevice
 	closed    bool
+	// stateDir is where userspace devices' peers are handed over to the next process.
+	stateDir string
 
 	deviceConfigs atomic.Uint64
 	linkChanges   atomic.Uint64
@@ -203,7 +205,7 @@ func (m *Manager) Ensure(name string, key wgtypes.Key, listenPort, mtu int) erro
 	if m.closed {
 		return errors.New("manager is closed")
 	}
-	link, err := m.ensureLink(name, mtu)
+	link, tookBack, err := m.ensureLink(name, mtu)
 	if err != nil {
 		return fmt.Errorf("device %s: %w", name, err)
 	}
@@ -212,6 +214,16 @@ func (m *Manager) Ensure(name string, key wgtypes.Key, listenPort, mtu int) erro
 	}
 	if err := m.raise(link, mtu); err != nil {
 		return fmt.Errorf("device %s: %w", name, err)
+	}
+	if tookBack && m.stateDir != "" {
+		// Before the caller configures peers: the handed-over endpoints are the only way to
+		// peers behind a NAT, and the caller keeps an endpoint a peer does not publish.
+		n, err := m.restorePeers(name)
+		if err != nil {
+			m.log.Warn("restoring the peers the previous process handed over failed; peers behind a NAT are reached at their next handshake", "device", name, "err", err)
+		} else if n > 0 {
+			m.log.Info("peers handed over by the previous process restored", "device", name, "peers", n)
+		}
 	}
 	return nil
 }
@@ -248,34 +260,38 @@ func (m *Manager) lookup(name string) (netlink.Link, *userspaceDevice, error) {
 	return link, ud, nil
 }
 
-// ensureLink returns the link of device name, creating the device when absent and serving
-// the UAPI socket of our userspace device again when it was removed. The caller holds m.mu.
-func (m *Manager) ensureLink(name string, mtu int) (netlink.Link, error) {
+// ensureLink returns the link of device name, creating the device when absent, taking back
+// the link of ours a previous process left (tookBack), and serving the UAPI socket of our
+// userspace device again when it was removed. The caller holds m.mu.
+func (m *Manager) ensureLink(name string, mtu int) (link netlink.Link, tookBack bool, err error) {
 	hadUserspace := m.userspace[name] != nil
 	link, ud, err := m.lookup(name)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if link == nil {
 		if hadUserspace {
 			m.log.Warn("userspace WireGuard link disappeared, recreating", "device", name)
 		}
-		return m.create(name, mtu)
+		m.forgetPeers(name) // handed over to a link that is gone (a reboot): stale
+		link, err = m.create(name, mtu)
+		return link, false, err
 	}
 	if ud == nil && m.mode == ModeUserspace && ownedUserspaceLink(link) && !m.isWireGuard(link) {
 		// Ours, and no process serves it (one that does answers on its socket and is
 		// configured through it).
-		return m.takeBack(link, mtu)
+		link, err = m.takeBack(link, mtu)
+		return link, err == nil, err
 	}
 	if ud != nil && !ud.serving() {
 		// Our UAPI socket was removed (its accept loop ended): serve it again, or the
 		// device could no longer be configured.
 		m.log.Warn("UAPI socket of userspace WireGuard device gone, serving it again", "device", name)
 		if err := ud.serve(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return link, nil
+	return link, false, nil
 }
 
 // configure sets the private key and, unless listenPort is 0, the listen port of the
@@ -472,6 +488,7 @@ func (m *Manager) Delete(name string) error {
 	}
 	if link == nil {
 		removeStaleSocket(name, m.log)
+		m.forgetPeers(name)
 		return nil
 	}
 	if ud == nil && !m.isWireGuard(link) && !ownedUserspaceLink(link) {
@@ -493,6 +510,7 @@ func (m *Manager) Delete(name string) error {
 	if err := netlink.LinkDel(link); err != nil {
 		return fmt.Errorf("device %s: delete link: %w", name, err)
 	}
+	m.forgetPeers(name)
 	m.log.Info("WireGuard device deleted", "device", name)
 	return nil
 }
@@ -534,8 +552,9 @@ func (m *Manager) Devices(prefix string) ([]string, error) {
 	return names, nil
 }
 
-// Close stops the userspace devices this Manager runs (their sockets go with them) and
-// releases the control client. Links are left in place on purpose, with their routes: a
+// Close stops the userspace devices this Manager runs (their sockets go with them; their
+// peers are handed over in the state directory, see SetStateDir) and releases the control
+// client. Links are left in place on purpose, with their routes: a
 // kernel device keeps carrying traffic while the controller restarts, a userspace device's
 // persistent link holds the traffic back (dropped, so TCP retransmits) until the next process
 // takes it back. Close is idempotent.
@@ -547,6 +566,11 @@ func (m *Manager) Close() error {
 	}
 	m.closed = true
 	for name, ud := range m.userspace {
+		if m.stateDir != "" {
+			if err := m.savePeers(name); err != nil {
+				m.log.Warn("handing the peers over to the next process failed; peers behind a NAT will be reached at their next handshake", "device", name, "err", err)
+			}
+		}
 		ud.close()
 		delete(m.userspace, name)
 		m.log.Info("userspace WireGuard device stopped", "device", name)
