@@ -45,6 +45,8 @@ var All = []Scenario{
 	// to read every other.
 	{"MCS conformance (Required)", checkConformance},
 	{"from a global service to a ServiceExport", checkMigration},
+	// Before the plugin's check, which then checks the upgraded release.
+	{"upgrade from the previous release", checkUpgrade},
 	{"kubectl semaphore check", checkWithPlugin},
 	// Last: it uninstalls a cluster and installs every cluster again, mending what the
 	// plugin's check broke.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/lab/env"
-	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
 // uninstalled is the cluster the uninstall scenario uninstalls; consumer reads it.
@@ -50,17 +49,9 @@ func checkUninstall(ctx context.Context, l *env.Lab) []string {
 	if err := l.InstallAgain(ctx); err != nil {
 		return []string{fmt.Sprintf("installing again: %v", err)}
 	}
-	// Every controller pod of aws is new, and gcp's were replaced by the plugin's scenario:
-	// the status finds them once they run and are recorded, and Prometheus scrapes them.
-	if err := l.WaitAvailable(ctx, 3*time.Minute); err != nil {
-		return []string{fmt.Sprintf("after installing again: %v", err)}
-	}
-	if err := rediscoverControllers(ctx, l); err != nil {
-		return []string{fmt.Sprintf("after installing again: %v", err)}
-	}
-	_, problems := status.WaitReady(ctx, l.Record(), 5*time.Minute, l.Exited())
-	if len(problems) > 0 {
-		return append([]string{"after installing again, the mesh is not ready:"}, problems...)
+	// Every controller pod of aws is new, and gcp's were replaced by the plugin's scenario.
+	if problems := settle(ctx, l, "after installing again"); len(problems) > 0 {
+		return problems
 	}
 	fmt.Fprintf(l.Out(), "  every cluster installed and linked again, the mesh ready, in %s\n", time.Since(start).Round(time.Second))
 	return nil
