@@ -580,6 +580,19 @@ func TestRestartedProcessTakesItsDeviceBackAndTrafficResumes(t *testing.T) {
 
 	next := newUserspace(t)
 	next.SetStateDir(stateDir)
+	if err := next.Ensure(nodes.cfgA.Device, nodes.keyA, nodes.cfgA.ListenPort, 1420); err != nil {
+		t.Fatalf("the next process taking node A's device back: %v", err)
+	}
+	// Handed over: where B is, learnt from its handshakes. Not handed over: what the agent sets
+	// from what the remote publishes now, so the restored peer starts no handshake of its own.
+	restored, err := next.Peers(nodes.cfgA.Device)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(restored) != 1 || restored[0].PublicKey != nodes.keyB.PublicKey() || restored[0].Endpoint.String() != "192.0.2.2:51821" ||
+		len(restored[0].AllowedIPs) != 0 || restored[0].PersistentKeepaliveInterval != 0 || !restored[0].LastHandshakeTime.IsZero() {
+		t.Errorf("peers restored from the handover: %+v; want B at 192.0.2.2:51821, endpoint only", restored)
+	}
 	if err := setupDevice(next, nodes.cfgA); err != nil {
 		t.Fatalf("the next process setting node A's device up: %v", err)
 	}

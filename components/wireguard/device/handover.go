@@ -6,18 +6,23 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"net/netip"
 	"path/filepath"
-	"time"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 )
 
 // A userspace device's WireGuard state lives in the process that runs it. Its link outlives the
-// process (userspaceAlias), and so do its peers: Close writes them into the state directory,
-// and the next process, taking the link back, configures them again before anything else.
-// What matters is the endpoints: a peer behind a NAT publishes none, and the device knows
-// where it is only from its handshakes (roaming); without its endpoint the new process could
-// not reach it, and the tunnel would wait for the peer to give up on its old session (15 s).
+// process (userspaceAlias), and so does what the device learnt and no remote publishes: its
+// peers' endpoints. A peer behind a NAT publishes none, and the device knows where it is only
+// from its handshakes (roaming); without that endpoint the next process could not reach it,
+// and the tunnel would wait for the peer to give up on its old session (15 s). Close writes
+// each peer's public key and endpoint into the state directory; the next process, taking the
+// link back, gives the device those peers, endpoints only, before anything else. Everything
+// else (allowed IPs, keepalive, and the endpoint of a peer that publishes one) the agent sets
+// afresh from what the remote publishes now: a restored peer has no allowed IP and no
+// keepalive, so it starts no handshake, and its endpoint holds no live session that would be
+// kept over a newly published one.
 
 // peersSuffix ends the name of the file that hands a device's peers over: <dir>/<device>.peers.
 const peersSuffix = ".peers"
@@ -25,12 +30,10 @@ const peersSuffix = ".peers"
 // PeersFile is the file in dir that hands the peers of device name over to the next process.
 func PeersFile(dir, name string) string { return filepath.Join(dir, name+peersSuffix) }
 
-// savedPeer is one peer as the handover file keeps it: no key material but public keys.
+// savedPeer is one peer as the handover file keeps it: no key material but its public key.
 type savedPeer struct {
-	PublicKey  string        `json:"publicKey"`
-	Endpoint   string        `json:"endpoint,omitempty"`
-	AllowedIPs []string      `json:"allowedIPs,omitempty"`
-	Keepalive  time.Duration `json:"keepalive,omitempty"`
+	PublicKey string `json:"publicKey"`
+	Endpoint  string `json:"endpoint"`
 }
 
 // SetStateDir makes dir (the key directory) the place where Close hands each userspace
@@ -42,8 +45,9 @@ func (m *Manager) SetStateDir(dir string) {
 	m.stateDir = dir
 }
 
-// savePeers writes the peers of userspace device name into its handover file. The caller
-// holds m.mu and calls it before the device stops.
+// savePeers writes the public key and endpoint of each peer of userspace device name that has
+// an endpoint into its handover file. The caller holds m.mu and calls it before the device
+// stops.
 func (m *Manager) savePeers(name string) error {
 	dev, err := m.wg.Device(name)
 	if err != nil {
@@ -51,14 +55,9 @@ func (m *Manager) savePeers(name string) error {
 	}
 	saved := make([]savedPeer, 0, len(dev.Peers))
 	for _, p := range dev.Peers {
-		s := savedPeer{PublicKey: p.PublicKey.String(), Keepalive: p.PersistentKeepaliveInterval}
 		if p.Endpoint != nil {
-			s.Endpoint = p.Endpoint.String()
+			saved = append(saved, savedPeer{PublicKey: p.PublicKey.String(), Endpoint: p.Endpoint.String()})
 		}
-		for _, a := range p.AllowedIPs {
-			s.AllowedIPs = append(s.AllowedIPs, a.String())
-		}
-		saved = append(saved, s)
 	}
 	b, err := json.Marshal(saved)
 	if err != nil {
@@ -67,8 +66,8 @@ func (m *Manager) savePeers(name string) error {
 	return writeFileAtomic(PeersFile(m.stateDir, name), b)
 }
 
-// restorePeers configures the peers the previous process handed over for device name, and
-// removes the file: it is read once, so a process that dies without handing over leaves
+// restorePeers gives device name the peers the previous process handed over, endpoints only,
+// and removes the file: it is read once, so a process that dies without handing over leaves
 // nothing stale behind. No file means nothing to restore.
 func (m *Manager) restorePeers(name string) (int, error) {
 	path := PeersFile(m.stateDir, name)
@@ -86,6 +85,9 @@ func (m *Manager) restorePeers(name string) (int, error) {
 	}
 	peers := make([]wgtypes.PeerConfig, 0, len(saved))
 	for _, s := range saved {
+		if s.Endpoint == "" {
+			continue // nothing learnt to hand over
+		}
 		p, err := s.config()
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", path, err)
@@ -106,26 +108,17 @@ func (m *Manager) forgetPeers(name string) {
 	}
 }
 
-// config is the configuration that gives a device peer s.
+// config is the configuration that gives a device peer s: its endpoint, nothing else.
 func (s savedPeer) config() (wgtypes.PeerConfig, error) {
 	key, err := wgtypes.ParseKey(s.PublicKey)
 	if err != nil {
 		return wgtypes.PeerConfig{}, fmt.Errorf("peer %q: %w", s.PublicKey, err)
 	}
-	p := wgtypes.PeerConfig{PublicKey: key, ReplaceAllowedIPs: true, PersistentKeepaliveInterval: &s.Keepalive}
-	if s.Endpoint != "" {
-		if p.Endpoint, err = net.ResolveUDPAddr("udp", s.Endpoint); err != nil {
-			return p, fmt.Errorf("peer %s: endpoint: %w", s.PublicKey, err)
-		}
+	endpoint, err := netip.ParseAddrPort(s.Endpoint)
+	if err != nil {
+		return wgtypes.PeerConfig{}, fmt.Errorf("peer %s: endpoint: %w", s.PublicKey, err)
 	}
-	for _, a := range s.AllowedIPs {
-		_, n, err := net.ParseCIDR(a)
-		if err != nil {
-			return p, fmt.Errorf("peer %s: allowed IP: %w", s.PublicKey, err)
-		}
-		p.AllowedIPs = append(p.AllowedIPs, *n)
-	}
-	return p, nil
+	return wgtypes.PeerConfig{PublicKey: key, Endpoint: net.UDPAddrFromAddrPort(endpoint)}, nil
 }
 
 // writeFileAtomic replaces path with a file (mode 0600) holding b: a temporary file written,

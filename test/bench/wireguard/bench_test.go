@@ -355,8 +355,8 @@ func startController(b *testing.B, local, aws *testenv.Cluster, src controller.S
 	return &running{Running: run, devices: mgr, marks: mk}
 }
 
-// stop stops the controller, and the device with its manager (a userspace device goes with
-// it); later calls do nothing.
+// stop stops the controller and the device's manager (a userspace device's link stays, for
+// waitGone to delete); later calls do nothing.
 func (r *running) stop() {
 	if r.stopped {
 		return

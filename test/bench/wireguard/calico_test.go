@@ -285,7 +285,8 @@ func clearRemote(b *testing.B, client kubernetes.Interface, reader *device.Manag
 	waitGone(b, reader, dev)
 }
 
-// waitGone waits until device dev no longer answers.
+// waitGone waits until device dev no longer answers, and deletes its link: a userspace
+// device's link outlives its process, with its routes, and the next start must be cold.
 func waitGone(b *testing.B, reader *device.Manager, dev string) {
 	testenv.Eventually(b, changeMax, "the previous controller's device gone", func() error {
 		if _, err := reader.Peers(dev); err == nil {
@@ -293,6 +294,9 @@ func waitGone(b *testing.B, reader *device.Manager, dev string) {
 		}
 		return nil
 	})
+	if err := reader.Delete(dev); err != nil {
+		b.Fatalf("deleting the previous controller's device: %v", err)
+	}
 }
 
 // write creates or updates (when it has a resourceVersion) block name as the model has it, or
