@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"net/netip"
+	"os"
 	"path/filepath"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
