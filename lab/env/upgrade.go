@@ -20,7 +20,7 @@ import (
 // devices outlive their agent's restart and whose agent hands its peers over (before it, each
 // node's tunnels dropped while its agent was replaced, which the CHANGELOG says). test/charts upgrades the charts alone from
 // an older commit.
-const PreviousRelease = "2fe9bf95979d9f632459488220641c042674bc5d"
+const PreviousRelease = "3dd0fe6fafc7931cffb760052034f3439c775e62"
 
 // Release is a version of Semaphore in the lab's registry: its charts by version, and its
 // components' images by the tag that version gives and their digests, by image name.
