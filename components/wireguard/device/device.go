@@ -277,11 +277,15 @@ func (m *Manager) ensureLink(name string, mtu int) (link netlink.Link, tookBack 
 		link, err = m.create(name, mtu)
 		return link, false, err
 	}
-	if ud == nil && m.mode == ModeUserspace && ownedUserspaceLink(link) && !m.isWireGuard(link) {
+	if ud == nil && ownedUserspaceLink(link) && !m.isWireGuard(link) {
 		// Ours, and no process serves it (one that does answers on its socket and is
 		// configured through it).
-		link, err = m.takeBack(link, mtu)
-		return link, err == nil, err
+		if m.mode == ModeUserspace {
+			link, err = m.takeBack(link, mtu)
+			return link, err == nil, err
+		}
+		link, err = m.replaceWithKernel(link, mtu)
+		return link, false, err
 	}
 	if ud != nil && !ud.serving() {
 		// Our UAPI socket was removed (its accept loop ended): serve it again, or the
@@ -410,6 +414,21 @@ func (m *Manager) takeBack(link netlink.Link, mtu int) (netlink.Link, error) {
 	m.userspace[name] = ud
 	m.log.Info("userspace WireGuard device taken back from a previous process, its routes kept", "device", name)
 	return linkByName(name)
+}
+
+// replaceWithKernel deletes link, the userspace device's link a previous process left (which
+// ran userspace WireGuard: the kernel could not then), and creates a kernel device by its name.
+// Its routes go with the old link; the caller's SyncRoutes puts them back. The caller holds
+// m.mu.
+func (m *Manager) replaceWithKernel(link netlink.Link, mtu int) (netlink.Link, error) {
+	name := link.Attrs().Name
+	m.linkChanges.Add(1)
+	if err := netlink.LinkDel(link); err != nil {
+		return nil, fmt.Errorf("delete the userspace link a previous process left: %w", err)
+	}
+	m.forgetPeers(name)
+	m.log.Info("kernel WireGuard now: the userspace device a previous process left is replaced", "device", name)
+	return m.create(name, mtu)
 }
 
 // Peers returns the device's current peers.

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 )
 
@@ -824,5 +825,38 @@ func TestLoadOrCreateKey(t *testing.T) {
 
 	if _, _, err := LoadOrCreateKey(dir, "../escape"); err == nil {
 		t.Error("key name with a slash: no error")
+	}
+}
+
+// A node whose agent ran userspace WireGuard (no kernel support then) and now runs kernel
+// WireGuard: the userspace link the previous process left is ours to replace. Where this
+// kernel cannot create WireGuard links the creation fails after the old link went.
+func TestKernelModeReplacesTheUserspaceLinkAPreviousProcessLeft(t *testing.T) {
+	const name = "wg-smp-tokernel"
+	before := newUserspace(t)
+	if err := before.Ensure(name, genKey(t), 51895, 1420); err != nil {
+		t.Fatal(err)
+	}
+	if err := before.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg, err := wgctrl.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel := &Manager{mode: ModeKernel, log: testLogger(t), wg: wg, userspace: map[string]*userspaceDevice{}}
+	t.Cleanup(func() { _ = kernel.Close() })
+	err = kernel.Ensure(name, genKey(t), 51895, 1420)
+	if probeKernel() != nil {
+		if err == nil || !strings.Contains(err.Error(), "create wireguard link") || linkExists(t, name) {
+			t.Errorf("Ensure without kernel WireGuard: err %v, link left %v; want the userspace link gone and the kernel link's creation failed", err, linkExists(t, name))
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := mustLink(t, name); l.Type() != "wireguard" {
+		t.Errorf("device after the switch is a %s link, want wireguard", l.Type())
 	}
 }
