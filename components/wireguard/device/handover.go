@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/google/renameio/v2"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 )
 
@@ -63,7 +64,8 @@ func (m *Manager) savePeers(name string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(PeersFile(m.stateDir, name), b)
+	// Written whole or not at all: a reader finds the old file or the new one.
+	return renameio.WriteFile(PeersFile(m.stateDir, name), b, 0o600)
 }
 
 // restorePeers gives device name the peers the previous process handed over, endpoints only,
@@ -119,26 +121,4 @@ func (s savedPeer) config() (wgtypes.PeerConfig, error) {
 		return wgtypes.PeerConfig{}, fmt.Errorf("peer %s: endpoint: %w", s.PublicKey, err)
 	}
 	return wgtypes.PeerConfig{PublicKey: key, Endpoint: net.UDPAddrFromAddrPort(endpoint)}, nil
-}
-
-// writeFileAtomic replaces path with a file (mode 0600) holding b: a temporary file written,
-// synced and renamed into place, so a reader finds the old file or the whole new one.
-func writeFileAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*") // created 0600
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
