@@ -141,7 +141,6 @@ func (t *tunnelProbe) run(i int) {
 type tunnelGap struct {
 	pair    tunnelPair
 	longest time.Duration
-	pings   int // answered
 }
 
 // finish stops the probe and returns each pair's longest gap, longest first.
@@ -152,7 +151,7 @@ func (t *tunnelProbe) finish() []tunnelGap {
 	gaps := make([]tunnelGap, len(t.pairs))
 	for i, p := range t.pairs {
 		slices.SortFunc(t.answered[i], time.Time.Compare)
-		gaps[i] = tunnelGap{pair: p, longest: longestGap(t.start, end, t.answered[i]), pings: len(t.answered[i])}
+		gaps[i] = tunnelGap{pair: p, longest: longestGap(t.start, end, t.answered[i])}
 	}
 	slices.SortStableFunc(gaps, func(a, b tunnelGap) int { return int(b.longest - a.longest) })
 	return gaps
