@@ -9,7 +9,8 @@
 //	lab [-dir DIR] [up]   bring the lab up, print its status, run until SIGINT/SIGTERM, tear down
 //	lab [-dir DIR] down   stop the running lab (from another terminal)
 //	lab [-dir DIR] status print the status of the running lab
-//	lab [-dir DIR] check  bring the lab up, check what it prints, tear it down; exit 0 or 1
+//	lab [-dir DIR] [-run RE] [-count N] check  bring the lab up, check what it prints (the
+//	                      scenarios whose names match RE, N times over), tear it down; exit 0 or 1
 //	lab [-dir DIR] [-duration D] soak  bring the lab up, churn it for D, check it, tear it down
 //
 // This file holds the flags and the run loop only: lab/env brings the lab up and takes it
@@ -47,6 +48,7 @@ Commands:
   down    stop the running lab
   status  print the status of the running lab (exit 1 when it is not running or not healthy)
   check   bring the lab up, check that it works, tear it down; exit 0 when it works, 1 otherwise
+          (-run picks scenarios by name, -count repeats them: -run 'hostile' -count 10)
   soak    bring the lab up, churn it for -duration (changes, remote cuts, controller pods
           deleted), check the mesh, footprint and alerts afterwards, tear it down; exit 0 or 1
 
@@ -74,6 +76,8 @@ func run(args []string) int {
 	nodes := fs.Bool("nodes", true, "run the nodes (network namespaces with semaphore-wireguard and the ping), which need root; false runs the control-plane part only")
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long up and check wait for the lab to work once everything has started")
 	duration := fs.Duration("duration", 10*time.Minute, "how long soak churns the lab")
+	runOnly := fs.String("run", "", "check: run only the scenarios whose names match this `regexp` (unanchored, as go test -run)")
+	count := fs.Int("count", 1, "check: run the scenarios this many times on one bring-up, stopping at the first that fails")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
@@ -87,6 +91,9 @@ func run(args []string) int {
 	command, rest := "up", []string(nil)
 	if fs.NArg() > 0 {
 		command, rest = fs.Arg(0), fs.Args()[1:]
+	}
+	if command == scenarios.FloodCommand {
+		return scenarios.Flood(fs.Args()[1:])
 	}
 	if len(rest) > 0 && command != env.ReaperCommand {
 		fs.Usage()
@@ -109,7 +116,12 @@ func run(args []string) int {
 	case "up":
 		return up(opts)
 	case "check":
-		opts.job, opts.scenarios = "lab check", scenarios.All
+		list, err := scenarios.Select(scenarios.All, *runOnly, *count)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "lab: %v\n", err)
+			return 2
+		}
+		opts.job, opts.scenarios = "lab check", list
 		return up(opts)
 	case "soak":
 		if *duration <= 0 {

@@ -15,6 +15,9 @@ package scenarios
 
 import (
 	"context"
+	"fmt"
+	"regexp"
+	"strings"
 
 	"github.com/kube-semaphore/semaphore/lab/env"
 	"github.com/kube-semaphore/semaphore/lab/status"
@@ -65,4 +68,35 @@ func Run(ctx context.Context, l *env.Lab, list []Scenario) []string {
 		}
 	}
 	return nil
+}
+
+// Select returns the scenarios of list whose names match the regular expression pattern (all
+// of them for ""), in their order, count times over: how a developer runs one scenario, or
+// repeats a flaky one on a single bring-up, without the whole check.
+func Select(list []Scenario, pattern string, count int) ([]Scenario, error) {
+	if count < 1 {
+		return nil, fmt.Errorf("-count must be at least 1, got %d", count)
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("-run: %w", err)
+	}
+	var picked []Scenario
+	for _, s := range list {
+		if re.MatchString(s.Name) {
+			picked = append(picked, s)
+		}
+	}
+	if len(picked) == 0 {
+		var names []string
+		for _, s := range list {
+			names = append(names, fmt.Sprintf("%q", s.Name))
+		}
+		return nil, fmt.Errorf("-run %q matches no scenario; they are %s", pattern, strings.Join(names, ", "))
+	}
+	var out []Scenario
+	for range count {
+		out = append(out, picked...)
+	}
+	return out, nil
 }

@@ -1,0 +1,64 @@
+package scenarios
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func names(list []Scenario) []string {
+	var out []string
+	for _, s := range list {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func TestSelectPicksScenariosByNameInTheirOrderAndRepeatsThem(t *testing.T) {
+	list := []Scenario{{Name: "between providers"}, {Name: "hostile remote"}, {Name: "unreachable peers"}}
+	for _, tc := range []struct {
+		pattern string
+		count   int
+		want    []string
+	}{
+		{"", 1, []string{"between providers", "hostile remote", "unreachable peers"}},
+		{"hostile", 3, []string{"hostile remote", "hostile remote", "hostile remote"}},
+		{"peers|providers", 2, []string{"between providers", "unreachable peers", "between providers", "unreachable peers"}},
+	} {
+		got, err := Select(list, tc.pattern, tc.count)
+		if err != nil {
+			t.Fatalf("Select(%q, %d): %v", tc.pattern, tc.count, err)
+		}
+		if diff := cmp.Diff(tc.want, names(got)); diff != "" {
+			t.Errorf("Select(%q, %d) (-want +got):\n%s", tc.pattern, tc.count, diff)
+		}
+	}
+}
+
+func TestSelectRefusesWhatPicksNothing(t *testing.T) {
+	list := []Scenario{{Name: "hostile remote"}}
+	for _, tc := range []struct {
+		pattern string
+		count   int
+		want    string
+	}{
+		{"nothing", 1, `matches no scenario; they are "hostile remote"`},
+		{"(", 1, "-run: error parsing regexp"},
+		{"", 0, "-count must be at least 1"},
+	} {
+		if _, err := Select(list, tc.pattern, tc.count); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Select(%q, %d) = %v, want an error containing %q", tc.pattern, tc.count, err, tc.want)
+		}
+	}
+}
+
+func TestEveryScenarioCanBePickedAloneByItsName(t *testing.T) {
+	for _, s := range All {
+		got, err := Select(All, "^"+regexp.QuoteMeta(s.Name)+"$", 1)
+		if err != nil || len(got) != 1 {
+			t.Errorf("scenario %q: Select picked %v, %v", s.Name, names(got), err)
+		}
+	}
+}
