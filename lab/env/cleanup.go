@@ -56,6 +56,10 @@ func cleanUp(dir string, rec *Record, out io.Writer) error {
 	if err := killAll(leftovers(dir, rec), out); err != nil {
 		return err
 	}
+	// A CPU share the lab held the hostile remote to while it died.
+	if err := node.RemoveShares(); err != nil {
+		return err
+	}
 	// A node's containers and shims are no children of the lab: its cgroups hold them.
 	if rec != nil && rec.Nodes != nil {
 		keyDir, _ := wireguardKeyDir()

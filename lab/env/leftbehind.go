@@ -95,7 +95,7 @@ func LeftBehind(dir string, before Machine) []string {
 		}
 	}
 	cgroups, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", node.CgroupRoot("*")))
-	for _, cg := range cgroups {
+	for _, cg := range append(cgroups, node.ShareCgroups()...) {
 		out = append(out, "left behind: cgroup "+cg)
 	}
 	out = append(out, MachineNow().changesSince(before)...)

@@ -5,6 +5,7 @@ package node
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Node is a running node (Linux only).
@@ -23,3 +24,24 @@ func (n *Node) PIDs() []int { return nil }
 
 // Cleanup does nothing: no node ran here.
 func Cleanup(name string, privateDirs ...string) error { return nil }
+
+// Share is a CPU share (Linux only).
+type Share struct{}
+
+// NewShare fails: shares are cgroups.
+func NewShare(name string, shares int) (*Share, error) { return nil, errUnsupported }
+
+// Add does nothing.
+func (s *Share) Add(pid int) error { return errUnsupported }
+
+// Usage is 0.
+func (s *Share) Usage() time.Duration { return 0 }
+
+// Close does nothing.
+func (s *Share) Close() error { return nil }
+
+// RemoveShares does nothing: no share was made here.
+func RemoveShares() error { return nil }
+
+// ShareCgroups is empty.
+func ShareCgroups() []string { return nil }

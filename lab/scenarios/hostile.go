@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -96,8 +97,11 @@ func checkHostileRemote(ctx context.Context, l *env.Lab) []string {
 	floodStart := time.Now()
 	flood, seen := h.floodWatching(ctx, hostileFloodFor)
 	floodEnd := time.Now()
+	took := floodEnd.Sub(floodStart)
 	fmt.Fprintf(l.Out(), "  flood: %d EndpointSlice updates in %s (%.0f/s, one client without a rate limit), %d failed; %d looks at the consumers meanwhile\n",
-		flood.ok+flood.failed, floodEnd.Sub(floodStart).Round(100*time.Millisecond), float64(flood.ok)/floodEnd.Sub(floodStart).Seconds(), flood.failed, flood.looks)
+		flood.OK+flood.Failed, took.Round(100*time.Millisecond), float64(flood.OK)/took.Seconds(), flood.Failed, flood.Looks)
+	fmt.Fprintf(l.Out(), "  the attacker (%s's API server and etcd, the flood's client), held to one CPU share (cpu.shares %d, a node's), used %.2f of the machine's %d processors\n",
+		h.remote, hostileShares, flood.CPU.Seconds()/took.Seconds(), runtime.NumCPU())
 	problems := append(seen, h.trafficDuring(rec, start, floodStart, floodEnd)...)
 	problems = append(problems, h.waitFor(ctx, "the consumers to show exactly the scenario's effects", func(ctx context.Context) []string {
 		return h.leaks(ctx, expectScenario)

@@ -1,10 +1,15 @@
 package scenarios
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -13,8 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/node"
 	"github.com/kube-semaphore/semaphore/lab/podlog"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
@@ -25,16 +32,43 @@ func floodAddrs(i int) []string {
 	return []string{env.AddrAdd(netip.MustParsePrefix(env.SpecOf(env.HostileRemote).PodCIDR).Addr(), 200+i%2).String()}
 }
 
-// floodResult counts the flood's updates, and how often the consumers were looked at meanwhile.
-type floodResult struct{ ok, failed, looks int }
+// floodResult counts the flood's updates, how often the consumers were looked at meanwhile,
+// and the processor time the attacker used.
+type floodResult struct {
+	OK     int `json:"ok"`
+	Failed int `json:"failed"`
+	Looks  int `json:"-"`
+	// CPU is what the remote's API server, its etcd and the flood's client used, in the share
+	// they were held to.
+	CPU time.Duration `json:"-"`
+}
+
+// FloodCommand is the hidden command of the flood's client (Flood): a process of its own, so
+// that the lab can hold it to the hostile remote's CPU share with the remote's API server.
+const FloodCommand = "_flood"
+
+// hostileShares is the weight of the hostile remote's CPU share (cpu.shares): a node's. The
+// lab's three clusters share one machine's two processors; a remote on machines of its own
+// floods at whatever rate they allow without taking a processor from its consumers' nodes and
+// control planes. Held to one share, the attacker (its API server, etcd and client, however
+// many threads) weighs as much as one node of the lab when the processors are all busy, and
+// takes all the time they have to spare otherwise.
+const hostileShares = 1024
 
 // floodWatching floods the remote for d and meanwhile looks at the consumers again and again:
 // nothing refused may reach them at any moment. It returns the problems seen, each once.
 func (h *hostileRun) floodWatching(ctx context.Context, d time.Duration) (floodResult, []string) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	done := make(chan floodResult, 1)
-	go func() { done <- h.flood(ctx) }()
+	type outcome struct {
+		r   floodResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		r, err := h.floodInShare(ctx, d)
+		done <- outcome{r, err}
+	}()
 	var seen []string
 	looks := 0
 	for ctx.Err() == nil {
@@ -49,38 +83,132 @@ func (h *hostileRun) floodWatching(ctx context.Context, d time.Duration) (floodR
 		case <-time.After(2 * time.Second):
 		}
 	}
-	r := <-done
-	r.looks = looks
-	return r, seen
+	o := <-done
+	if o.err != nil {
+		seen = append(seen, fmt.Sprintf("the flood: %v", o.err))
+	}
+	o.r.Looks = looks
+	return o.r, seen
 }
 
-// flood updates the EndpointSlices of the hostile Services, one after the other, as fast as a
+// floodInShare holds the remote's API server and etcd to the hostile remote's CPU share, runs
+// the flood's client there for d, and returns what it did and the processor time the share
+// used meanwhile. The API server and etcd leave the share when the flood is over.
+func (h *hostileRun) floodInShare(ctx context.Context, d time.Duration) (r floodResult, err error) {
+	share, err := node.NewShare("hostile-"+h.remote, hostileShares)
+	if err != nil {
+		return r, fmt.Errorf("holding %s to a CPU share: %w", h.remote, err)
+	}
+	defer func() { err = errors.Join(err, share.Close()) }()
+	pids, err := h.l.APIServerProcesses(h.remote)
+	if err != nil {
+		return r, err
+	}
+	for _, pid := range pids {
+		if err := share.Add(pid); err != nil {
+			return r, err
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return r, err
+	}
+	args := []string{FloodCommand, h.l.Cluster(h.remote).DirectKubeconfig, d.String(), env.HostileNamespace}
+	for _, n := range h.services {
+		if strings.HasPrefix(n, "svc-") {
+			args = append(args, n)
+		}
+	}
+	// Not stopped with ctx: it stops by itself after d, and its count is wanted then.
+	cmd := exec.CommandContext(context.WithoutCancel(ctx), exe, args...)
+	cmd.WaitDelay = time.Minute
+	cmd.Stderr = os.Stderr
+	start, err := cmd.StdinPipe()
+	if err != nil {
+		return r, err
+	}
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		return r, err
+	}
+	used := share.Usage()
+	// It floods once it is in the share: the line on its standard input says so.
+	err = share.Add(cmd.Process.Pid)
+	if err == nil {
+		_, err = io.WriteString(start, "\n")
+	}
+	start.Close()
+	if err != nil {
+		_ = cmd.Process.Kill()
+	}
+	if err := errors.Join(err, cmd.Wait()); err != nil {
+		return r, fmt.Errorf("the flood's client: %w", err)
+	}
+	r.CPU = share.Usage() - used
+	if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
+		return r, fmt.Errorf("the flood's client printed %q: %w", out.String(), err)
+	}
+	return r, nil
+}
+
+// Flood is the flood's client, the hidden command FloodCommand. Its arguments are the
+// remote's kubeconfig, how long to flood, the namespace and the EndpointSlices to update. It
+// starts once a line comes on its standard input (the lab moves it into the hostile remote's
+// CPU share first), prints its floodResult as JSON and returns its exit code.
+func Flood(args []string) int {
+	if len(args) < 4 {
+		fmt.Fprintf(os.Stderr, "usage: lab %s KUBECONFIG DURATION NAMESPACE NAME...\n", FloodCommand)
+		return 2
+	}
+	d, err := time.ParseDuration(args[1])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lab %s: %v\n", FloodCommand, err)
+		return 2
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", args[0])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lab %s: %v\n", FloodCommand, err)
+		return 1
+	}
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		fmt.Fprintf(os.Stderr, "lab %s: not told to start: %v\n", FloodCommand, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	r, err := flood(ctx, cfg, args[2], args[3:])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lab %s: %v\n", FloodCommand, err)
+		return 1
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// flood updates the EndpointSlices names in namespace, one after the other, as fast as a
 // client without a rate limit gets answers, until ctx is done.
-func (h *hostileRun) flood(ctx context.Context) floodResult {
-	cfg := rest.CopyConfig(h.l.Cluster(h.remote).Config)
+func flood(ctx context.Context, cfg *rest.Config, namespace string, names []string) (floodResult, error) {
+	cfg = rest.CopyConfig(cfg)
 	cfg.QPS = -1 // no client-side rate limit
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return floodResult{failed: 1}
-	}
-	var names []string
-	for _, n := range h.services {
-		if strings.HasPrefix(n, "svc-") {
-			names = append(names, n)
-		}
+		return floodResult{}, err
 	}
 	var r floodResult
 	for i := 0; ctx.Err() == nil; i++ {
 		patch := fmt.Appendf(nil, `{"endpoints":[{"addresses":[%q],"conditions":{"ready":true}}]}`, floodAddrs(i/len(names) + 1)[0])
-		_, err := client.DiscoveryV1().EndpointSlices(env.HostileNamespace).Patch(ctx, names[i%len(names)], types.MergePatchType, patch, metav1.PatchOptions{})
+		_, err := client.DiscoveryV1().EndpointSlices(namespace).Patch(ctx, names[i%len(names)], types.MergePatchType, patch, metav1.PatchOptions{})
 		switch {
 		case err == nil:
-			r.ok++
+			r.OK++
 		case ctx.Err() == nil:
-			r.failed++
+			r.Failed++
 		}
 	}
-	return r
+	return r, nil
 }
 
 // trafficStats are the attempts of senders in a window: how many, how many failed, and their
