@@ -51,9 +51,15 @@ DOC_CHARTS := $(shell find charts -name Chart.yaml 2>/dev/null | sort | while re
 UMBRELLA_CHART := charts/semaphore
 MONITORING_COMPONENTS := service-mirror policy wireguard
 MONITORING_CHARTS := $(UMBRELLA_CHART) $(addprefix $(UMBRELLA_CHART)/charts/,$(MONITORING_COMPONENTS))
+# The values.schema.json of the umbrella and of each component's subchart are composed by
+# `generate` (hack/chartschema) from the sources in $(SCHEMA_SOURCES): what every chart shares is
+# written there once, and each chart's own part apart (docs/charts.md, "Values schemas").
+SCHEMA_SOURCES := charts/schema
+SCHEMA_CHARTS := $(UMBRELLA_CHART) $(addprefix $(UMBRELLA_CHART)/charts/,$(MONITORING_COMPONENTS))
 # Files `generate` writes; `verify` fails when they differ from what is committed.
 GENERATED := docs/metrics.md docs/configuration.md $(addsuffix /README.md,$(DOC_CHARTS)) \
-	$(foreach c,$(MONITORING_CHARTS),$(c)/files/alerts $(c)/files/dashboards)
+	$(foreach c,$(MONITORING_CHARTS),$(c)/files/alerts $(c)/files/dashboards) \
+	$(addsuffix /values.schema.json,$(SCHEMA_CHARTS))
 
 ##@ General
 
@@ -96,7 +102,7 @@ fmt: ## Format all Go code (gofmt, and goimports through golangci-lint when avai
 	if [ -n "$$gl" ]; then "$$gl" fmt; fi
 
 .PHONY: generate
-generate: ## Regenerate generated files: reference docs, chart READMEs, the charts' alerts and dashboards
+generate: ## Regenerate generated files: reference docs, chart READMEs and schemas, the charts' alerts and dashboards
 	@mkdir -p docs; \
 	tmp=$$(mktemp); trap 'rm -f "$$tmp"' EXIT; \
 	for gen in metrics:docs/metrics.md config:docs/configuration.md; do \
@@ -109,6 +115,7 @@ generate: ## Regenerate generated files: reference docs, chart READMEs, the char
 		for d in $(DOC_CHARTS); do echo "generate: wrote $$d/README.md"; done; \
 	fi
 	@$(GO) run ./hack/chartfiles -umbrella $(UMBRELLA_CHART)
+	@$(GO) run ./hack/chartschema -sources $(SCHEMA_SOURCES) -umbrella $(UMBRELLA_CHART) $(MONITORING_COMPONENTS)
 
 .PHONY: clean
 clean: ## Remove build output (the tool cache in ~/.cache/semaphore is kept)

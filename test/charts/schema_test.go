@@ -2,8 +2,10 @@ package charts_test
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,27 +84,116 @@ func checkRefused(t *testing.T, tt badValuesCase) {
 }
 
 // The umbrella and every subchart carry the same schema for global values (a subchart is
-// installable alone, so it needs its own copy): they must not drift apart.
+// installable alone, so it needs its own copy): properties.global, resolved where it is a $ref,
+// must not drift apart.
 func TestGlobalSchemaIsTheSameEverywhere(t *testing.T) {
-	read := func(path string) any {
+	global := func(chart string) any {
 		t.Helper()
-		data, err := os.ReadFile(filepath.Join(testbed.RepoRoot(), path))
-		if err != nil {
-			t.Fatal(err)
+		schema := readJSON(t, filepath.Join(chart, "values.schema.json"))
+		g := resolve(t, schema, property(schema, "global"))
+		if _, ok := property(g, "clusterName").(map[string]any); !ok {
+			t.Fatalf("%s: global (resolved) has no property clusterName: %v", chart, g)
 		}
-		var schema struct {
-			Properties map[string]any `json:"properties"`
-		}
-		if err := json.Unmarshal(data, &schema); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		return schema.Properties["global"]
+		return g
 	}
-	want := read("charts/semaphore/values.schema.json")
+	want := global(umbrellaChart)
 	for _, sub := range ownership.Components {
-		path := "charts/semaphore/charts/" + sub + "/values.schema.json"
-		if diff := cmp.Diff(want, read(path)); diff != "" {
-			t.Errorf("%s: global differs from the umbrella's (-umbrella +%s):\n%s", path, sub, diff)
+		if diff := cmp.Diff(want, global(subchartDir(sub))); diff != "" {
+			t.Errorf("%s: global differs from the umbrella's (-umbrella +%s):\n%s", sub, sub, diff)
 		}
 	}
+}
+
+// What the shared schema sources say (charts/schema: every-chart.json for the umbrella and every
+// subchart, every-component.json for every subchart) is in each of those charts' schemas, as it
+// is there or added to by the chart's own part (a description, a property), never changed.
+func TestSharedSchemaIsInEveryChart(t *testing.T) {
+	sources := filepath.Join(testbed.RepoRoot(), "charts", "schema")
+	everyChart := readJSON(t, filepath.Join(sources, "every-chart.json"))
+	everyComponent := readJSON(t, filepath.Join(sources, "every-component.json"))
+	if props, _ := everyComponent["properties"].(map[string]any); len(props) < 10 {
+		t.Fatalf("every-component.json has only %v", everyComponent["properties"])
+	}
+	charts := map[string][]map[string]any{umbrellaChart: {everyChart}}
+	for _, sub := range ownership.Components {
+		charts[subchartDir(sub)] = []map[string]any{everyChart, everyComponent}
+	}
+	for chart, shared := range charts {
+		file := filepath.Join(chart, "values.schema.json")
+		schema := readJSON(t, file)
+		for _, want := range shared {
+			if path := differs(want, schema, ""); path != "" {
+				rel, _ := filepath.Rel(testbed.RepoRoot(), file)
+				t.Errorf("%s: %s is not what charts/schema says (make generate)", rel, path)
+			}
+		}
+	}
+}
+
+func subchartDir(name string) string { return filepath.Join(umbrellaChart, "charts", name) }
+
+func readJSON(t *testing.T, path string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return v
+}
+
+// property is schema.properties[name], nil when there is none.
+func property(schema any, name string) any {
+	m, _ := schema.(map[string]any)
+	props, _ := m["properties"].(map[string]any)
+	return props[name]
+}
+
+// resolve follows v's local $ref ("#/definitions/global") within doc, as often as there is one.
+func resolve(t *testing.T, doc map[string]any, v any) any {
+	t.Helper()
+	for range 10 {
+		m, _ := v.(map[string]any)
+		ref, ok := m["$ref"].(string)
+		if !ok {
+			return v
+		}
+		if !strings.HasPrefix(ref, "#/") {
+			t.Fatalf("$ref %q is not local", ref)
+		}
+		v = any(doc)
+		for _, k := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
+			m, _ := v.(map[string]any)
+			if v = m[k]; v == nil {
+				t.Fatalf("$ref %q leads nowhere", ref)
+			}
+		}
+	}
+	t.Fatal("$ref after $ref")
+	return nil
+}
+
+// differs is the dotted path of the first value of want that got lacks or has otherwise ("" when
+// got has all of want; got may have more).
+func differs(want, got any, path string) string {
+	w, ok := want.(map[string]any)
+	if !ok {
+		if cmp.Equal(want, got) {
+			return ""
+		}
+		return path
+	}
+	g, ok := got.(map[string]any)
+	if !ok {
+		return path
+	}
+	for _, k := range slices.Sorted(maps.Keys(w)) {
+		if p := differs(w[k], g[k], strings.TrimPrefix(path+"."+k, ".")); p != "" {
+			return p
+		}
+	}
+	return ""
 }
