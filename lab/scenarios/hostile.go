@@ -44,6 +44,10 @@ const (
 	hostileAnnotationBytes = 200 << 10
 	// hostileFloodFor is how long the EndpointSlice updates go on.
 	hostileFloodFor = 40 * time.Second
+	// hostileMinFloodRate is the fewest updates a second the flood must make to be one: held to
+	// its CPU share, it makes 20 to 30 while the consumers follow each; far fewer would test
+	// nothing, and fails the scenario rather than pass it.
+	hostileMinFloodRate = 10
 	// hostileSettle bounds the wait for the consumers to show the scenario's effects, for the
 	// alert to fire, and for the lab to be healthy again after the cleanup.
 	hostileSettle = 2 * time.Minute
@@ -100,8 +104,11 @@ func checkHostileRemote(ctx context.Context, l *env.Lab) []string {
 	took := floodEnd.Sub(floodStart)
 	fmt.Fprintf(l.Out(), "  flood: %d EndpointSlice updates in %s (%.0f/s, one client without a rate limit), %d failed; %d looks at the consumers meanwhile\n",
 		flood.OK+flood.Failed, took.Round(100*time.Millisecond), float64(flood.OK)/took.Seconds(), flood.Failed, flood.Looks)
-	fmt.Fprintf(l.Out(), "  the attacker (%s's API server and etcd, the flood's client), held to one CPU share (cpu.shares %d, a node's), used %.2f of the machine's %d processors\n",
+	fmt.Fprintf(l.Out(), "  the attacker (%s's API server and etcd, the flood's client), held to a CPU share (cpu.shares %d, the least), used %.2f of the machine's %d processors\n",
 		h.remote, hostileShares, flood.CPU.Seconds()/took.Seconds(), runtime.NumCPU())
+	if rate := float64(flood.OK) / took.Seconds(); rate < hostileMinFloodRate {
+		seen = append(seen, fmt.Sprintf("the flood made %.0f updates a second, fewer than the %d that make it one", rate, hostileMinFloodRate))
+	}
 	problems := append(seen, h.trafficDuring(rec, start, floodStart, floodEnd)...)
 	problems = append(problems, h.waitFor(ctx, "the consumers to show exactly the scenario's effects", func(ctx context.Context) []string {
 		return h.leaks(ctx, expectScenario)
