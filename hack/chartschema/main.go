@@ -331,12 +331,12 @@ func next(b *bytes.Buffer, i int, indent string) {
 	b.WriteString("\n" + indent)
 }
 
-// end closes an object or array of n items.
-func end(b *bytes.Buffer, n int, indent string, close byte) {
+// end closes an object or array of n items with its closing bracket.
+func end(b *bytes.Buffer, n int, indent string, bracket byte) {
 	if n > 0 {
 		b.WriteString("\n" + indent)
 	}
-	b.WriteByte(close)
+	b.WriteByte(bracket)
 }
 
 // encodeString writes s as a JSON string in ASCII: <, > and & as they are, every other character
