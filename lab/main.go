@@ -157,44 +157,57 @@ func up(opts options) int {
 	defer l.Teardown() // also on a panic; it runs once
 	before := env.MachineNow()
 
-	code := runLab(ctx, l, opts)
+	failed := runLab(ctx, l, opts)
 	l.Teardown()
 	if opts.job == "" {
-		return code
+		return exitCode(failed)
 	}
 	// Down means gone: no process, network namespace or host link of the lab is left.
 	if left := env.LeftBehind(opts.dir, before); len(left) > 0 {
 		status.PrintProblems(l.Out(), left)
-		code = 1
+		failed = append(failed, left...)
 	} else {
 		fmt.Fprintf(l.Out(), "%s: nothing left behind (processes, network namespaces, cgroups, links, mounts, BPF files, ipsets, nftables tables, iptables rules, sysctls, runtime files)\n", opts.job)
 	}
-	if code == 0 {
+	if len(failed) == 0 {
 		fmt.Fprintf(l.Out(), "%s: PASSED in %s\n", opts.job, l.Elapsed())
-	} else {
-		fmt.Fprintf(l.Out(), "%s: FAILED after %s\n", opts.job, l.Elapsed())
+		return 0
 	}
-	return code
+	// Said again last: the logs' tails printed above push the first report out of what a
+	// CI system keeps of a long output, its end.
+	fmt.Fprintf(l.Out(), "%s: FAILED after %s:\n", opts.job, l.Elapsed())
+	for _, p := range failed {
+		fmt.Fprintf(l.Out(), "  - %s\n", p)
+	}
+	return 1
+}
+
+// exitCode is the lab's exit code for what failed: 1 when anything did.
+func exitCode(failed []string) int {
+	if len(failed) > 0 {
+		return 1
+	}
+	return 0
 }
 
 // runLab brings the lab up, waits for its status to be good and prints it; then it runs the
-// job's scenarios, or keeps the lab running until ctx is done.
-func runLab(ctx context.Context, l *env.Lab, opts options) int {
+// job's scenarios, or keeps the lab running until ctx is done. It returns what failed.
+func runLab(ctx context.Context, l *env.Lab, opts options) []string {
 	err := l.Up(ctx)
 	if ctx.Err() != nil {
 		l.Logf("interrupted")
-		return 1
+		return []string{"interrupted"}
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lab: %v\n", err)
 		l.PrintLogTails()
-		return 1
+		return []string{err.Error()}
 	}
 	l.Logf("waiting for the mirrors, network sets, DNS, controller readiness and Prometheus…")
 	s, problems := status.WaitReady(ctx, l.Record(), opts.timeout, l.Exited())
 	if ctx.Err() != nil {
 		l.Logf("interrupted")
-		return 1
+		return []string{"interrupted"}
 	}
 	l.MarkUp()
 	l.Logf("up")
@@ -203,16 +216,15 @@ func runLab(ctx context.Context, l *env.Lab, opts options) int {
 	status.PrintProblems(l.Out(), problems)
 	if opts.job == "" {
 		keepRunning(ctx, l, len(problems) > 0)
-		return 0
+		return nil
 	}
 	if len(problems) == 0 {
 		problems = scenarios.Run(ctx, l, opts.scenarios)
 	}
 	if len(problems) > 0 {
 		l.PrintLogTails()
-		return 1
 	}
-	return 0
+	return problems
 }
 
 // keepRunning keeps the lab up until ctx is done, saying when one of its children exits.

@@ -58,13 +58,13 @@ var All = []Scenario{
 
 // Run runs the scenarios of list in order, printing the problems of each, and stops at the
 // first that finds any: the lab is not what the next ones expect then. It returns those
-// problems.
+// problems, after the name of the scenario that found them.
 func Run(ctx context.Context, l *env.Lab, list []Scenario) []string {
 	for _, s := range list {
 		problems := s.Run(ctx, l)
 		status.PrintProblems(l.Out(), problems)
 		if len(problems) > 0 {
-			return problems
+			return append([]string{fmt.Sprintf("scenario %q:", s.Name)}, problems...)
 		}
 	}
 	return nil
