@@ -169,15 +169,20 @@ func up(opts options) int {
 	} else {
 		fmt.Fprintf(l.Out(), "%s: nothing left behind (processes, network namespaces, cgroups, links, mounts, BPF files, ipsets, nftables tables, iptables rules, sysctls, runtime files)\n", opts.job)
 	}
+	return verdict(l.Out(), opts.job, l.Elapsed(), failed)
+}
+
+// verdict prints whether job passed and returns its exit code. What failed is said again, last:
+// the logs' tails printed before push the first report out of what a CI system keeps of a long
+// output, its end.
+func verdict(w io.Writer, job, elapsed string, failed []string) int {
 	if len(failed) == 0 {
-		fmt.Fprintf(l.Out(), "%s: PASSED in %s\n", opts.job, l.Elapsed())
+		fmt.Fprintf(w, "%s: PASSED in %s\n", job, elapsed)
 		return 0
 	}
-	// Said again last: the logs' tails printed above push the first report out of what a
-	// CI system keeps of a long output, its end.
-	fmt.Fprintf(l.Out(), "%s: FAILED after %s:\n", opts.job, l.Elapsed())
+	fmt.Fprintf(w, "%s: FAILED after %s:\n", job, elapsed)
 	for _, p := range failed {
-		fmt.Fprintf(l.Out(), "  - %s\n", p)
+		fmt.Fprintf(w, "  - %s\n", p)
 	}
 	return 1
 }

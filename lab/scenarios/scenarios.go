@@ -16,6 +16,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 
@@ -60,9 +61,14 @@ var All = []Scenario{
 // first that finds any: the lab is not what the next ones expect then. It returns those
 // problems, after the name of the scenario that found them.
 func Run(ctx context.Context, l *env.Lab, list []Scenario) []string {
+	return run(ctx, l, l.Out(), list)
+}
+
+// run is Run printing to out.
+func run(ctx context.Context, l *env.Lab, out io.Writer, list []Scenario) []string {
 	for _, s := range list {
 		problems := s.Run(ctx, l)
-		status.PrintProblems(l.Out(), problems)
+		status.PrintProblems(out, problems)
 		if len(problems) > 0 {
 			return append([]string{fmt.Sprintf("scenario %q:", s.Name)}, problems...)
 		}

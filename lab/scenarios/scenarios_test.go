@@ -1,11 +1,15 @@
 package scenarios
 
 import (
+	"bytes"
+	"context"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kube-semaphore/semaphore/lab/env"
 )
 
 func names(list []Scenario) []string {
@@ -60,5 +64,29 @@ func TestEveryScenarioCanBePickedAloneByItsName(t *testing.T) {
 		if err != nil || len(got) != 1 {
 			t.Errorf("scenario %q: Select picked %v, %v", s.Name, names(got), err)
 		}
+	}
+}
+
+// Run stops at the first scenario that finds problems and returns them after its name, which
+// the lab prints again at its very end; the scenarios after it do not run.
+func TestRunStopsAtTheFirstFailureAndNamesIt(t *testing.T) {
+	var ran []string
+	scenario := func(name string, problems ...string) Scenario {
+		return Scenario{Name: name, Run: func(context.Context, *env.Lab) []string {
+			ran = append(ran, name)
+			return problems
+		}}
+	}
+	list := []Scenario{scenario("quiet"), scenario("upgrade", "the tunnel a -> b was down for 8s"), scenario("after")}
+	var out bytes.Buffer
+	got := run(context.Background(), nil, &out, list)
+	if diff := cmp.Diff([]string{`scenario "upgrade":`, "the tunnel a -> b was down for 8s"}, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"quiet", "upgrade"}, ran); diff != "" {
+		t.Errorf("scenarios run (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(out.String(), "PROBLEMS\n  - the tunnel a -> b was down for 8s") {
+		t.Errorf("printed %q, want the problems listed", out.String())
 	}
 }
