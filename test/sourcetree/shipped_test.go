@@ -11,7 +11,7 @@ import (
 // module is the path every package of the repository starts with.
 const module = "github.com/kube-semaphore/semaphore/"
 
-// notShipped are the repository's packages that serve its tests or its release, never its
+// notShipped are the repository's packages (with their subpackages) that serve its tests or its release, never its
 // users: the test harness (real API servers, network namespaces, the fixtures they share) and
 // the tooling that builds, signs and describes a release. A shipped program that linked one
 // would carry test or build code, and whatever it imports, into every image.
@@ -57,7 +57,7 @@ func notForShipping(pkg string) string {
 	switch {
 	case !ours:
 		return ""
-	case slices.Contains(notShipped, rel):
+	case slices.ContainsFunc(notShipped, func(p string) bool { return rel == p || strings.HasPrefix(rel, p+"/") }):
 		return "test harness or release tooling"
 	case slices.ContainsFunc(notShippedTrees, func(tree string) bool { return strings.HasPrefix(rel, tree) }):
 		return "the lab's, the build's or a test's"
@@ -70,15 +70,17 @@ func notForShipping(pkg string) string {
 // The rule itself, on names: what it keeps out and what it lets through.
 func TestNotForShippingNamesTheHarnessTheToolingAndFakes(t *testing.T) {
 	for pkg, out := range map[string]bool{
-		"testing":                   true,
-		"testing/fstest":            true,
-		module + "internal/testenv": true,
-		module + "internal/sbom":    true,
-		module + "lab/env":          true,
-		module + "hack/chartschema": true,
-		module + "test/charts":      true,
+		"testing":                                         true,
+		"testing/fstest":                                  true,
+		module + "internal/testenv":                       true,
+		module + "internal/testenv/fixture":               true,
+		module + "internal/sbom":                          true,
+		module + "lab/env":                                true,
+		module + "hack/chartschema":                       true,
+		module + "test/charts":                            true,
 		module + "components/wireguard/device/devicetest": true,
 		module + "internal/component":                     false,
+		module + "internal/testenvironment":               false,
 		module + "internal/promtext":                      false,
 		"k8s.io/client-go/testing":                        false,
 		"net/http":                                        false,
