@@ -11,10 +11,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sys/unix"
 )
 
 // Server is the admin HTTP server.
@@ -84,13 +86,53 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte(body.String()))
 }
 
-// Listen opens the admin listener, so a bad address fails at start rather than in Serve.
+// Listen opens the admin listener, so a bad address fails at start rather than in Serve. The
+// socket shares its address (SO_REUSEPORT): on the host network, the agent a rollout starts
+// beside the one it replaces listens on the same port until the old one stops, and the
+// kubelet's probes and the scrapes reach one or the other. An address in use by a socket that
+// does not share it is ErrInUse.
 func Listen(addr string) (net.Listener, error) {
-	l, err := net.Listen("tcp", addr)
+	lc := net.ListenConfig{Control: reusePort}
+	l, err := lc.Listen(context.Background(), "tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("SEMAPHORE_ADMIN_ADDR: %w: %w", ErrInUse, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("SEMAPHORE_ADMIN_ADDR: %w", err)
 	}
 	return l, nil
+}
+
+// ErrInUse is Listen's error when another socket holds the address and does not share it.
+var ErrInUse = errors.New("address in use")
+
+// ListenWhenFree is Listen that, while the address is in use, tries again until it is free,
+// ctx is done or wait has passed: the time a predecessor that does not share the address (a
+// release before SO_REUSEPORT) takes to stop once its successor stands by.
+func ListenWhenFree(ctx context.Context, addr string, wait time.Duration) (net.Listener, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		l, err := Listen(addr)
+		if !errors.Is(err, ErrInUse) || time.Now().After(deadline) {
+			return l, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// reusePort sets SO_REUSEPORT on the socket before it binds.
+func reusePort(_, _ string, c syscall.RawConn) error {
+	var sockErr error
+	if err := c.Control(func(fd uintptr) {
+		sockErr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+	}); err != nil {
+		return err
+	}
+	return sockErr
 }
 
 // Serve serves the admin endpoints on l until ctx is done.

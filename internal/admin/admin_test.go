@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -181,5 +182,68 @@ func TestListenBadAddress(t *testing.T) {
 	_, err := admin.Listen("not an address")
 	if err == nil || !strings.HasPrefix(err.Error(), "SEMAPHORE_ADMIN_ADDR: ") {
 		t.Errorf("Listen(bad) = %v, want an error starting with SEMAPHORE_ADMIN_ADDR", err)
+	}
+}
+
+// On the host network an agent and its surged successor listen on the same admin port until
+// the old one stops.
+func TestListenSharesTheAddressWithAnotherAdminListener(t *testing.T) {
+	first, err := admin.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	second, err := admin.Listen(first.Addr().String())
+	if err != nil {
+		t.Fatalf("a second admin listener on %s: %v", first.Addr(), err)
+	}
+	second.Close()
+}
+
+// A predecessor whose socket does not share the address (an older release) holds it: Listen
+// says so, and ListenWhenFree listens as soon as the predecessor lets go.
+func TestListenWhenFreeWaitsForAHolderThatDoesNotShare(t *testing.T) {
+	holder, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := holder.Addr().String()
+	if _, err := admin.Listen(addr); !errors.Is(err, admin.ErrInUse) {
+		t.Fatalf("Listen(%s held) = %v, want ErrInUse", addr, err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := admin.ListenWhenFree(context.Background(), addr, time.Minute)
+		if err == nil {
+			l.Close()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("ListenWhenFree returned %v while the address was held", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	holder.Close()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Errorf("ListenWhenFree after the holder let go: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ListenWhenFree did not listen within 10s of the address being free")
+	}
+}
+
+// Waiting has an end: a holder that never lets go is an error naming the variable.
+func TestListenWhenFreeGivesUpAfterItsWait(t *testing.T) {
+	holder, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	_, err = admin.ListenWhenFree(context.Background(), holder.Addr().String(), 200*time.Millisecond)
+	if !errors.Is(err, admin.ErrInUse) || !strings.HasPrefix(err.Error(), "SEMAPHORE_ADMIN_ADDR") {
+		t.Errorf("ListenWhenFree(held for good) = %v, want ErrInUse naming SEMAPHORE_ADMIN_ADDR", err)
 	}
 }

@@ -64,7 +64,9 @@ type Base struct {
 	election    config.LeaderElection
 	resync      time.Duration
 	admin       *admin.Server
-	listener    net.Listener
+	adminAddr   string
+	listener    net.Listener // nil while a predecessor holds adminAddr (serveAdmin listens)
+	prepared    atomic.Bool
 	leading     atomic.Bool
 	localRanges *localranges.Watcher
 }
@@ -87,7 +89,9 @@ func New(name, metricsPrefix string, shared config.Shared, election config.Leade
 		return nil, err
 	}
 	listener, err := admin.Listen(shared.AdminAddr)
-	if err != nil {
+	if errors.Is(err, admin.ErrInUse) {
+		log.Info("the admin address is held by a socket that does not share it (a predecessor on the host network); listening once it is free", "admin", shared.AdminAddr)
+	} else if err != nil {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
@@ -102,6 +106,7 @@ func New(name, metricsPrefix string, shared config.Shared, election config.Leade
 		election:    election,
 		resync:      shared.ResyncPeriod,
 		admin:       admin.New(reg),
+		adminAddr:   shared.AdminAddr,
 		listener:    listener,
 	}
 	// Remote health is metrics only, never readiness: an unreachable remote must not make the
@@ -125,7 +130,46 @@ func (b *Base) Guard(ranges addrguard.Ranges) (*addrguard.Guard, error) {
 }
 
 // AdminAddr is the address the admin server listens on.
-func (b *Base) AdminAddr() string { return b.listener.Addr().String() }
+func (b *Base) AdminAddr() string {
+	if b.listener == nil {
+		return b.adminAddr
+	}
+	return b.listener.Addr().String()
+}
+
+// adminWait is how long a component waits for its admin address held by a predecessor that does
+// not share it: the successor stands by until the predecessor's pod is deleted, which a rollout
+// does once the successor is ready.
+const adminWait = 2 * time.Minute
+
+// serveAdmin serves the admin endpoints until ctx is done, first listening if New could not
+// (the address was held); the returned channel gets Serve's error. A failure cancels the
+// component: without its probes it would be restarted anyway, but later and with less said.
+func (b *Base) serveAdmin(ctx context.Context, cancel context.CancelFunc) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		err := b.listenAndServe(ctx)
+		if err != nil {
+			cancel()
+		}
+		errc <- err
+	}()
+	return errc
+}
+
+func (b *Base) listenAndServe(ctx context.Context) error {
+	l := b.listener
+	if l == nil {
+		var err error
+		if l, err = admin.ListenWhenFree(ctx, b.adminAddr, adminWait); errors.Is(err, context.Canceled) {
+			return nil // stopped while waiting: nothing failed
+		} else if err != nil {
+			return err
+		}
+		b.Log.Info("admin address free: listening", "admin", b.adminAddr)
+	}
+	return b.admin.Serve(ctx, l)
+}
 
 // MetricSpecs describes the metrics of a component whose own metrics create creates (besides
 // the standard go_* and process_* ones), for the generated metrics reference.
@@ -147,19 +191,35 @@ type Controller interface {
 // and /readyz asks it whether its local caches synced. A controller that can resync its remotes
 // does so whenever the local ranges its guard refuses change.
 func (b *Base) RunController(ctx context.Context, ctrl Controller, workers int) error {
+	return b.RunControllerAfter(ctx, nil, ctrl, workers)
+}
+
+// RunControllerAfter is RunController for a controller that needs prepare to succeed first,
+// once the local ranges have been read: a node agent that waits for the one it replaces to stop
+// and takes over what that one worked. While it prepares the replica stands by, and is ready:
+// a rollout that starts it beside the old one deletes the old one only then. An error of
+// prepare ends Run with that error.
+func (b *Base) RunControllerAfter(ctx context.Context, prepare func(context.Context) error, ctrl Controller, workers int) error {
 	if r, ok := ctrl.(interface{ ResyncRemotes() }); ok && b.localRanges != nil {
 		// The guard admits other addresses when the local ranges change: what the controller
 		// made of the remotes is made again.
 		b.localRanges.OnChange(r.ResyncRemotes)
 	}
-	return b.run(ctx, func(ctx context.Context) { ctrl.Run(ctx, workers) }, ctrl.LocalSynced)
+	return b.run(ctx, prepare, func(ctx context.Context) { ctrl.Run(ctx, workers) }, ctrl.LocalSynced)
 }
 
 // run serves the admin endpoints, probes the remotes and, while this replica leads, calls
-// run, until ctx is done. localSynced tells /readyz whether the leader's local caches synced.
-func (b *Base) run(ctx context.Context, run func(context.Context), localSynced func() bool) error {
+// prepare (when not nil) and then run, until ctx is done. localSynced tells /readyz whether the
+// leader's local caches synced.
+func (b *Base) run(ctx context.Context, prepare func(context.Context) error, run func(context.Context), localSynced func() bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	prepareErr := make(chan error, 1)
+	if prepare != nil {
+		run = preparedFirst(prepare, prepareErr, &b.prepared, cancel, run)
+	} else {
+		b.prepared.Store(true)
+	}
 	if w := b.localRanges; w != nil {
 		go w.Run(ctx)
 		b.admin.AddReadyCheck("local-ranges", func() error {
@@ -171,14 +231,14 @@ func (b *Base) run(ctx context.Context, run func(context.Context), localSynced f
 		run = afterSync(w.Synced, run)
 	}
 	b.admin.AddReadyCheck("controller", func() error {
-		// A standby replica is ready: it is waiting for the lease, as it should.
-		if b.leading.Load() && !localSynced() {
+		// A standby replica is ready: it is waiting for the lease, or for its predecessor to
+		// stop, as it should.
+		if b.leading.Load() && b.prepared.Load() && !localSynced() {
 			return errors.New("local caches not synced yet")
 		}
 		return nil
 	})
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- b.admin.Serve(ctx, b.listener) }()
+	serveErr := b.serveAdmin(ctx, cancel)
 	go b.Health.Run(ctx)
 
 	err := leader.Run(ctx, b.election, b.Local, b.Log, func(ctx context.Context) {
@@ -186,10 +246,33 @@ func (b *Base) run(ctx context.Context, run func(context.Context), localSynced f
 		run(ctx)
 	})
 	cancel()
+	select {
+	case perr := <-prepareErr:
+		if err == nil {
+			err = perr
+		}
+	default:
+	}
 	if serr := <-serveErr; err == nil {
 		err = serr
 	}
 	return err
+}
+
+// preparedFirst is run after prepare has succeeded, which it records in prepared; an error of
+// prepare goes to errc and cancels the component instead.
+func preparedFirst(prepare func(context.Context) error, errc chan<- error, prepared *atomic.Bool, cancel context.CancelFunc, run func(context.Context)) func(context.Context) {
+	return func(ctx context.Context) {
+		if err := prepare(ctx); err != nil {
+			if ctx.Err() == nil {
+				errc <- err
+			}
+			cancel()
+			return
+		}
+		prepared.Store(true)
+		run(ctx)
+	}
 }
 
 // afterSync is run that starts once synced reports true (or never, when ctx ends first).

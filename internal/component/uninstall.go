@@ -80,8 +80,7 @@ func (u *Uninstalling) Run(ctx context.Context) error {
 		}
 		return nil
 	})
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- u.admin.Serve(ctx, u.listener) }()
+	serveErr := u.serveAdmin(ctx, cancel)
 	u.removeUntilDone(ctx)
 	<-ctx.Done()
 	cancel()

@@ -127,6 +127,8 @@ type WireGuard struct {
 	devices *device.Manager
 	ctrl    *controller.Peering
 	stale   []string
+	// release drops the node's lock, once takeOver holds it.
+	release func()
 	// replaced counts the original semaphore-wireguard's devices replaced by ours.
 	replaced prometheus.Counter
 }
@@ -248,10 +250,64 @@ func (a *WireGuard) Starting() []any {
 	return []any{"cluster", a.cfg.LocalCluster, "remotes", a.cfg.Remotes, "node", a.cfg.NodeName, "mode", string(a.cfg.Mode), "admin", a.AdminAddr()}
 }
 
-// Run removes the devices of remotes no longer configured, sets up the devices and node
-// annotations, and runs the controller until ctx is done. Kernel devices stay when it stops, so
-// traffic keeps flowing through a restart.
+// Run runs the controller until ctx is done, once takeOver has the node's devices. Devices stay
+// when it stops (kernel ones, and userspace ones' links and routes), so traffic keeps flowing
+// through a restart; it lets go of them only after closing its own, so the next agent finds
+// the peers handed over.
 func (a *WireGuard) Run(ctx context.Context) error {
+	defer a.letGo()
+	return a.RunControllerAfter(ctx, a.takeOver, a.ctrl, 1)
+}
+
+// busyPoll is how often takeOver tries a device another process still serves.
+const busyPoll = 50 * time.Millisecond
+
+// takeOver waits until no other agent works this node's devices (device.Hold: one that is
+// stopping, replaced by this one in a rollout), then removes the devices of remotes no longer
+// configured and sets up the devices and the node's annotations. An agent of a release without
+// the lock is waited for too: while it runs it still serves its userspace devices
+// (device.ErrBusy).
+func (a *WireGuard) takeOver(ctx context.Context) error {
+	release, err := device.Hold(ctx, a.cfg.KeyDir, func() {
+		a.Log.Info("standing by: another semaphore-wireguard works this node's devices; taking them over when it stops")
+	})
+	if err != nil {
+		return fmt.Errorf("SEMAPHORE_WG_KEY_DIR: %w", err)
+	}
+	a.release = release
+	if err := a.removeStale(); err != nil {
+		return err
+	}
+	if err := a.replaceOriginals(); err != nil {
+		return err
+	}
+	for told := false; ; told = true {
+		err := a.ctrl.Setup(ctx)
+		if !errors.Is(err, device.ErrBusy) {
+			return err
+		}
+		if !told {
+			a.Log.Info("standing by: a previous semaphore-wireguard still serves the devices; taking them over when it stops", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(busyPoll):
+		}
+	}
+}
+
+// letGo closes the devices (a userspace device's process side; the links stay) and then drops
+// the node's lock, so that the next agent finds what Close handed over.
+func (a *WireGuard) letGo() {
+	_ = a.devices.Close()
+	if a.release != nil {
+		a.release()
+	}
+}
+
+// removeStale deletes the devices of remotes no longer configured, with their key files.
+func (a *WireGuard) removeStale() error {
 	for _, name := range a.stale {
 		if err := a.devices.Delete(name); err != nil {
 			return fmt.Errorf("removing device %s of a remote no longer configured: %w", name, err)
@@ -259,12 +315,5 @@ func (a *WireGuard) Run(ctx context.Context) error {
 		_ = os.Remove(device.KeyFile(a.cfg.KeyDir, name))
 		a.Log.Info("removed the device of a remote no longer configured", "device", name)
 	}
-	if err := a.replaceOriginals(); err != nil {
-		return err
-	}
-	if err := a.ctrl.Setup(ctx); err != nil {
-		return err
-	}
-	defer func() { _ = a.devices.Close() }()
-	return a.RunController(ctx, a.ctrl, 1)
+	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/app"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
+	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
@@ -92,6 +93,7 @@ func (s *scene) localNode() (*corev1.Node, error) {
 
 // running is a started app.WireGuard.
 type running struct {
+	app    component.App
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -111,7 +113,7 @@ func runApp(t *testing.T, env map[string]string, log *slog.Logger) *running {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{cancel: cancel, done: make(chan error, 1)}
+	r := &running{app: a, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- a.Run(ctx) }()
 	t.Cleanup(func() { r.stop(t) })
 	return r

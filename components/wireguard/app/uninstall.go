@@ -23,7 +23,8 @@ func Build(cfg Config, log *slog.Logger) (component.App, error) {
 
 // NewUninstalling is semaphore-wireguard in the uninstall mode: it removes, on its node, every
 // device it made (a key file of that name is in the key directory: what staleDevices calls
-// ours), their routes, the key files and its Node's annotations of ours, whatever the remotes.
+// ours), their routes, the key files, the agents' lock file and its Node's annotations of ours,
+// whatever the remotes.
 func NewUninstalling(cfg Config, log *slog.Logger) (*component.Uninstalling, error) {
 	u, err := component.NewUninstalling(Name, MetricsPrefix, cfg.Shared, log)
 	if err != nil {
@@ -65,6 +66,11 @@ func removeDevices(mgr *device.Manager, keyDir string, log *slog.Logger) error {
 			continue
 		}
 		log.Info("removed the device and its key", "device", name)
+	}
+	// The lock of the agents that worked them: none runs beside the uninstall mode (the hook's
+	// rollout stops every old agent before it starts ours).
+	if err := os.Remove(device.HoldFile(keyDir)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

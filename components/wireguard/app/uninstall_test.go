@@ -4,7 +4,9 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -20,7 +22,8 @@ import (
 
 // The uninstall mode removes, on its node, everything of ours: the devices of the configured
 // remotes and of remotes configured once (a key file of ours), their routes and keys, and the
-// node's annotations of ours, whatever SEMAPHORE_REMOTES still says; a device by our prefix
+// node's annotations of ours, whatever SEMAPHORE_REMOTES still says, and the lock the agents
+// took in the key directory; a device by our prefix
 // without a key file and someone else's annotation stay.
 func TestUninstallModeRemovesEverythingOfOursOnTheNode(t *testing.T) {
 	const owner = "example.com/owner"
@@ -72,5 +75,8 @@ func TestUninstallModeRemovesEverythingOfOursOnTheNode(t *testing.T) {
 	})
 	if got, err := s.host.Devices(peers.DevicePrefix); err != nil || !slices.Equal(got, []string{foreign}) {
 		t.Errorf("devices %v (err %v), want only %s, which is not ours", got, err, foreign)
+	}
+	if _, err := os.Stat(device.HoldFile(s.keyDir)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the agents' lock file: %v, want it removed", err)
 	}
 }

@@ -30,6 +30,11 @@ const socketDir = "/var/run/wireguard"
 // process of ours serves it.
 const userspaceAlias = "semaphore-wireguard userspace"
 
+// ErrBusy is the error of Ensure when another process still serves the persistent link of a
+// userspace device: a previous agent that has not stopped yet. The device can be taken back once
+// it has.
+var ErrBusy = errors.New("another process serves the device")
+
 // userspaceDevice is one wireguard-go device run by this process, with the UAPI socket
 // through which wgctrl configures it.
 type userspaceDevice struct {
@@ -50,7 +55,7 @@ func startUserspace(name string, mtu int, log *slog.Logger) (*userspaceDevice, e
 	tunDev, err := tun.CreateTUN(name, mtu)
 	if err != nil {
 		if errors.Is(err, unix.EBUSY) {
-			return nil, fmt.Errorf("attach to TUN device (another process serves it): %w", err)
+			return nil, fmt.Errorf("attach to TUN device: %w (%w)", ErrBusy, err)
 		}
 		return nil, fmt.Errorf("create TUN device: %w", err)
 	}
