@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"strconv"
 	"time"
 
@@ -46,31 +45,6 @@ type PodProxy struct{ Client kubernetes.Interface }
 // Metrics implements MetricsSource.
 func (p PodProxy) Metrics(ctx context.Context, pod *corev1.Pod, port int) ([]byte, error) {
 	return p.Client.CoreV1().Pods(pod.Namespace).ProxyGet("http", pod.Name, strconv.Itoa(port), "metrics", nil).DoRaw(ctx)
-}
-
-// AdminPort is the port of a pod's admin server (/metrics): its container port named admin,
-// else the port of SEMAPHORE_ADMIN_ADDR in its containers' environment, else the default 8080.
-func AdminPort(pod *corev1.Pod) int {
-	for _, ctr := range pod.Spec.Containers {
-		for _, p := range ctr.Ports {
-			if p.Name == "admin" {
-				return int(p.ContainerPort)
-			}
-		}
-	}
-	for _, ctr := range pod.Spec.Containers {
-		for _, e := range ctr.Env {
-			if e.Name != "SEMAPHORE_ADMIN_ADDR" {
-				continue
-			}
-			if _, port, err := net.SplitHostPort(e.Value); err == nil {
-				if n, err := strconv.Atoi(port); err == nil {
-					return n
-				}
-			}
-		}
-	}
-	return 8080
 }
 
 // ParsePeers reads the peers of node from the metrics of its wireguard pod; other series are

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/agents"
 )
@@ -44,30 +43,6 @@ func TestParsePeers(t *testing.T) {
 	}
 	if got, err := agents.ParsePeers(strings.NewReader("# no peers yet\n"), "gcp-1"); err != nil || len(got) != 0 {
 		t.Errorf("no peers: %v, %v", got, err)
-	}
-}
-
-// The admin port comes from the pod's container port named admin, else SEMAPHORE_ADMIN_ADDR,
-// else the default.
-func TestAdminPort(t *testing.T) {
-	pod := func(env string, ports ...corev1.ContainerPort) *corev1.Pod {
-		c := corev1.Container{Name: "wireguard", Ports: ports}
-		if env != "" {
-			c.Env = []corev1.EnvVar{{Name: "SEMAPHORE_ADMIN_ADDR", Value: env}}
-		}
-		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}
-	}
-	for _, tc := range []struct {
-		pod  *corev1.Pod
-		want int
-	}{
-		{pod(":9090", corev1.ContainerPort{Name: "wg-aws", ContainerPort: 51821}, corev1.ContainerPort{Name: "admin", ContainerPort: 8081}), 8081},
-		{pod(":9090", corev1.ContainerPort{Name: "wg-aws", ContainerPort: 51821}), 9090},
-		{pod(""), 8080},
-	} {
-		if got := agents.AdminPort(tc.pod); got != tc.want {
-			t.Errorf("AdminPort(%v) = %d, want %d", tc.pod.Spec.Containers[0], got, tc.want)
-		}
 	}
 }
 

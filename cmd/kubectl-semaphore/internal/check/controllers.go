@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/agents"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
+	"github.com/kube-semaphore/semaphore/internal/adminport"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 
@@ -53,7 +53,7 @@ func (k *checker) controllers(ctx context.Context, c release.Component) controll
 		if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
 			continue // the pods check reports it
 		}
-		v.pods = append(v.pods, k.scrapePod(ctx, pod, agents.AdminPort(pod)))
+		v.pods = append(v.pods, k.scrapePod(ctx, pod, adminport.Of(pod)))
 	}
 	if v.elected {
 		v.leader = k.leader(ctx, c)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/agents"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
+	"github.com/kube-semaphore/semaphore/internal/adminport"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/promtext"
 )
@@ -93,7 +94,7 @@ func scrape(ctx context.Context, source agents.MetricsSource, pods []corev1.Pod,
 func readMetrics(ctx context.Context, source agents.MetricsSource, pod *corev1.Pod, timeout time.Duration) (promtext.Metrics, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	port := agents.AdminPort(pod)
+	port := adminport.Of(pod)
 	text, err := source.Metrics(ctx, pod, port)
 	if err != nil {
 		return nil, fmt.Errorf("reading /metrics on port %d through the API server's pod proxy: %w", port, err)
