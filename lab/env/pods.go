@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-semaphore/semaphore/internal/adminport"
 	"github.com/kube-semaphore/semaphore/internal/rollout"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/lab/node"
@@ -140,7 +141,29 @@ func (l *Lab) RecordPods(ctx context.Context) error {
 	slices.SortFunc(controllers, func(a, b Controller) int {
 		return cmp.Or(strings.Compare(a.Component, b.Component), strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.PodName, b.PodName))
 	})
+	if err := oneAgentPerNode(controllers); err != nil {
+		return err
+	}
 	l.update(func(rec *Record) { rec.Pods, rec.Controllers, rec.DNS = pods, controllers, dns })
+	return nil
+}
+
+// oneAgentPerNode refuses a record with two pods of a DaemonSet on one node: the lab reads a
+// node's agent as the one controller recorded there. A surged rollout runs the successor beside
+// its predecessor until the predecessor is gone, so pods are recorded once a rollout is
+// complete (WaitAvailable), when each node has one again.
+func oneAgentPerNode(controllers []Controller) error {
+	seen := map[[3]string]string{}
+	for _, c := range controllers {
+		if c.Node == "" {
+			continue
+		}
+		key := [3]string{c.Cluster, c.Component, c.Node}
+		if other, ok := seen[key]; ok {
+			return fmt.Errorf("%s: two pods of %s on node %s (%s and %s): record the pods once its rollout is complete", c.Cluster, c.Component, c.Node, other, c.PodName)
+		}
+		seen[key] = c.PodName
+	}
 	return nil
 }
 
@@ -183,7 +206,7 @@ func (l *Lab) controllerOf(before *Record, pod *corev1.Pod, p Pod) (Controller, 
 		Component: p.App, Cluster: p.Cluster, PodName: pod.Name, PodUID: p.UID, PodIP: p.IP, Log: p.Log,
 	}
 	if pod.Spec.HostNetwork {
-		c.Node = pod.Spec.NodeName // a DaemonSet's pod: one per node
+		c.Node = pod.Spec.NodeName // a DaemonSet's pod: one per node (see oneAgentPerNode)
 	}
 	ctr := pod.Spec.Containers[0]
 	if q, ok := ctr.Resources.Limits[corev1.ResourceMemory]; ok {
@@ -197,16 +220,7 @@ func (l *Lab) controllerOf(before *Record, pod *corev1.Pod, p Pod) (Controller, 
 			c.RemotesDir = e.Value
 		}
 	}
-	port := 0
-	for _, cp := range ctr.Ports {
-		if cp.Name == "admin" {
-			port = int(cp.ContainerPort)
-		}
-	}
-	if port == 0 {
-		return c, fmt.Errorf("no admin port")
-	}
-	admin, stop, err := testbed.ForwardFrom(VPCNetns(p.Cluster), net.JoinHostPort(p.IP, strconv.Itoa(port)))
+	admin, stop, err := testbed.ForwardFrom(VPCNetns(p.Cluster), net.JoinHostPort(p.IP, strconv.Itoa(adminport.Of(pod))))
 	if err != nil {
 		return c, err
 	}

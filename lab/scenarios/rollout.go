@@ -20,7 +20,7 @@ const rolloutTimeout = 2 * time.Minute
 // checkRolloutDuringOutage restarts gcp's semaphore-wireguard DaemonSet and service-mirror
 // Deployment, as `kubectl rollout restart` does, while gcp cannot read aws (its token there is
 // revoked), and expects both rollouts to complete: readiness is local, so a remote outage must
-// not stall a rollout (a DaemonSet with maxUnavailable 1 would wait for ever on an unready pod).
+// not stall a rollout (a DaemonSet waits for ever on a successor that never turns ready).
 func checkRolloutDuringOutage(ctx context.Context, l *env.Lab) []string {
 	c := l.Cluster("gcp").Client
 	restartedAt := time.Now().UTC().Format(time.RFC3339)

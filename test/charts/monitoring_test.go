@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // overview is the component label of the umbrella's own monitoring objects (the overview
@@ -112,9 +113,10 @@ func checkLabelled(t *testing.T, o *unstructured.Unstructured, want map[string]s
 }
 
 // checkMonitoring checks the component's monitoring objects against its values: a
-// ServiceMonitor (with a Service of the pods' admin port), a PodMonitor, a PrometheusRule (when
-// the chart has alert files) each exactly when on (monitoringOn), all selecting the component's
-// pods and carrying their labels (monitoringLabels); the dashboards as checkChartMonitoring says.
+// ServiceMonitor (with a Service of the pods' admin port, by number), a PodMonitor (that scrapes
+// the pod's admin port, checkPodMonitorScrapesAdminPort), a PrometheusRule (when the chart has
+// alert files) each exactly when on (monitoringOn), all selecting the component's pods and
+// carrying their labels (monitoringLabels); the dashboards as checkChartMonitoring says.
 func checkMonitoring(t *testing.T, m *manifest, w workload, sub map[string]any) {
 	t.Helper()
 	podLabels := labels.Set(w.Pod.Labels)
@@ -134,22 +136,30 @@ func checkMonitoring(t *testing.T, m *manifest, w workload, sub map[string]any) 
 		}
 		for _, o := range objs {
 			checkLabelled(t, o, monitoringLabels(sub, key))
-			if kind == "PodMonitor" && !selects(o) {
-				t.Errorf("PodMonitor %s does not select the pods of %s", o.GetName(), w.Name)
+			if kind == "PodMonitor" {
+				if !selects(o) {
+					t.Errorf("PodMonitor %s does not select the pods of %s", o.GetName(), w.Name)
+				}
+				checkPodMonitorScrapesAdminPort(t, o, w)
 			}
 			if kind == "ServiceMonitor" {
+				// The Service's targetPort is the admin port's number: a name would need a
+				// container port of that name, which wireguard's container does not declare.
+				admin := adminPortOf(t, w)
 				found := false
 				for _, s := range m.Of("Service") {
 					svc := typed[corev1.Service](t, s)
 					ml, _, _ := unstructured.NestedStringMap(o.Object, "spec", "selector", "matchLabels")
 					if labels.SelectorFromSet(ml).Matches(labels.Set(svc.Labels)) &&
 						len(svc.Spec.Selector) > 0 && labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) &&
-						slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "admin" }) {
+						slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool {
+							return p.Name == "admin" && p.TargetPort.Type == intstr.Int && p.TargetPort.IntValue() == admin
+						}) {
 						found = true
 					}
 				}
 				if !found {
-					t.Errorf("ServiceMonitor %s selects no Service of %s's pods with an admin port", o.GetName(), w.Name)
+					t.Errorf("ServiceMonitor %s selects no Service of %s's pods with a port admin to the admin port, %d", o.GetName(), w.Name, admin)
 				}
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -213,8 +214,25 @@ func checkWorkload(t *testing.T, m *manifest, w workload, vals, sub map[string]a
 		checkPDB(t, m, w, pdbs)
 		checkNetworkPolicy(t, m, w, lookup(sub, "networkPolicy", "enabled") == true)
 	}
+	if w.Kind == "DaemonSet" {
+		checkDaemonSetStrategy(t, w)
+	}
 	checkMonitoring(t, m, w, sub)
 	checkUninstallHook(t, m, w, sub)
+}
+
+// checkDaemonSetStrategy checks that the API server accepts the DaemonSet's updateStrategy (the
+// chart's own checks refuse what it would not, testdata/bad-values.yaml).
+func checkDaemonSetStrategy(t *testing.T, w workload) {
+	t.Helper()
+	s := typed[appsv1.DaemonSet](t, w.Object).Spec.UpdateStrategy
+	if s.Type == appsv1.OnDeleteDaemonSetStrategyType {
+		return
+	}
+	ru := ptr.Deref(s.RollingUpdate, appsv1.RollingUpdateDaemonSet{})
+	if err := daemonSetRollingUpdateValid(&ru); err != nil {
+		t.Errorf("%s %s: updateStrategy %+v: %v", w.Kind, w.Name, s, err)
+	}
 }
 
 // checkIdentity checks that the pod runs as a ServiceAccount of its own, with a token to reach

@@ -1,6 +1,7 @@
 package charts_test
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
@@ -92,7 +94,8 @@ func mainContainer(t testing.TB, w workload) corev1.Container {
 // checkSecurity checks the security settings of every container of w: read-only root
 // filesystem, no privilege escalation, every capability dropped (wireguard adds NET_ADMIN and
 // nothing else), seccomp RuntimeDefault, never privileged, non-root except wireguard; no host
-// namespaces except wireguard's network; resources set; probes on /healthz and /readyz.
+// namespaces except wireguard's network; resources set; probes on /healthz and /readyz at the
+// admin port's number.
 func checkSecurity(t *testing.T, w workload) {
 	t.Helper()
 	spec := w.Pod.Spec
@@ -167,14 +170,9 @@ func checkSecurity(t *testing.T, w workload) {
 	}
 	c := mainContainer(t, w)
 	what := fmt.Sprintf("%s %s container %s", w.Kind, w.Name, c.Name)
-	// The admin server listens where the port named admin says (8080 unless set otherwise).
-	port := int32(8080)
-	if admin := slices.IndexFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "admin" }); admin >= 0 {
-		port = c.Ports[admin].ContainerPort
-	} else {
-		t.Errorf("%s: no port named admin: %v", what, c.Ports)
-	}
-	// SEMAPHORE_ADMIN_ADDR's port is checked against it once expanded (checkAdminAddress).
+	// The probes name the port the admin server listens on by its number: a name would need a
+	// container port, which wireguard's container does not declare (checkWireGuardPod).
+	port := adminPortOf(t, w)
 	for _, p := range []struct {
 		name  string
 		probe *corev1.Probe
@@ -185,8 +183,8 @@ func checkSecurity(t *testing.T, w workload) {
 			continue
 		}
 		g := p.probe.HTTPGet
-		if g.Path != p.path || (g.Port.String() != "admin" && g.Port.IntValue() != int(port)) {
-			t.Errorf("%s: %s probe on %s port %s, want %s on the admin port", what, p.name, g.Path, g.Port.String(), p.path)
+		if g.Path != p.path || g.Port.Type != intstr.Int || g.Port.IntValue() != port {
+			t.Errorf("%s: %s probe on %s port %s, want %s on the admin port, %d", what, p.name, g.Path, g.Port.String(), p.path, port)
 		}
 	}
 	if wg {
@@ -194,13 +192,28 @@ func checkSecurity(t *testing.T, w workload) {
 	}
 }
 
-// checkWireGuardPod checks what the DaemonSet needs to work at all: every node, the key
-// directory from the host and, unless it runs kernel WireGuard only, /dev/net/tun from the host
-// and a writable /var/run/wireguard (userspace WireGuard's UAPI socket) despite the read-only
-// root filesystem.
+// adminPortOf is the port w's admin server listens on: the port of SEMAPHORE_ADMIN_ADDR as the
+// container's environment writes it ("[$(POD_IP)]:8080" or ":8080"; checkAdminAddress checks it
+// against the values once expanded).
+func adminPortOf(t testing.TB, w workload) int {
+	t.Helper()
+	addr := envValue(mainContainer(t, w), "SEMAPHORE_ADMIN_ADDR", "")
+	_, port, err := net.SplitHostPort(addr)
+	n, err2 := strconv.Atoi(port)
+	if err != nil || err2 != nil {
+		t.Fatalf("%s %s: SEMAPHORE_ADMIN_ADDR=%q has no port", w.Kind, w.Name, addr)
+	}
+	return n
+}
+
+// checkWireGuardPod checks what the DaemonSet needs to work at all: every node, no host ports
+// (checkNoHostPorts), the key directory from the host and, unless it runs kernel WireGuard only,
+// /dev/net/tun from the host and a writable /var/run/wireguard (userspace WireGuard's UAPI
+// socket) despite the read-only root filesystem.
 func checkWireGuardPod(t *testing.T, w workload, c corev1.Container) {
 	t.Helper()
 	spec := w.Pod.Spec
+	checkNoHostPorts(t, w)
 	if !slices.ContainsFunc(spec.Tolerations, func(tol corev1.Toleration) bool {
 		return tol.Operator == corev1.TolerationOpExists && tol.Key == "" && tol.Effect == ""
 	}) {
@@ -237,6 +250,19 @@ func checkWireGuardPod(t *testing.T, w workload, c corev1.Container) {
 	}
 	if !writable {
 		t.Errorf("%s %s: nothing writable is mounted at /var/run/wireguard, where userspace WireGuard creates its socket; the root filesystem is read-only", w.Kind, w.Name)
+	}
+}
+
+// checkNoHostPorts checks that no container of w's pod template declares a port: on the host
+// network every declared port is a host port, and the scheduler keeps a pod off a node where
+// another holds the same host port, so a rollout's successor (maxSurge) could never start beside
+// the pod it replaces.
+func checkNoHostPorts(t *testing.T, w workload) {
+	t.Helper()
+	for _, c := range slices.Concat(w.Pod.Spec.InitContainers, w.Pod.Spec.Containers) {
+		if len(c.Ports) > 0 {
+			t.Errorf("%s %s container %s declares ports %v: on the host network they are host ports, which keep a surged successor off the node", w.Kind, w.Name, c.Name, c.Ports)
+		}
 	}
 }
 
@@ -585,6 +611,14 @@ func checkAdminAddress(t *testing.T, w workload, env map[string]string, sub map[
 	}
 	if host != wantHost {
 		t.Errorf("%s %s: the admin server listens on %q, want %q (host network: %v)", w.Kind, w.Name, host, wantHost, w.Pod.Spec.HostNetwork)
+	}
+	if want := cmp.Or(str(lookup(sub, "adminPort")), "8080"); port != want {
+		t.Errorf("%s %s: the admin server listens on port %s, want adminPort %s", w.Kind, w.Name, port, want)
+	}
+	// A pod with a network namespace of its own declares the admin port by name, which its
+	// NetworkPolicy admits; a host-network pod declares none (checkNoHostPorts).
+	if w.Pod.Spec.HostNetwork {
+		return
 	}
 	c := mainContainer(t, w)
 	i := slices.IndexFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "admin" })

@@ -31,7 +31,7 @@ Every template takes one input shape, a dict:
              (semaphore-remote): its objects are then named after the chart (see
              semaphore-common.name).
 A few templates read more keys of the same dict (remote, root, add, monitor, key, extra, kind,
-workload, container), as noted; a few read nothing from it (remotesDir, probes), and take it all
-the same. Template names are namespaced "semaphore-common.*"; the ones with a further dot
-(".items") are internal.
+workload, container, portlessContainer), as noted; one reads nothing from it (remotesDir), and
+takes it all the same. Template names are namespaced "semaphore-common.*"; the ones with a
+further dot (".items") are internal.
 */ -}}

@@ -3,7 +3,11 @@ Monitoring objects: a metrics Service, ServiceMonitor, PodMonitor, PrometheusRul
 dashboard ConfigMaps. Each is a YAML document starting with "---", or nothing when disabled.
 They all take
   dict "ctx" $ "component" "service-mirror"
-and read these values of the including chart (all optional, all off by default):
+  dict "ctx" $ "component" "wireguard" "portlessContainer" "wireguard"
+(portlessContainer: the name of the component's container when it declares no ports, as
+wireguard's does (see its DaemonSet); semaphore-common.podMonitor then finds the admin port by
+relabeling instead of by its name) and read these values of the including chart (all optional,
+all off by default):
   serviceMonitor: {enabled, interval, scrapeTimeout, labels, relabelings, metricRelabelings}
   podMonitor:     {enabled, interval, scrapeTimeout, labels, relabelings, metricRelabelings}
   prometheusRule: {enabled, labels}
@@ -23,7 +27,7 @@ dashboards from files/dashboards/*.json, copied there from alerts/ and dashboard
 
 {{- /*
 semaphore-common.monitoring: every monitoring object below, in one call.
-  dict "ctx" $ "component" "service-mirror"
+  dict "ctx" $ "component" "service-mirror" ["portlessContainer" <its container>]
 */ -}}
 {{- define "semaphore-common.monitoring" -}}
 {{- include "semaphore-common.metricsService" . }}
@@ -77,7 +81,8 @@ labels (semaphore-common.labels) stay as they are.
 {{- /*
 semaphore-common.metricsService: a ClusterIP Service "<fullname>-metrics" on the admin port
 (named "admin"), only while the ServiceMonitor is on: a ServiceMonitor needs a Service to find
-the pods, and nothing else needs one.
+the pods, and nothing else needs one. Its targetPort is the port's number, which needs no
+container port of that name (wireguard's container declares none).
 */ -}}
 {{- define "semaphore-common.metricsService" -}}
 {{- if include "semaphore-common.monitoring.on" (dict "ctx" .ctx "component" .component "key" "serviceMonitor") }}
@@ -96,19 +101,26 @@ spec:
   ports:
     - name: admin
       port: {{ include "semaphore-common.adminPort" . }}
-      targetPort: admin
+      targetPort: {{ include "semaphore-common.adminPort" . }}
       protocol: TCP
 {{- end }}
 {{- end -}}
 
 {{- /*
 (internal) The scrape settings ServiceMonitor endpoints and PodMonitor podMetricsEndpoints share,
-from the values key named by "monitor" (serviceMonitor or podMonitor).
-  dict "ctx" $ "component" "service-mirror" "monitor" "serviceMonitor"
+from the values key named by "monitor" (serviceMonitor or podMonitor): the port named "admin"
+(the metrics Service's, or the container's), then the values' relabelings. With
+"portlessContainer" (a PodMonitor of a container that declares no ports) there is no port to
+name: Prometheus' pod discovery gives such a pod one target per container, at the pod IP
+without a port, and semaphore-common.monitoring.podAddress's relabelings, before the values'
+own, keep that container's target and set its address.
+  dict "ctx" $ "component" "service-mirror" "monitor" "serviceMonitor" ["portlessContainer" <name>]
 */ -}}
 {{- define "semaphore-common.monitoring.endpoint" -}}
 {{- $m := index .ctx.Values .monitor | default dict -}}
+{{- if not .portlessContainer }}
 port: admin
+{{- end }}
 path: /metrics
 scheme: http
 {{- with $m.interval }}
@@ -117,14 +129,44 @@ interval: {{ . }}
 {{- with $m.scrapeTimeout }}
 scrapeTimeout: {{ . }}
 {{- end }}
-{{- with $m.relabelings }}
+{{- if or .portlessContainer $m.relabelings }}
 relabelings:
+  {{- if .portlessContainer }}
+  {{- include "semaphore-common.monitoring.podAddress" . | nindent 2 }}
+  {{- end }}
+  {{- with $m.relabelings }}
   {{- toYaml . | nindent 2 }}
+  {{- end }}
 {{- end }}
 {{- with $m.metricRelabelings }}
 metricRelabelings:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- end -}}
+
+{{- /*
+(internal) The relabelings (list items) that scrape a container declaring no ports: keep the
+target of the container named "portlessContainer" (a pod's other containers, such as an injected
+sidecar, would be the same address scraped twice), and set __address__ to the pod IP and the admin
+port, an IPv6 pod IP in brackets. Prometheus' regular expressions match the whole value: an IPv4
+address has no ":", an IPv6 one has.
+  dict "ctx" $ "component" "wireguard" "portlessContainer" "wireguard"
+*/ -}}
+{{- define "semaphore-common.monitoring.podAddress" -}}
+{{- $port := include "semaphore-common.adminPort" . -}}
+- sourceLabels: [__meta_kubernetes_pod_container_name]
+  regex: {{ .portlessContainer | quote }}
+  action: keep
+- sourceLabels: [__meta_kubernetes_pod_ip]
+  regex: "([^:]+)"
+  targetLabel: __address__
+  replacement: {{ printf "${1}:%s" $port | quote }}
+  action: replace
+- sourceLabels: [__meta_kubernetes_pod_ip]
+  regex: "(.+:.+)"
+  targetLabel: __address__
+  replacement: {{ printf "[${1}]:%s" $port | quote }}
+  action: replace
 {{- end -}}
 
 {{- /* semaphore-common.serviceMonitor: a monitoring.coreos.com/v1 ServiceMonitor of the metrics Service. */ -}}
@@ -152,7 +194,11 @@ spec:
 {{- end }}
 {{- end -}}
 
-{{- /* semaphore-common.podMonitor: a monitoring.coreos.com/v1 PodMonitor of the pods (no Service needed). */ -}}
+{{- /*
+semaphore-common.podMonitor: a monitoring.coreos.com/v1 PodMonitor of the pods (no Service
+needed): of their port named "admin", or, with "portlessContainer", of that container at the pod
+IP and the admin port (see semaphore-common.monitoring.endpoint).
+*/ -}}
 {{- define "semaphore-common.podMonitor" -}}
 {{- $on := dict "ctx" .ctx "component" .component "key" "podMonitor" -}}
 {{- if include "semaphore-common.monitoring.on" $on }}
@@ -173,7 +219,7 @@ spec:
     matchLabels:
       {{- include "semaphore-common.selectorLabels" . | nindent 6 }}
   podMetricsEndpoints:
-    - {{ include "semaphore-common.monitoring.endpoint" (dict "ctx" .ctx "component" .component "monitor" "podMonitor") | nindent 6 | trim }}
+    - {{ include "semaphore-common.monitoring.endpoint" (dict "ctx" .ctx "component" .component "monitor" "podMonitor" "portlessContainer" .portlessContainer) | nindent 6 | trim }}
 {{- end }}
 {{- end -}}
 

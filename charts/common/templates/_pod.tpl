@@ -26,15 +26,16 @@ port, named "admin".
 {{- /*
 semaphore-common.probes: the container's livenessProbe (/healthz: the process is alive) and
 readinessProbe (/readyz: local caches synced, devices up; never the remotes, so an outage does not
-stall a rollout) on the "admin" port, as two keys at the container's level. /healthz does not
-depend on remotes either: a remote outage never restarts a pod.
-  dict "ctx" $ "component" "service-mirror"   (reads nothing from it)
+stall a rollout) on the admin port, as two keys at the container's level. /healthz does not
+depend on remotes either: a remote outage never restarts a pod. The port is given by number, not
+by the name "admin": wireguard's container declares no ports (see its DaemonSet).
+  dict "ctx" $ "component" "service-mirror"
 */ -}}
 {{- define "semaphore-common.probes" -}}
 livenessProbe:
   httpGet:
     path: /healthz
-    port: admin
+    port: {{ include "semaphore-common.adminPort" . }}
   initialDelaySeconds: 5
   periodSeconds: 10
   timeoutSeconds: 5
@@ -42,7 +43,7 @@ livenessProbe:
 readinessProbe:
   httpGet:
     path: /readyz
-    port: admin
+    port: {{ include "semaphore-common.adminPort" . }}
   periodSeconds: 10
   timeoutSeconds: 5
   failureThreshold: 3

@@ -72,16 +72,3 @@ cluster. The schema checks the CIDRs' form, the binary the rest.
 {{- end -}}
 {{- join "," $pairs -}}
 {{- end -}}
-
-{{- /*
-semaphore-wireguard.portName: the name of a remote's container port: "wg-<remote>" like its
-device, or "wg-<hash>" when that is not a valid port name (longer than 15 characters, or "--").
-  the remote's name
-*/ -}}
-{{- define "semaphore-wireguard.portName" -}}
-{{- $name := printf "wg-%s" . -}}
-{{- if or (gt (len $name) 15) (contains "--" $name) -}}
-{{- $name = printf "wg-%s" (sha256sum . | trunc 10) -}}
-{{- end -}}
-{{- $name -}}
-{{- end -}}
