@@ -197,13 +197,22 @@ func (b *Base) RunController(ctx context.Context, ctrl Controller, workers int) 
 // RunControllerAfter is RunController for a controller that needs prepare to succeed first,
 // once the local ranges have been read: a node agent that waits for the one it replaces to stop
 // and takes over what that one worked. While it prepares the replica stands by, and is ready:
-// a rollout that starts it beside the old one deletes the old one only then. An error of
-// prepare ends Run with that error.
+// a rollout that starts it beside the old one deletes the old one only then. A controller with
+// a Warm method fills its caches meanwhile. An error of prepare ends Run with that error.
 func (b *Base) RunControllerAfter(ctx context.Context, prepare func(context.Context) error, ctrl Controller, workers int) error {
 	if r, ok := ctrl.(interface{ ResyncRemotes() }); ok && b.localRanges != nil {
 		// The guard admits other addresses when the local ranges change: what the controller
 		// made of the remotes is made again.
 		b.localRanges.OnChange(r.ResyncRemotes)
+	}
+	if w, ok := ctrl.(interface{ Warm(context.Context) }); ok && prepare != nil {
+		// The caches fill while prepare waits (a rollout's successor standing by), so the
+		// controller acts on them the moment it may.
+		prepareOnly := prepare
+		prepare = func(ctx context.Context) error {
+			w.Warm(ctx)
+			return prepareOnly(ctx)
+		}
 	}
 	return b.run(ctx, prepare, func(ctx context.Context) { ctrl.Run(ctx, workers) }, ctrl.LocalSynced)
 }

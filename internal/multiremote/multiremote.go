@@ -153,8 +153,8 @@ func (c *Controller[K]) Run(ctx context.Context, workers int) {
 		c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Events.CoreV1().Events("")})
 		defer c.broadcaster.Shutdown()
 	}
+	c.Warm(ctx)
 	for _, f := range c.local {
-		f.Start(ctx.Done())
 		defer f.Shutdown()
 	}
 	if len(c.local) > 0 {
@@ -169,7 +169,6 @@ func (c *Controller[K]) Run(ctx context.Context, workers int) {
 	defer wg.Wait()
 	for _, r := range c.remotes {
 		for _, f := range r.factories {
-			f.Start(ctx.Done())
 			defer f.Shutdown()
 		}
 		wg.Go(func() { c.waitForRemote(ctx, r) })
@@ -182,6 +181,21 @@ func (c *Controller[K]) Run(ctx context.Context, workers int) {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.cfg.Inventory, c.cfg.InventoryInterval) })
 	}
 	c.loop.Run(ctx, workers)
+}
+
+// Warm starts the informers, local and remote, without the workers, until ctx (the one Run
+// is given, or one that ends with it) is done: a replica that waits before it may act, such as
+// a rollout's successor standing by beside its predecessor, fills its caches meanwhile, and Run
+// finds them synced. Run starts them too; a factory starts each informer once.
+func (c *Controller[K]) Warm(ctx context.Context) {
+	for _, f := range c.local {
+		f.Start(ctx.Done())
+	}
+	for _, r := range c.remotes {
+		for _, f := range r.factories {
+			f.Start(ctx.Done())
+		}
+	}
 }
 
 func (c *Controller[K]) waitForRemote(ctx context.Context, r *Remote) {

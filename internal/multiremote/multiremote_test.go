@@ -77,14 +77,16 @@ func cut(k string) (remoteName, name string, ok bool) {
 	return k, "", false
 }
 
-// informers stands for a factory of informers whose caches sync when the test says so.
+// informers stands for a factory of informers whose caches sync when the test says so. Like a
+// real factory, it starts its informers once however often it is started.
 type informers struct {
 	started chan struct{}
+	once    sync.Once
 	mu      sync.Mutex
 	synced  bool
 }
 
-func (i *informers) Start(<-chan struct{}) { close(i.started) }
+func (i *informers) Start(<-chan struct{}) { i.once.Do(func() { close(i.started) }) }
 func (i *informers) Shutdown()             {}
 
 func (i *informers) hasSynced() bool {
@@ -135,6 +137,43 @@ func TestRemoteIsEnqueuedOnceItsCachesSynced(t *testing.T) {
 	if !c.LocalSynced() {
 		t.Error("a controller without local caches reports them not synced")
 	}
+}
+
+// Warm starts the informers, local and remote, and nothing else: no key is synced until Run,
+// which then finds the caches synced and syncs the remote's keys at once.
+func TestWarmFillsTheCachesBeforeTheWorkersRun(t *testing.T) {
+	s := &synced{}
+	var c *multiremote.Controller[string]
+	c, health := newController(t, s, multiremote.Config[string]{
+		OnRemoteSynced: func(r *multiremote.Remote) { c.Queue.Add(r.Name + "/a") },
+	})
+	health.Add("aws", func(context.Context) error { return nil })
+	local := &informers{started: make(chan struct{})}
+	c.WatchLocal(local, local.hasSynced)
+	r := c.AddRemote("aws")
+	remoteInf := &informers{started: make(chan struct{})}
+	r.Watch(remoteInf, remoteInf.hasSynced)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.Warm(ctx)
+	for name, inf := range map[string]*informers{"local": local, "remote": remoteInf} {
+		select {
+		case <-inf.started:
+		default:
+			t.Fatalf("Warm did not start the %s informers", name)
+		}
+	}
+	local.sync()
+	remoteInf.sync()
+	if r.Ready() || s.has("aws/a") {
+		t.Fatal("before Run, the remote is ready or its keys synced: Warm starts only the informers")
+	}
+
+	done := make(chan struct{})
+	go func() { c.Run(ctx, 1); close(done) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, "the remote's keys to be synced", func() bool { return s.has("aws/a") })
 }
 
 // The queue is fair between remotes: a remote with a thousand keys queued does not hold up

@@ -252,6 +252,14 @@ func localRanges(node *corev1.Node, override netip.Addr) []netip.Prefix {
 // is unreachable keeps its peers: nothing is removed until its cache has synced and says so.
 func (c *Peering) Run(ctx context.Context, workers int) { c.base.Run(ctx, workers) }
 
+// A rollout's successor warms its caches while it stands by (component.Base.RunControllerAfter).
+var _ interface{ Warm(context.Context) } = (*Peering)(nil)
+
+// Warm fills the caches (this cluster's Nodes, each remote's Nodes or IPAM blocks) before Run:
+// while a rollout's successor stands by, so that it sets the peers as soon as it has the
+// devices.
+func (c *Peering) Warm(ctx context.Context) { c.base.Warm(ctx) }
+
 // sync makes the device of one remote hold exactly the desired peers and routes, with the MTU
 // of the path to them, and publishes this node's annotations for the remote.
 func (c *Peering) sync(ctx context.Context, name string) (reconcile.Result, error) {
