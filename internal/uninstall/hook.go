@@ -44,8 +44,9 @@ type Hook struct {
 
 // Run patches the workload and waits for its rollout. A Deployment is recreated rather than
 // rolled (strategy Recreate): a pod still in the normal mode would write again what the new
-// ones remove. A DaemonSet replaces every node's pod at once (maxUnavailable 100%): each node
-// has one pod, so none overlaps. The patch is idempotent: a hook run again (a retried uninstall)
+// ones remove. A DaemonSet replaces every node's pod at once (maxUnavailable 100%, no surge):
+// each node has one pod, so none overlaps, and it counts as available once ready
+// (minReadySeconds 0). The patch is idempotent: a hook run again (a retried uninstall)
 // finds the workload switched already and only waits.
 func (h Hook) Run(ctx context.Context) error {
 	patch, err := h.patch()
@@ -91,6 +92,8 @@ func (h Hook) patch() ([]byte, error) {
 			"type":          string(appsv1.RollingUpdateDaemonSetStrategyType),
 			"rollingUpdate": map[string]any{"maxUnavailable": "100%", "maxSurge": 0},
 		}
+		// No pod stands by for a predecessor here: each is available once ready.
+		spec["minReadySeconds"] = 0
 	default:
 		return nil, fmt.Errorf("unknown workload kind %q (want %s or %s)", h.Kind, Deployment, DaemonSet)
 	}

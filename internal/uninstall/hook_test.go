@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -124,13 +125,21 @@ func TestHookSwitchesADeploymentAndWaitsForItsRollout(t *testing.T) {
 
 // On a DaemonSet whose pods do not all come back within the timeout (a node whose pod cannot
 // start), the hook fails with a message that says what is left and how to go on; the
-// DaemonSet is switched to replace every node's pod at once.
+// DaemonSet, surged as the chart makes it, is switched to replace every node's pod at once,
+// with no surge (the API server takes one of the two) and each pod available once ready.
 func TestHookFailsWhenADaemonSetsPodsDoNotAllComeBack(t *testing.T) {
 	c := testenv.Start(t, testenv.Options{}, "local")[0].Client
 	ctx := context.Background()
+	surge, none := intstr.FromInt32(1), intstr.FromInt32(0)
 	ds := &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "wireguard", Namespace: "default"},
-		Spec:       appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: podTemplate()},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: podTemplate(), MinReadySeconds: 5,
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
+				Type:          appsv1.RollingUpdateDaemonSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxSurge: &surge, MaxUnavailable: &none},
+			},
+		},
 	}
 	ds, err := c.AppsV1().DaemonSets("default").Create(ctx, ds, metav1.CreateOptions{})
 	if err != nil {
@@ -153,8 +162,11 @@ func TestHookFailsWhenADaemonSetsPodsDoNotAllComeBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u := got.Spec.UpdateStrategy.RollingUpdate; u == nil || u.MaxUnavailable == nil || u.MaxUnavailable.String() != "100%" {
-		t.Errorf("updateStrategy %+v, want maxUnavailable 100%%", got.Spec.UpdateStrategy)
+	if u := got.Spec.UpdateStrategy.RollingUpdate; u == nil || u.MaxUnavailable == nil || u.MaxUnavailable.String() != "100%" || u.MaxSurge == nil || u.MaxSurge.String() != "0" {
+		t.Errorf("updateStrategy %+v, want maxUnavailable 100%% and maxSurge 0", got.Spec.UpdateStrategy)
+	}
+	if got.Spec.MinReadySeconds != 0 {
+		t.Errorf("minReadySeconds %d, want 0", got.Spec.MinReadySeconds)
 	}
 	if v := envOf(got.Spec.Template, "component", uninstall.ModeEnv); v != "true" {
 		t.Errorf("%s = %q, want true", uninstall.ModeEnv, v)

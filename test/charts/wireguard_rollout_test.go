@@ -50,7 +50,9 @@ func TestWireGuardPodDeclaresNoHostPorts(t *testing.T) {
 // By default a rollout of semaphore-wireguard starts each node's successor beside its predecessor,
 // one node at a time (maxSurge 1, maxUnavailable 0), and the successor takes the devices over as
 // the predecessor stops; maxSurge 0 with maxUnavailable 1 replaces the pods the old way, and an
-// override of both (percentages too) or OnDelete is rendered as given. Every strategy rendered is
+// override of both (percentages too) or OnDelete is rendered as given. A new pod counts as
+// available 5 s after it is ready (minReadySeconds), the time its predecessor keeps the devices
+// while it fills its caches. Every strategy rendered is
 // one the API server accepts for a DaemonSet: of a rolling update's maxSurge and maxUnavailable,
 // exactly one other than 0 (what testdata/bad-values.yaml refuses breaks that).
 func TestWireGuardRolloutSurgesByDefault(t *testing.T) {
@@ -60,22 +62,29 @@ func TestWireGuardRolloutSurgesByDefault(t *testing.T) {
 		own                        []string
 		wantType                   appsv1.DaemonSetUpdateStrategyType
 		wantSurge, wantUnavailable string
+		// wantMinReady is the DaemonSet's minReadySeconds: 5 unless own says otherwise.
+		wantMinReady int32
 	}{
-		{name: "defaults", wantType: appsv1.RollingUpdateDaemonSetStrategyType, wantSurge: "1", wantUnavailable: "0"},
+		{name: "defaults", wantType: appsv1.RollingUpdateDaemonSetStrategyType, wantSurge: "1", wantUnavailable: "0", wantMinReady: 5},
+		{
+			name:     "successors available as soon as ready",
+			own:      []string{"minReadySeconds: 0"},
+			wantType: appsv1.RollingUpdateDaemonSetStrategyType, wantSurge: "1", wantUnavailable: "0",
+		},
 		{
 			name:     "the old way",
 			own:      []string{"updateStrategy: {rollingUpdate: {maxSurge: 0, maxUnavailable: 1}}"},
-			wantType: appsv1.RollingUpdateDaemonSetStrategyType, wantSurge: "0", wantUnavailable: "1",
+			wantType: appsv1.RollingUpdateDaemonSetStrategyType, wantSurge: "0", wantUnavailable: "1", wantMinReady: 5,
 		},
 		{
 			name:     "a percentage of the nodes at once",
 			own:      []string{`updateStrategy: {rollingUpdate: {maxSurge: "10%", maxUnavailable: 0}}`},
-			wantType: appsv1.RollingUpdateDaemonSetStrategyType, wantSurge: "10%", wantUnavailable: "0",
+			wantType: appsv1.RollingUpdateDaemonSetStrategyType, wantSurge: "10%", wantUnavailable: "0", wantMinReady: 5,
 		},
 		{
 			name:     "on delete",
 			own:      []string{"updateStrategy: {type: OnDelete}"},
-			wantType: appsv1.OnDeleteDaemonSetStrategyType, wantSurge: "1", wantUnavailable: "0",
+			wantType: appsv1.OnDeleteDaemonSetStrategyType, wantSurge: "1", wantUnavailable: "0", wantMinReady: 5,
 		},
 	}
 	for _, tt := range tests {
@@ -85,6 +94,9 @@ func TestWireGuardRolloutSurgesByDefault(t *testing.T) {
 				t.Fatal(err)
 			}
 			ds := typed[appsv1.DaemonSet](t, w.Object)
+			if ds.Spec.MinReadySeconds != tt.wantMinReady {
+				t.Errorf("minReadySeconds %d, want %d", ds.Spec.MinReadySeconds, tt.wantMinReady)
+			}
 			s := ds.Spec.UpdateStrategy
 			if s.Type != tt.wantType || s.RollingUpdate == nil {
 				t.Fatalf("updateStrategy %+v, want type %s with a rollingUpdate", s, tt.wantType)
