@@ -15,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/app"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/caches"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/trimmed"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
@@ -281,5 +281,5 @@ func cachedSlice(obj any, exists bool, err error) (metav1.Object, error) {
 }
 
 func isReadLabel(k string) bool {
-	return slices.Contains(trimmed.ServiceLabels, k) || slices.Contains(trimmed.SliceLabels, k)
+	return slices.Contains(caches.ServiceLabels, k) || slices.Contains(caches.SliceLabels, k)
 }

@@ -1,6 +1,7 @@
 // Package caches holds the informers that the service mirror's controllers share: one watch
 // of the local mirror namespace, and one EndpointSlice informer per remote cluster, next to
-// which each controller watches the Services of a remote it selects (Select).
+// which each controller watches the Services of a remote it selects (Select); and the informer
+// transforms of what the service mirror reads and never writes (TrimService, TrimSlice).
 package caches
 
 import (
@@ -11,7 +12,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/trimmed"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 )
 
@@ -32,14 +32,14 @@ func NewRemoteSlices(resync time.Duration) *RemoteSlices {
 }
 
 // For returns r's factory (to start, and wait for) and its EndpointSlice informer, indexed by
-// mirror.ByServiceName, its slices trimmed (package trimmed). Every caller gets the same ones;
+// mirror.ByServiceName, its slices trimmed (TrimSlice). Every caller gets the same ones;
 // they must ask before the factory starts, as indexers cannot be added to a running informer.
 func (s *RemoteSlices) For(r remote.Cluster) (informers.SharedInformerFactory, cache.SharedIndexInformer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.factories[r.Name]
 	if !ok {
-		f = informers.NewSharedInformerFactoryWithOptions(r.Client, s.resync, informers.WithTransform(trimmed.Slice))
+		f = informers.NewSharedInformerFactoryWithOptions(r.Client, s.resync, informers.WithTransform(TrimSlice))
 		s.factories[r.Name] = f
 	}
 	inf := f.Discovery().V1().EndpointSlices().Informer()

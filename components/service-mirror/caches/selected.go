@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/limit"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/trimmed"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/internal/remote"
@@ -67,7 +66,7 @@ func SelectedServices(client kubernetes.Interface, selector labels.Selector, res
 	sel := selector.String()
 	return informers.NewSharedInformerFactoryWithOptions(client, resync,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }),
-		informers.WithTransform(trimmed.Service))
+		informers.WithTransform(TrimService))
 }
 
 // OnSlice is the handler of a changed EndpointSlice: it calls enqueue with the Service the

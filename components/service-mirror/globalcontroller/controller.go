@@ -24,7 +24,6 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/limit"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/trimmed"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
@@ -133,7 +132,7 @@ func (c *Controller) watchLocal(local kubernetes.Interface) {
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermNotEqualSelector("metadata.namespace", c.opts.Namespace).String()
 		}),
-		informers.WithTransform(trimmed.Slice))
+		informers.WithTransform(caches.TrimSlice))
 	sources := others.Discovery().V1().EndpointSlices()
 	utilruntime.Must(sources.Informer().AddIndexers(cache.Indexers{mirror.ByServiceName: mirror.IndexByServiceName}))
 	selected := caches.SelectedServices(local, c.opts.Selector, c.opts.ResyncPeriod)

@@ -38,7 +38,6 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/caches"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mcs"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/trimmed"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
@@ -218,7 +217,7 @@ func (c *Controller) watchLocal(local kubernetes.Interface, localConfig *rest.Co
 func (c *Controller) watchRemote(r remote.Cluster, exports mcsclient.Interface) error {
 	base := c.base.AddRemote(r.Name)
 	api := mcsinformers.NewSharedInformerFactoryWithOptions(exports, c.opts.ResyncPeriod, mcsinformers.WithTransform(trim.ManagedFields))
-	services := informers.NewSharedInformerFactoryWithOptions(r.Client, c.opts.ResyncPeriod, informers.WithTransform(trimmed.Service))
+	services := informers.NewSharedInformerFactoryWithOptions(r.Client, c.opts.ResyncPeriod, informers.WithTransform(caches.TrimService))
 	sliceFactory, slices := c.opts.RemoteSlices.For(r)
 	exported, svcs := api.Multicluster().V1beta1().ServiceExports().Informer(), services.Core().V1().Services()
 	c.clusters[r.Name] = &cluster{name: r.Name, remote: base, exports: api.Multicluster().V1beta1().ServiceExports().Lister(),
@@ -270,9 +269,9 @@ func oursSelector() string {
 func trimSource(obj any) (any, error) {
 	switch obj.(type) {
 	case *corev1.Service:
-		return trimmed.Service(obj)
+		return caches.TrimService(obj)
 	case *discoveryv1.EndpointSlice:
-		return trimmed.Slice(obj)
+		return caches.TrimSlice(obj)
 	}
 	return trim.ManagedFields(obj)
 }

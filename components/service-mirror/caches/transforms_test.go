@@ -1,4 +1,4 @@
-package trimmed_test
+package caches_test
 
 import (
 	"maps"
@@ -13,9 +13,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-semaphore/semaphore/components/service-mirror/caches"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/components/service-mirror/trimmed"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/trim"
 	"github.com/kube-semaphore/semaphore/internal/trim/trimtest"
@@ -33,7 +33,7 @@ func noisy(name string, read map[string]string) metav1.ObjectMeta {
 	}
 }
 
-// A remote Service trimmed, by trim.RemoteService alone or followed by trimmed.Service as the
+// A remote Service trimmed, by trim.RemoteService alone or followed by caches.TrimService as the
 // service mirror's informers do, makes the same mirror and the same global definition as in
 // full, headless or not.
 func TestTrimmedServiceMakesTheSameMirrorAndGlobalDefinition(t *testing.T) {
@@ -50,7 +50,7 @@ func TestTrimmedServiceMakesTheSameMirrorAndGlobalDefinition(t *testing.T) {
 	headless.Spec.Type, headless.Spec.ClusterIP, headless.Spec.PublishNotReadyAddresses = corev1.ServiceTypeClusterIP, corev1.ClusterIPNone, true
 	src := mirror.Source{Cluster: "aws", Namespace: "app", Name: "web"}
 	for _, full := range []*corev1.Service{svc, headless} {
-		for name, f := range map[string]cache.TransformFunc{"trim.RemoteService": trim.RemoteService, "trimmed.Service": trimmed.Service} {
+		for name, f := range map[string]cache.TransformFunc{"trim.RemoteService": trim.RemoteService, "caches.TrimService": caches.TrimService} {
 			got := trimtest.Apply(t, f, full.DeepCopy()).(*corev1.Service)
 			if diff := cmp.Diff(mirror.Service(src, "semaphore", full), mirror.Service(src, "semaphore", got)); diff != "" {
 				t.Errorf("%s: mirror of the trimmed Service differs (-full +trimmed):\n%s", name, diff)
@@ -68,7 +68,7 @@ func TestServiceKeepsOnlyTheLabelsTheServiceMirrorReads(t *testing.T) {
 	read := map[string]string{ownership.ManagedBy: "someone", global.LabelRoutingStrategy: global.LocalFirst}
 	full := &corev1.Service{ObjectMeta: noisy("web", read), Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone}}
 	before := full.DeepCopy()
-	got := trimtest.Apply(t, trimmed.Service, full).(*corev1.Service)
+	got := trimtest.Apply(t, caches.TrimService, full).(*corev1.Service)
 	if diff := cmp.Diff(read, got.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
@@ -78,13 +78,13 @@ func TestServiceKeepsOnlyTheLabelsTheServiceMirrorReads(t *testing.T) {
 	if diff := cmp.Diff(before, full); diff != "" {
 		t.Errorf("the decoded object changed (-before +after):\n%s", diff)
 	}
-	plain := trimtest.Apply(t, trimmed.Service, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "plain", Labels: map[string]string{"a": "b"}}}).(*corev1.Service)
+	plain := trimtest.Apply(t, caches.TrimService, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "plain", Labels: map[string]string{"a": "b"}}}).(*corev1.Service)
 	if plain.Labels != nil {
 		t.Errorf("labels %v, want none", plain.Labels)
 	}
 }
 
-// A remote EndpointSlice trimmed, by trim.RemoteSlice alone or followed by trimmed.Slice, makes
+// A remote EndpointSlice trimmed, by trim.RemoteSlice alone or followed by caches.TrimSlice, makes
 // the same mirror slice as in full.
 func TestTrimmedSliceMakesTheSameMirrorSlice(t *testing.T) {
 	full := &discoveryv1.EndpointSlice{
@@ -102,7 +102,7 @@ func TestTrimmedSliceMakesTheSameMirrorSlice(t *testing.T) {
 		}},
 	}
 	to := metav1.ObjectMeta{Name: "m", Namespace: "semaphore"}
-	for name, f := range map[string]cache.TransformFunc{"trim.RemoteSlice": trim.RemoteSlice, "trimmed.Slice": trimmed.Slice} {
+	for name, f := range map[string]cache.TransformFunc{"trim.RemoteSlice": trim.RemoteSlice, "caches.TrimSlice": caches.TrimSlice} {
 		got := trimtest.Apply(t, f, full.DeepCopy()).(*discoveryv1.EndpointSlice)
 		if diff := cmp.Diff(mirror.CopySlice(full, to), mirror.CopySlice(got, to)); diff != "" {
 			t.Errorf("%s: mirror slice differs (-full +trimmed):\n%s", name, diff)
@@ -114,7 +114,7 @@ func TestTrimmedSliceMakesTheSameMirrorSlice(t *testing.T) {
 // is indexed under its Service.
 func TestSliceKeepsOnlyItsServiceName(t *testing.T) {
 	full := &discoveryv1.EndpointSlice{ObjectMeta: noisy("web-abc", map[string]string{discoveryv1.LabelServiceName: "web"})}
-	got := trimtest.Apply(t, trimmed.Slice, full).(*discoveryv1.EndpointSlice)
+	got := trimtest.Apply(t, caches.TrimSlice, full).(*discoveryv1.EndpointSlice)
 	if diff := cmp.Diff(map[string]string{discoveryv1.LabelServiceName: "web"}, got.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
@@ -128,5 +128,5 @@ func TestSliceKeepsOnlyItsServiceName(t *testing.T) {
 
 // Anything else an informer hands over (a tombstone) passes unchanged.
 func TestOtherObjectsPass(t *testing.T) {
-	trimtest.PassTombstone(t, &corev1.Service{ObjectMeta: noisy("web", nil)}, trimmed.Service, trimmed.Slice)
+	trimtest.PassTombstone(t, &corev1.Service{ObjectMeta: noisy("web", nil)}, caches.TrimService, caches.TrimSlice)
 }

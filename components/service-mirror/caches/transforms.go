@@ -1,10 +1,4 @@
-// Package trimmed holds the informer transforms (cache.TransformFunc) of the Services and
-// EndpointSlices the service mirror reads from a cluster, remote or local, and never writes: on
-// top of what package trim leaves out of them, they keep only the labels the service mirror
-// reads and no annotation. A cluster may put up to 256 KiB of annotations, and any number of
-// labels, on every object it publishes; none of it is copied anywhere, so none of it is cached,
-// and a remote that publishes huge metadata costs the controller's memory nothing.
-package trimmed
+package caches
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +10,13 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/trim"
 )
 
+// The informer transforms (cache.TransformFunc) of the Services and EndpointSlices the service
+// mirror reads from a cluster, remote or local, and never writes: on top of what package trim
+// leaves out of them, they keep only the labels the service mirror reads and no annotation. A
+// cluster may put up to 256 KiB of annotations, and any number of labels, on every object it
+// publishes; none of it is copied anywhere, so none of it is cached, and a remote that
+// publishes huge metadata costs the controller's memory nothing.
+
 // ServiceLabels are the labels of a Service the service mirror reads: whether it is ours (ours
 // are never the source of a global service), and the routing strategy of a global service.
 // The selectors are applied by the API server, which lists and watches only what they select.
@@ -25,8 +26,8 @@ var ServiceLabels = []string{ownership.ManagedBy, global.LabelRoutingStrategy}
 // belongs to.
 var SliceLabels = []string{discoveryv1.LabelServiceName}
 
-// Service is trim.RemoteService keeping only ServiceLabels and no annotation.
-func Service(obj any) (any, error) {
+// TrimService is trim.RemoteService keeping only ServiceLabels and no annotation.
+func TrimService(obj any) (any, error) {
 	out, err := trim.RemoteService(obj)
 	if svc, ok := out.(*corev1.Service); ok {
 		only(&svc.ObjectMeta, ServiceLabels)
@@ -34,8 +35,8 @@ func Service(obj any) (any, error) {
 	return out, err
 }
 
-// Slice is trim.RemoteSlice keeping only SliceLabels and no annotation.
-func Slice(obj any) (any, error) {
+// TrimSlice is trim.RemoteSlice keeping only SliceLabels and no annotation.
+func TrimSlice(obj any) (any, error) {
 	out, err := trim.RemoteSlice(obj)
 	if s, ok := out.(*discoveryv1.EndpointSlice); ok {
 		only(&s.ObjectMeta, SliceLabels)
