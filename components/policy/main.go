@@ -4,7 +4,7 @@ package main
 
 import (
 	"github.com/kube-semaphore/semaphore/components/policy/app"
-	"github.com/kube-semaphore/semaphore/internal/component"
+	"github.com/kube-semaphore/semaphore/internal/daemon"
 )
 
-func main() { component.Main(app.Name, app.Build) }
+func main() { daemon.Main(app.Name, app.Build) }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/component"
+	"github.com/kube-semaphore/semaphore/internal/daemon"
 	"github.com/kube-semaphore/semaphore/internal/testbed"
 	"github.com/kube-semaphore/semaphore/lab/env"
 )
@@ -29,18 +29,18 @@ func readGoRuntime(ctx context.Context, c env.Controller) (goRuntime, error) {
 	return r, nil
 }
 
-// problem says how r differs from what a component sets by itself (component.tuneGC): the
+// problem says how r differs from what a component sets by itself (daemon.tuneGC): the
 // collector at DefaultGCPercent, a soft limit of MemoryLimitShare of the container's limit.
 func (r goRuntime) problem() string {
-	if r.gcPercent != component.DefaultGCPercent {
-		return fmt.Sprintf("GOGC is %v, want %d", r.gcPercent, component.DefaultGCPercent)
+	if r.gcPercent != daemon.DefaultGCPercent {
+		return fmt.Sprintf("GOGC is %v, want %d", r.gcPercent, daemon.DefaultGCPercent)
 	}
 	if r.containerLimit == 0 {
 		return ""
 	}
-	if want := int64(float64(r.containerLimit) * component.MemoryLimitShare); int64(r.softLimit) != want {
+	if want := int64(float64(r.containerLimit) * daemon.MemoryLimitShare); int64(r.softLimit) != want {
 		return fmt.Sprintf("the soft memory limit is %.0f bytes, want %d (%.0f%% of the container's %d)",
-			r.softLimit, want, 100*component.MemoryLimitShare, r.containerLimit)
+			r.softLimit, want, 100*daemon.MemoryLimitShare, r.containerLimit)
 	}
 	return ""
 }

@@ -32,7 +32,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/mtu"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
-	"github.com/kube-semaphore/semaphore/internal/component"
+	"github.com/kube-semaphore/semaphore/internal/daemon"
 	"github.com/kube-semaphore/semaphore/internal/helmchart"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
@@ -557,7 +557,7 @@ func setupController(t *testing.T, local kubernetes.Interface, remotes []remote.
 	t.Helper()
 	log := testLogger(t)
 	reg := prometheus.NewRegistry()
-	in := component.NewInstruments(reg, wgapp.MetricsPrefix, time.Second, log)
+	in := daemon.NewInstruments(reg, wgapp.MetricsPrefix, time.Second, log)
 	ctrl, err := wgcontroller.New(wgcontroller.Options{LocalCluster: "gcp", NodeName: admissionNode, MTU: mtu.Fixed(1420), ResyncPeriod: time.Minute},
 		local, remotes, devs, devicetest.New(), in.Health, wgcontroller.NewMetrics(in.Factory, reg), in.Queue, log)
 	if err != nil {

@@ -39,8 +39,8 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
-	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
+	"github.com/kube-semaphore/semaphore/internal/daemon"
 	"github.com/kube-semaphore/semaphore/internal/helmchart"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
@@ -69,6 +69,34 @@ const (
 // configuration of each controller is its container's environment as rendered, decoded like
 // the binary decodes it; only the paths a pod would have differently are pointed at files here.
 func TestLeastPrivilege(t *testing.T) {
+	sc := newPrivilegeScene(t)
+	t.Run("service-mirror", func(t *testing.T) { mirrorScenario(t, sc.aws, sc.gcp, sc.pods["service-mirror"]) })
+	t.Run("policy", func(t *testing.T) { policyScenario(t, sc.aws, sc.gcp, sc.pods["policy"], calico.APICRD, "sys-log") })
+	t.Run("wireguard", func(t *testing.T) { wireguardScenario(t, sc.aws, sc.gcp, sc.pods["wireguard"]) })
+	t.Run("remote token is read-only", sc.remoteTokenIsReadOnly)
+	t.Run("local identities", sc.localIdentitiesWriteOnlyTheirOwn)
+	t.Run("service-mirror reads for global services", sc.mirrorReadsForGlobalServices)
+	t.Run("policy with projectcalico.org/v3 after an upgrade", sc.policyOnV3AfterAnUpgrade)
+	t.Run("service-mirror without global services after an upgrade", sc.mirrorWithoutGlobalServicesAfterAnUpgrade)
+}
+
+// privilegeScene is what TestLeastPrivilege's steps share: semaphore-remote installed in aws
+// for consumer gcp, the umbrella in gcp reading aws with every component on, and a pod of each
+// component simulated from what the umbrella rendered.
+type privilegeScene struct {
+	aws, gcp *testenv.Cluster
+	// consumerSA is gcp's ServiceAccount in aws, whose token the umbrella's remote uses.
+	consumerSA string
+	// localValues are the umbrella's values in gcp, which the upgrade steps add to.
+	localValues string
+	// pods are the simulated pods, by component.
+	pods map[string]*simulatedPod
+}
+
+// newPrivilegeScene installs both charts and simulates the pods; each run of the test does it
+// once, so that any one step (go test -run 'TestLeastPrivilege/local identities') runs alone.
+func newPrivilegeScene(t *testing.T) *privilegeScene {
+	t.Helper()
 	aws, gcp := clusters(t)
 	ctx := context.Background()
 
@@ -138,205 +166,215 @@ wireguard:
 		}
 	}
 
-	t.Run("service-mirror", func(t *testing.T) { mirrorScenario(t, aws, gcp, pods["service-mirror"]) })
-	t.Run("policy", func(t *testing.T) { policyScenario(t, aws, gcp, pods["policy"], calico.APICRD, "sys-log") })
-	t.Run("wireguard", func(t *testing.T) { wireguardScenario(t, aws, gcp, pods["wireguard"]) })
+	return &privilegeScene{aws: aws, gcp: gcp, consumerSA: consumerSA, localValues: localValues, pods: pods}
+}
 
-	t.Run("remote token is read-only", func(t *testing.T) {
-		user := serviceAccountUser(remoteNamespace, consumerSA)
-		for _, comp := range components {
-			remotes, err := remote.LoadRemotes(pods[comp].RemotesDir, []string{"aws"}, remote.ClientOptions{UserAgent: "least-privilege", QPS: -1})
-			if err != nil {
-				t.Fatal(err)
+// remoteTokenIsReadOnly: with the token semaphore-remote made for gcp, each component reads aws
+// and can do nothing else: neither write, nor read Secrets or ConfigMaps.
+func (sc *privilegeScene) remoteTokenIsReadOnly(t *testing.T) {
+	ctx := context.Background()
+	user := serviceAccountUser(remoteNamespace, sc.consumerSA)
+	for _, comp := range components {
+		remotes, err := remote.LoadRemotes(sc.pods[comp].RemotesDir, []string{"aws"}, remote.ClientOptions{UserAgent: "least-privilege", QPS: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := remotes[0].Client
+		who, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if who.Status.UserInfo.Username != user {
+			t.Fatalf("%s's credentials for aws are %q's, want %q", comp, who.Status.UserInfo.Username, user)
+		}
+		if _, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
+			t.Errorf("the token cannot even list nodes: %v", err)
+		}
+		refused(t, "create a Service in aws", func() error {
+			_, err := client.CoreV1().Services("default").Create(ctx, &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Name: "intruder"},
+				Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
+			}, metav1.CreateOptions{})
+			return err
+		})
+		refused(t, "patch a Node of aws", func() error {
+			_, err := client.CoreV1().Nodes().Patch(ctx, "aws-node-1", types.MergePatchType,
+				[]byte(`{"metadata":{"annotations":{"intruder":"yes"}}}`), metav1.PatchOptions{})
+			return err
+		})
+		refused(t, "delete a Service of aws", func() error {
+			return client.CoreV1().Services("sys-log").Delete(ctx, "fluentd", metav1.DeleteOptions{})
+		})
+		refused(t, "delete a Pod of aws", func() error {
+			return client.CoreV1().Pods("sys-log").Delete(ctx, "forwarder-1", metav1.DeleteOptions{})
+		})
+		refused(t, "get its own token Secret", func() error {
+			_, err := client.CoreV1().Secrets(remoteNamespace).Get(ctx, sc.consumerSA+"-token", metav1.GetOptions{})
+			return err
+		})
+		refused(t, "list Secrets in every namespace", func() error {
+			_, err := client.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+			return err
+		})
+		refused(t, "list ConfigMaps", func() error {
+			_, err := client.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
+			return err
+		})
+	}
+	// Everything else, asked of the API server's authorizer.
+	reads := []resourceRef{{"", "nodes"}, {"", "services"}, {"discovery.k8s.io", "endpointslices"}, {"", "pods"}}
+	for _, ns := range []string{"", "default", "kube-system", remoteNamespace} {
+		for _, r := range sweepResources {
+			for _, verb := range allVerbs {
+				want := slices.Contains(reads, r) && slices.Contains([]string{"get", "list", "watch"}, verb)
+				checkAccess(t, sc.aws, user, ns, verb, r, want)
 			}
-			client := remotes[0].Client
-			who, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if who.Status.UserInfo.Username != user {
-				t.Fatalf("%s's credentials for aws are %q's, want %q", comp, who.Status.UserInfo.Username, user)
-			}
-			if _, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
-				t.Errorf("the token cannot even list nodes: %v", err)
-			}
-			refused(t, "create a Service in aws", func() error {
-				_, err := client.CoreV1().Services("default").Create(ctx, &corev1.Service{
+		}
+	}
+
+}
+
+// localIdentitiesWriteOnlyTheirOwn: no component's ServiceAccount in gcp reads a Secret, the
+// remote token's least of all, or writes anything but its own objects.
+func (sc *privilegeScene) localIdentitiesWriteOnlyTheirOwn(t *testing.T) {
+	ctx := context.Background()
+	for _, comp := range components {
+		p := sc.pods[comp]
+		user := serviceAccountUser(localNamespace, p.ServiceAccount)
+		local := kubernetes.NewForConfigOrDie(p.LocalConfig(t))
+		refused(t, comp+": list Secrets in every namespace", func() error {
+			_, err := local.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+			return err
+		})
+		for _, ns := range []string{localNamespace, mirrorNamespace, "default", "kube-system"} {
+			refused(t, comp+": list Secrets in "+ns, func() error {
+				_, err := local.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+				return err
+			})
+		}
+		refused(t, comp+": get the remote token", func() error {
+			_, err := local.CoreV1().Secrets(localNamespace).Get(ctx, tokenSecret, metav1.GetOptions{})
+			return err
+		})
+		for _, ns := range []string{"default", localNamespace} {
+			refused(t, comp+": create a Service in "+ns, func() error {
+				_, err := local.CoreV1().Services(ns).Create(ctx, &corev1.Service{
 					ObjectMeta: metav1.ObjectMeta{Name: "intruder"},
 					Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
 				}, metav1.CreateOptions{})
 				return err
 			})
-			refused(t, "patch a Node of aws", func() error {
-				_, err := client.CoreV1().Nodes().Patch(ctx, "aws-node-1", types.MergePatchType,
-					[]byte(`{"metadata":{"annotations":{"intruder":"yes"}}}`), metav1.PatchOptions{})
-				return err
-			})
-			refused(t, "delete a Service of aws", func() error {
-				return client.CoreV1().Services("sys-log").Delete(ctx, "fluentd", metav1.DeleteOptions{})
-			})
-			refused(t, "delete a Pod of aws", func() error {
-				return client.CoreV1().Pods("sys-log").Delete(ctx, "forwarder-1", metav1.DeleteOptions{})
-			})
-			refused(t, "get its own token Secret", func() error {
-				_, err := client.CoreV1().Secrets(remoteNamespace).Get(ctx, consumerSA+"-token", metav1.GetOptions{})
-				return err
-			})
-			refused(t, "list Secrets in every namespace", func() error {
-				_, err := client.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
-				return err
-			})
-			refused(t, "list ConfigMaps", func() error {
-				_, err := client.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
-				return err
-			})
 		}
-		// Everything else, asked of the API server's authorizer.
-		reads := []resourceRef{{"", "nodes"}, {"", "services"}, {"discovery.k8s.io", "endpointslices"}, {"", "pods"}}
-		for _, ns := range []string{"", "default", "kube-system", remoteNamespace} {
-			for _, r := range sweepResources {
-				for _, verb := range allVerbs {
-					want := slices.Contains(reads, r) && slices.Contains([]string{"get", "list", "watch"}, verb)
-					checkAccess(t, aws, user, ns, verb, r, want)
-				}
-			}
-		}
-	})
-
-	t.Run("local identities", func(t *testing.T) {
-		for _, comp := range components {
-			p := pods[comp]
-			user := serviceAccountUser(localNamespace, p.ServiceAccount)
-			local := kubernetes.NewForConfigOrDie(p.LocalConfig(t))
-			refused(t, comp+": list Secrets in every namespace", func() error {
-				_, err := local.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
-				return err
-			})
-			for _, ns := range []string{localNamespace, mirrorNamespace, "default", "kube-system"} {
-				refused(t, comp+": list Secrets in "+ns, func() error {
-					_, err := local.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
-					return err
-				})
-			}
-			refused(t, comp+": get the remote token", func() error {
-				_, err := local.CoreV1().Secrets(localNamespace).Get(ctx, tokenSecret, metav1.GetOptions{})
-				return err
-			})
-			for _, ns := range []string{"default", localNamespace} {
-				refused(t, comp+": create a Service in "+ns, func() error {
-					_, err := local.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-						ObjectMeta: metav1.ObjectMeta{Name: "intruder"},
-						Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
-					}, metav1.CreateOptions{})
-					return err
-				})
-			}
-			// What each may write, and nothing else.
-			for _, ns := range []string{"", "default", "kube-system", localNamespace, mirrorNamespace} {
-				for _, r := range sweepResources {
-					for _, verb := range allVerbs {
-						checkAccess(t, gcp, user, ns, verb, r, localAllowed(comp, p, ns, verb, r))
-					}
-				}
-			}
-		}
-	})
-
-	// Global services are on by default: the service mirror reads this cluster's Services and
-	// EndpointSlices in every namespace and its Nodes, and still writes only in the mirror
-	// namespace (the sweep above covers every verb).
-	t.Run("service-mirror reads for global services", func(t *testing.T) {
-		p := pods["service-mirror"]
-		if sel := p.Env["SEMAPHORE_GLOBAL_LABEL_SELECTOR"]; sel != global.DefaultSelector {
-			t.Fatalf("SEMAPHORE_GLOBAL_LABEL_SELECTOR=%q, want the default %q", sel, global.DefaultSelector)
-		}
-		local := kubernetes.NewForConfigOrDie(p.LocalConfig(t))
-		if _, err := local.CoreV1().Services("").List(ctx, metav1.ListOptions{}); err != nil {
-			t.Errorf("list Services in every namespace: %v", err)
-		}
-		if _, err := local.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{}); err != nil {
-			t.Errorf("list EndpointSlices in every namespace: %v", err)
-		}
-		if _, err := local.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
-			t.Errorf("list Nodes: %v", err)
-		}
-		refused(t, "update a Service in default", func() error {
-			svc, err := local.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			svc.Labels = map[string]string{"intruder": "yes"}
-			_, err = local.CoreV1().Services("default").Update(ctx, svc, metav1.UpdateOptions{})
-			return err
-		})
-		refused(t, "create an EndpointSlice in default", func() error {
-			_, err := local.DiscoveryV1().EndpointSlices("default").Create(ctx, &discoveryv1.EndpointSlice{
-				ObjectMeta:  metav1.ObjectMeta{Name: "intruder"},
-				AddressType: discoveryv1.AddressTypeIPv4,
-			}, metav1.CreateOptions{})
-			return err
-		})
-	})
-
-	// The default API group, projectcalico.org/v3, through `helm upgrade`: the policy
-	// controller then writes there, and may no longer write the other group.
-	t.Run("policy with projectcalico.org/v3 after an upgrade", func(t *testing.T) {
-		up := upgrade(t, gcp, umbrellaChart, localRelease, localNamespace, valuesOf(t, nil, localValues, "policy: {calicoAPI: projectcalico.org/v3}"))
-		var p *simulatedPod
-		for _, w := range workloadsOf(t, up) {
-			if w.Component == "policy" {
-				p = simulatePod(t, gcp, up, w)
-			}
-		}
-		if p == nil {
-			t.Fatal("the upgraded release has no policy workload")
-		}
-		policyScenario(t, aws, gcp, p, calico.APIv3, "sys-log-v3")
-		user := serviceAccountUser(localNamespace, p.ServiceAccount)
-		for _, r := range []resourceRef{{"crd.projectcalico.org", "globalnetworksets"}, {"projectcalico.org", "globalnetworksets"}} {
-			for _, verb := range allVerbs {
-				checkAccess(t, gcp, user, "", verb, r, localAllowed("policy", p, "", verb, r))
-			}
-		}
-	})
-
-	// Global services off, through `helm upgrade`: the selector is empty, the global services'
-	// ClusterRole is gone, and with it every read outside the mirror namespace but the local
-	// ranges'.
-	t.Run("service-mirror without global services after an upgrade", func(t *testing.T) {
-		up := upgrade(t, gcp, umbrellaChart, localRelease, localNamespace, valuesOf(t, nil, localValues, "serviceMirror: {globalServices: {enabled: false}}"))
-		w, err := up.Workload("service-mirror")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := simulatePod(t, gcp, up, w)
-		if sel, ok := p.Env["SEMAPHORE_GLOBAL_LABEL_SELECTOR"]; !ok || sel != "" {
-			t.Errorf("SEMAPHORE_GLOBAL_LABEL_SELECTOR=%q (set: %v), want set to the empty string", sel, ok)
-		}
-		for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
-			for _, u := range up.Of(kind) {
-				// Only the read of the local ranges (Nodes, ServiceCIDRs, IPAM blocks) stays.
-				if u.GetLabels()["app.kubernetes.io/component"] == "service-mirror" && !strings.HasSuffix(u.GetName(), "-local-ranges") {
-					t.Errorf("%s %s is still rendered", kind, u.GetName())
-				}
-			}
-		}
-		user := serviceAccountUser(localNamespace, p.ServiceAccount)
-		// The authorizer sees RBAC through its own informers: wait for the binding's removal.
-		testenv.Eventually(t, 20*time.Second, "the ClusterRoleBinding's removal to reach the authorizer", func() error {
-			if allowed(t, gcp, user, "", "list", resourceRef{"", "services"}) {
-				return errors.New("still allowed to list Services in every namespace")
-			}
-			return nil
-		})
+		// What each may write, and nothing else.
 		for _, ns := range []string{"", "default", "kube-system", localNamespace, mirrorNamespace} {
 			for _, r := range sweepResources {
 				for _, verb := range allVerbs {
-					checkAccess(t, gcp, user, ns, verb, r, localAllowed("service-mirror", p, ns, verb, r))
+					checkAccess(t, sc.gcp, user, ns, verb, r, localAllowed(comp, p, ns, verb, r))
 				}
 			}
 		}
+	}
+
+}
+
+// mirrorReadsForGlobalServices: global services are on by default, so the service mirror reads
+// this cluster's Services and EndpointSlices in every namespace and its Nodes, and still writes
+// only in the mirror namespace (localIdentitiesWriteOnlyTheirOwn covers every verb).
+func (sc *privilegeScene) mirrorReadsForGlobalServices(t *testing.T) {
+	ctx := context.Background()
+	p := sc.pods["service-mirror"]
+	if sel := p.Env["SEMAPHORE_GLOBAL_LABEL_SELECTOR"]; sel != global.DefaultSelector {
+		t.Fatalf("SEMAPHORE_GLOBAL_LABEL_SELECTOR=%q, want the default %q", sel, global.DefaultSelector)
+	}
+	local := kubernetes.NewForConfigOrDie(p.LocalConfig(t))
+	if _, err := local.CoreV1().Services("").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("list Services in every namespace: %v", err)
+	}
+	if _, err := local.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("list EndpointSlices in every namespace: %v", err)
+	}
+	if _, err := local.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("list Nodes: %v", err)
+	}
+	refused(t, "update a Service in default", func() error {
+		svc, err := local.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		svc.Labels = map[string]string{"intruder": "yes"}
+		_, err = local.CoreV1().Services("default").Update(ctx, svc, metav1.UpdateOptions{})
+		return err
 	})
+	refused(t, "create an EndpointSlice in default", func() error {
+		_, err := local.DiscoveryV1().EndpointSlices("default").Create(ctx, &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Name: "intruder"},
+			AddressType: discoveryv1.AddressTypeIPv4,
+		}, metav1.CreateOptions{})
+		return err
+	})
+
+}
+
+// policyOnV3AfterAnUpgrade: with the default API group, projectcalico.org/v3, set through
+// `helm upgrade`, the policy controller writes there, and may no longer write the other group.
+func (sc *privilegeScene) policyOnV3AfterAnUpgrade(t *testing.T) {
+	up := upgrade(t, sc.gcp, umbrellaChart, localRelease, localNamespace, valuesOf(t, nil, sc.localValues, "policy: {calicoAPI: projectcalico.org/v3}"))
+	var p *simulatedPod
+	for _, w := range workloadsOf(t, up) {
+		if w.Component == "policy" {
+			p = simulatePod(t, sc.gcp, up, w)
+		}
+	}
+	if p == nil {
+		t.Fatal("the upgraded release has no policy workload")
+	}
+	policyScenario(t, sc.aws, sc.gcp, p, calico.APIv3, "sys-log-v3")
+	user := serviceAccountUser(localNamespace, p.ServiceAccount)
+	for _, r := range []resourceRef{{"crd.projectcalico.org", "globalnetworksets"}, {"projectcalico.org", "globalnetworksets"}} {
+		for _, verb := range allVerbs {
+			checkAccess(t, sc.gcp, user, "", verb, r, localAllowed("policy", p, "", verb, r))
+		}
+	}
+
+}
+
+// mirrorWithoutGlobalServicesAfterAnUpgrade: with global services off through `helm upgrade`,
+// the selector is empty, the global services' ClusterRole is gone, and with it every read
+// outside the mirror namespace but the local ranges'.
+func (sc *privilegeScene) mirrorWithoutGlobalServicesAfterAnUpgrade(t *testing.T) {
+	up := upgrade(t, sc.gcp, umbrellaChart, localRelease, localNamespace, valuesOf(t, nil, sc.localValues, "serviceMirror: {globalServices: {enabled: false}}"))
+	w, err := up.Workload("service-mirror")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := simulatePod(t, sc.gcp, up, w)
+	if sel, ok := p.Env["SEMAPHORE_GLOBAL_LABEL_SELECTOR"]; !ok || sel != "" {
+		t.Errorf("SEMAPHORE_GLOBAL_LABEL_SELECTOR=%q (set: %v), want set to the empty string", sel, ok)
+	}
+	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
+		for _, u := range up.Of(kind) {
+			// Only the read of the local ranges (Nodes, ServiceCIDRs, IPAM blocks) stays.
+			if u.GetLabels()["app.kubernetes.io/component"] == "service-mirror" && !strings.HasSuffix(u.GetName(), "-local-ranges") {
+				t.Errorf("%s %s is still rendered", kind, u.GetName())
+			}
+		}
+	}
+	user := serviceAccountUser(localNamespace, p.ServiceAccount)
+	// The authorizer sees RBAC through its own informers: wait for the binding's removal.
+	testenv.Eventually(t, 20*time.Second, "the ClusterRoleBinding's removal to reach the authorizer", func() error {
+		if allowed(t, sc.gcp, user, "", "list", resourceRef{"", "services"}) {
+			return errors.New("still allowed to list Services in every namespace")
+		}
+		return nil
+	})
+	for _, ns := range []string{"", "default", "kube-system", localNamespace, mirrorNamespace} {
+		for _, r := range sweepResources {
+			for _, verb := range allVerbs {
+				checkAccess(t, sc.gcp, user, ns, verb, r, localAllowed("service-mirror", p, ns, verb, r))
+			}
+		}
+	}
+
 }
 
 // simulatedPod is what a pod of a workload would get: its configuration from the rendered
@@ -628,7 +666,7 @@ func wireguardScenario(t *testing.T, aws, gcp *testenv.Cluster, p *simulatedPod)
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	in := component.NewInstruments(reg, wgapp.MetricsPrefix, time.Second, log)
+	in := daemon.NewInstruments(reg, wgapp.MetricsPrefix, time.Second, log)
 	in.Health.AddClusters(remotes)
 	key := devicetest.Key(t)
 	devs := devicetest.New()

@@ -38,7 +38,7 @@ func TestShippedProgramsLinkNoTestHarnessNorReleaseTooling(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	deps := strings.Fields(string(out))
-	if !slices.Contains(deps, module+"internal/component") {
+	if !slices.Contains(deps, module+"internal/daemon") {
 		t.Fatalf("go list -deps did not list the components' skeleton; it printed %d packages", len(deps))
 	}
 	for _, dep := range deps {
@@ -79,7 +79,7 @@ func TestNotForShippingNamesTheHarnessTheToolingAndFakes(t *testing.T) {
 		module + "hack/chartschema":                       true,
 		module + "test/charts":                            true,
 		module + "components/wireguard/device/devicetest": true,
-		module + "internal/component":                     false,
+		module + "internal/daemon":                        false,
 		module + "internal/testenvironment":               false,
 		module + "internal/promtext":                      false,
 		"k8s.io/client-go/testing":                        false,

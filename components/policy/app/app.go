@@ -13,8 +13,8 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/controller"
-	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
+	"github.com/kube-semaphore/semaphore/internal/daemon"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
@@ -56,25 +56,25 @@ func (c *Config) Validate() error {
 	if c.MaxSetMembers < 1 {
 		return fmt.Errorf("SEMAPHORE_POLICY_MAX_SET_MEMBERS: must be at least 1, not %d", c.MaxSetMembers)
 	}
-	return component.CheckWorkers("SEMAPHORE_POLICY_WORKERS", c.Workers, "SEMAPHORE_POLICY_INVENTORY_INTERVAL", c.InventoryInterval)
+	return daemon.CheckWorkers("SEMAPHORE_POLICY_WORKERS", c.Workers, "SEMAPHORE_POLICY_INVENTORY_INTERVAL", c.InventoryInterval)
 }
 
 // MetricSpecs describes every metric the component exports (besides the standard go_* and
 // process_* ones), for the generated metrics reference.
 func MetricSpecs() []metrics.Spec {
-	return component.MetricSpecs(MetricsPrefix, func(f *metrics.Factory) { controller.NewMetrics(f) })
+	return daemon.MetricSpecs(MetricsPrefix, func(f *metrics.Factory) { controller.NewMetrics(f) })
 }
 
 // Policy is a configured semaphore-policy, ready to run.
 type Policy struct {
-	*component.Leading[*controller.NetworkSets]
+	*daemon.Leading[*controller.NetworkSets]
 	cfg Config
 }
 
 // New builds everything that can fail on bad configuration, so the process fails at start.
 // cfg must have been validated.
 func New(cfg Config, log *slog.Logger) (*Policy, error) {
-	base, err := component.New(Name, MetricsPrefix, cfg.Shared, cfg.LeaderElection, log)
+	base, err := daemon.New(Name, MetricsPrefix, cfg.Shared, cfg.LeaderElection, log)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func New(cfg Config, log *slog.Logger) (*Policy, error) {
 		MaxSetsPerRemote:  cfg.MaxSetsPerRemote,
 		MaxSetMembers:     cfg.MaxSetMembers,
 	}, base.Local, dyn, base.Remotes, base.Health, controller.NewMetrics(base.Factory), base.Queue, log)
-	return &Policy{Leading: component.NewLeading(base, ctrl, cfg.Workers), cfg: cfg}, nil
+	return &Policy{Leading: daemon.NewLeading(base, ctrl, cfg.Workers), cfg: cfg}, nil
 }
 
 // Starting are the attributes of the line logged when the component starts.

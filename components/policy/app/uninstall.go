@@ -4,12 +4,12 @@ import (
 	"log/slog"
 
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
-	"github.com/kube-semaphore/semaphore/internal/component"
+	"github.com/kube-semaphore/semaphore/internal/daemon"
 	"github.com/kube-semaphore/semaphore/internal/uninstall"
 )
 
 // Build is the component cfg asks for: semaphore-policy, or its uninstall mode.
-func Build(cfg Config, log *slog.Logger) (component.App, error) {
+func Build(cfg Config, log *slog.Logger) (daemon.App, error) {
 	if cfg.Uninstall {
 		return NewUninstalling(cfg, log)
 	}
@@ -18,8 +18,8 @@ func Build(cfg Config, log *slog.Logger) (component.App, error) {
 
 // NewUninstalling is semaphore-policy in the uninstall mode: it deletes every GlobalNetworkSet
 // that carries its managed-by label, whichever remote it was made for, and its Lease.
-func NewUninstalling(cfg Config, log *slog.Logger) (*component.Uninstalling, error) {
-	u, err := component.NewUninstalling(Name, MetricsPrefix, cfg.Shared, log)
+func NewUninstalling(cfg Config, log *slog.Logger) (*daemon.Uninstalling, error) {
+	u, err := daemon.NewUninstalling(Name, MetricsPrefix, cfg.Shared, log)
 	if err != nil {
 		return nil, err
 	}

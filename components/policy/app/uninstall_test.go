@@ -13,7 +13,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/app"
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
-	"github.com/kube-semaphore/semaphore/internal/component"
+	"github.com/kube-semaphore/semaphore/internal/daemon"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
@@ -41,7 +41,7 @@ func testUninstallModeDeletesEverySetOfOurs(t *testing.T, api string) {
 	testenv.Eventually(t, 30*time.Second, "the set made", func() error { return setHas(api, src, "198.18.3.1/32") })
 	normal.Stop()
 
-	u := fixture.Start(t, cfg.Identity, func(log *slog.Logger) (*component.Uninstalling, error) {
+	u := fixture.Start(t, cfg.Identity, func(log *slog.Logger) (*daemon.Uninstalling, error) {
 		cfg.Uninstall = true
 		return app.NewUninstalling(cfg, log)
 	})

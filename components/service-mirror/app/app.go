@@ -23,8 +23,8 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirrorcontroller"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/withdraw"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
-	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
+	"github.com/kube-semaphore/semaphore/internal/daemon"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
@@ -85,7 +85,7 @@ func (c *Config) Validate() error {
 	if c.MCSClusterIDInterval <= 0 {
 		return errors.New("SEMAPHORE_MCS_CLUSTER_ID_INTERVAL: must be positive")
 	}
-	return component.CheckWorkers("SEMAPHORE_MIRROR_WORKERS", c.Workers, "SEMAPHORE_MIRROR_DRIFT_INTERVAL", c.DriftInterval)
+	return daemon.CheckWorkers("SEMAPHORE_MIRROR_WORKERS", c.Workers, "SEMAPHORE_MIRROR_DRIFT_INTERVAL", c.DriftInterval)
 }
 
 // validateGlobal checks the global services' selector. A remote named "global" is refused
@@ -129,7 +129,7 @@ const globalZone = "global"
 // MetricSpecs describes every metric the component exports (besides the standard go_* and
 // process_* ones), for the generated metrics reference.
 func MetricSpecs() []metrics.Spec {
-	return component.MetricSpecs(MetricsPrefix, func(f *metrics.Factory) {
+	return daemon.MetricSpecs(MetricsPrefix, func(f *metrics.Factory) {
 		mirrorcontroller.NewMetrics(f)
 		globalcontroller.NewMetrics(f)
 		mcscontroller.NewMetrics(f)
@@ -142,14 +142,14 @@ func MetricSpecs() []metrics.Spec {
 
 // ServiceMirror is a configured service mirror, ready to run.
 type ServiceMirror struct {
-	*component.Leading[*Controllers]
+	*daemon.Leading[*Controllers]
 	cfg Config
 }
 
 // New builds everything that can fail on bad configuration, so the process fails at start:
 // clients from the kubeconfigs, the admin listener. cfg must have been validated.
 func New(cfg Config, log *slog.Logger) (*ServiceMirror, error) {
-	base, err := component.New(Name, MetricsPrefix, cfg.Shared, cfg.LeaderElection, log)
+	base, err := daemon.New(Name, MetricsPrefix, cfg.Shared, cfg.LeaderElection, log)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +210,7 @@ func New(cfg Config, log *slog.Logger) (*ServiceMirror, error) {
 			return nil, err
 		}
 	}
-	return &ServiceMirror{Leading: component.NewLeading(base, ctrls, cfg.Workers), cfg: cfg}, nil
+	return &ServiceMirror{Leading: daemon.NewLeading(base, ctrls, cfg.Workers), cfg: cfg}, nil
 }
 
 // Starting are the attributes of the line logged when the component starts.
@@ -221,7 +221,7 @@ func (a *ServiceMirror) Starting() []any {
 
 // newMCS builds the controller of the Multi-Cluster Services API, sharing the mirrors' remote
 // slices, what holds back a remote's endpoints and the zones local-first hints follow.
-func newMCS(cfg Config, base *component.Base, write apply.Config, remoteSlices *caches.RemoteSlices, zones *caches.Zones, log *slog.Logger) (*mcscontroller.Controller, error) {
+func newMCS(cfg Config, base *daemon.Base, write apply.Config, remoteSlices *caches.RemoteSlices, zones *caches.Zones, log *slog.Logger) (*mcscontroller.Controller, error) {
 	c, err := mcscontroller.New(mcscontroller.Options{
 		Config:            write,
 		LocalCluster:      cfg.LocalCluster,

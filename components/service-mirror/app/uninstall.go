@@ -9,12 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
-	"github.com/kube-semaphore/semaphore/internal/component"
+	"github.com/kube-semaphore/semaphore/internal/daemon"
 	"github.com/kube-semaphore/semaphore/internal/uninstall"
 )
 
 // Build is the component cfg asks for: semaphore-service-mirror, or its uninstall mode.
-func Build(cfg Config, log *slog.Logger) (component.App, error) {
+func Build(cfg Config, log *slog.Logger) (daemon.App, error) {
 	if cfg.Uninstall {
 		return NewUninstalling(cfg, log)
 	}
@@ -25,8 +25,8 @@ func Build(cfg Config, log *slog.Logger) (component.App, error) {
 // that carries its managed-by label, whichever remote it was made for: the mirror and global
 // Services and EndpointSlices in the mirror namespace and, with the Multi-Cluster Services API,
 // the ServiceImports, derived Services and EndpointSlices in every namespace; then its Lease.
-func NewUninstalling(cfg Config, log *slog.Logger) (*component.Uninstalling, error) {
-	u, err := component.NewUninstalling(Name, MetricsPrefix, cfg.Shared, log)
+func NewUninstalling(cfg Config, log *slog.Logger) (*daemon.Uninstalling, error) {
+	u, err := daemon.NewUninstalling(Name, MetricsPrefix, cfg.Shared, log)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mcs"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/internal/component"
+	"github.com/kube-semaphore/semaphore/internal/daemon"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
@@ -57,7 +57,7 @@ func TestUninstallModeDeletesEverythingTheComponentMade(t *testing.T) {
 	expectImport(t, mcs.Key{Namespace: ns, Name: "db"}, map[string][]string{"aws": {"198.18.2.2"}})
 	normal.Stop()
 
-	u := fixture.Start(t, cfg.Identity, func(log *slog.Logger) (*component.Uninstalling, error) {
+	u := fixture.Start(t, cfg.Identity, func(log *slog.Logger) (*daemon.Uninstalling, error) {
 		cfg.Uninstall = true
 		return app.NewUninstalling(cfg, log)
 	})

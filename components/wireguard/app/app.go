@@ -20,8 +20,8 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/mtu"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
-	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
+	"github.com/kube-semaphore/semaphore/internal/daemon"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
@@ -114,7 +114,7 @@ func (c *Config) Validate() error {
 // MetricSpecs describes every metric the component exports (besides the standard go_* and
 // process_* ones), for the generated metrics reference.
 func MetricSpecs() []metrics.Spec {
-	return component.MetricSpecs(MetricsPrefix, func(f *metrics.Factory) {
+	return daemon.MetricSpecs(MetricsPrefix, func(f *metrics.Factory) {
 		controller.NewMetrics(f, nil)
 		newReplacedMetric(f)
 	})
@@ -122,7 +122,7 @@ func MetricSpecs() []metrics.Spec {
 
 // WireGuard is a configured semaphore-wireguard, ready to run.
 type WireGuard struct {
-	*component.Base
+	*daemon.Base
 	cfg     Config
 	devices *device.Manager
 	ctrl    *controller.Peering
@@ -169,7 +169,7 @@ func (a *WireGuard) replaceOriginals() error {
 // New loads or creates the keys, opens the device manager and builds the controller. cfg must
 // have been validated.
 func New(cfg Config, log *slog.Logger) (*WireGuard, error) {
-	base, err := component.New(Name, MetricsPrefix, cfg.Shared, config.LeaderElection{}, log)
+	base, err := daemon.New(Name, MetricsPrefix, cfg.Shared, config.LeaderElection{}, log)
 	if err != nil {
 		return nil, err
 	}

@@ -19,8 +19,8 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/app"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
-	"github.com/kube-semaphore/semaphore/internal/component"
 	"github.com/kube-semaphore/semaphore/internal/config"
+	"github.com/kube-semaphore/semaphore/internal/daemon"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
@@ -93,7 +93,7 @@ func (s *scene) localNode() (*corev1.Node, error) {
 
 // running is a started app.WireGuard.
 type running struct {
-	app    component.App
+	app    daemon.App
 	cancel context.CancelFunc
 	done   chan error
 }

@@ -10,11 +10,11 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
-	"github.com/kube-semaphore/semaphore/internal/component"
+	"github.com/kube-semaphore/semaphore/internal/daemon"
 )
 
 // Build is the component cfg asks for: semaphore-wireguard, or its uninstall mode.
-func Build(cfg Config, log *slog.Logger) (component.App, error) {
+func Build(cfg Config, log *slog.Logger) (daemon.App, error) {
 	if cfg.Uninstall {
 		return NewUninstalling(cfg, log)
 	}
@@ -25,8 +25,8 @@ func Build(cfg Config, log *slog.Logger) (component.App, error) {
 // device it made (a key file of that name is in the key directory: what staleDevices calls
 // ours), their routes, the key files, the agents' lock file and its Node's annotations of ours,
 // whatever the remotes.
-func NewUninstalling(cfg Config, log *slog.Logger) (*component.Uninstalling, error) {
-	u, err := component.NewUninstalling(Name, MetricsPrefix, cfg.Shared, log)
+func NewUninstalling(cfg Config, log *slog.Logger) (*daemon.Uninstalling, error) {
+	u, err := daemon.NewUninstalling(Name, MetricsPrefix, cfg.Shared, log)
 	if err != nil {
 		return nil, err
 	}

@@ -252,7 +252,7 @@ func localRanges(node *corev1.Node, override netip.Addr) []netip.Prefix {
 // is unreachable keeps its peers: nothing is removed until its cache has synced and says so.
 func (c *Peering) Run(ctx context.Context, workers int) { c.base.Run(ctx, workers) }
 
-// A rollout's successor warms its caches while it stands by (component.Base.RunControllerAfter).
+// A rollout's successor warms its caches while it stands by (daemon.Base.RunControllerAfter).
 var _ interface{ Warm(context.Context) } = (*Peering)(nil)
 
 // Warm fills the caches (this cluster's Nodes, each remote's Nodes or IPAM blocks) before Run:

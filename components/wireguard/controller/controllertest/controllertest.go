@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
-	"github.com/kube-semaphore/semaphore/internal/component"
+	"github.com/kube-semaphore/semaphore/internal/daemon"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
@@ -71,7 +71,7 @@ func Start(tb testing.TB, cfg Config) *Running {
 	if stats == nil {
 		stats = reg
 	}
-	in := component.NewInstruments(reg, "semaphore_wg", cfg.ProbeInterval, cfg.Log)
+	in := daemon.NewInstruments(reg, "semaphore_wg", cfg.ProbeInterval, cfg.Log)
 	in.Health.AddClusters(cfg.Remotes)
 	ctrl, err := controller.New(cfg.Options, cfg.Local, cfg.Remotes, []controller.RemoteDevice{cfg.Device},
 		cfg.Devices, in.Health, controller.NewMetrics(in.Factory, stats), in.Queue, cfg.Log)

@@ -1,8 +1,8 @@
-// Package component assembles what every controller deployment shares: API clients from the
-// configuration, the metrics registry, the admin server with local readiness, remote
-// health probing and leader election. A component adds its controller and runs it while it
-// leads.
-package component
+// Package daemon assembles what the process of every component (components/*) shares: API
+// clients from the configuration, the metrics registry, the admin server with local readiness,
+// remote health probing and leader election, and the binary's main. A component adds its
+// controller and runs it while it leads.
+package daemon
 
 import (
 	"context"

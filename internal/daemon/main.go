@@ -1,4 +1,4 @@
-package component
+package daemon
 
 import (
 	"context"
