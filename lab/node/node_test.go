@@ -82,97 +82,89 @@ const (
 
 // TestNode starts a real node (containerd, kubelet, kube-proxy) in a network namespace, runs a
 // pod on it, reaches the pod, has kube-proxy program a Service, and stops the node, checking
-// that nothing of it is left.
+// that nothing of it is left. Each step is a subtest that makes what it needs of the earlier
+// ones, so one runs alone: go test ./lab/node -run 'TestNode/kube-proxy'.
 func TestNode(t *testing.T) {
 	testenv.RequireNamespaces(t)
 	requireNodeSupport(t)
-	began := time.Now()
-	// The checks' failures, said again after the daemons' logs that a failure prints: the end
-	// of the output is what a CI report shows.
-	var failures []string
-	errorf := func(format string, args ...any) {
-		t.Helper()
-		failures = append(failures, fmt.Sprintf(format, args...))
-		t.Errorf(format, args...)
+	nt := startTestNode(t)
+	t.Run("the node has a private directory of its own", nt.privateDirectory)
+	t.Run("the Node turns Ready", func(t *testing.T) { nt.waitReady(t) })
+	t.Run("a pod runs and the node reaches it", func(t *testing.T) { nt.runningPod(t) })
+	t.Run("kube-proxy programs a Service", nt.serviceProgrammed)
+	if testing.Verbose() {
+		measureIdle(t, nt.n)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), ctxTimeout)
-	defer cancel()
+	t.Run("stopping leaves nothing behind", nt.stopLeavesNothing)
+	t.Logf("%v: all done", time.Since(nt.began).Round(time.Millisecond))
+}
 
+// testNodeRun is TestNode's node and what its steps made of it, each made once, by the first
+// step that needs it.
+type testNodeRun struct {
+	ctx   context.Context
+	began time.Time
+	c     *testenv.Cluster
+	cfg   Config
+	n     *Node
+	image string
+	// privateDir is a directory of the node's own (as a pod's hostPath of the lab's nodes is).
+	privateDir string
+	// Before the node: the machine's mount points and sysctls, and the file that keeps the
+	// sysctls for a run that crashes.
+	mountpointsBefore, sysctlsBefore []string
+	sysctlsFile                      string
+	// failures are the checks' failures, said again after the daemons' logs that a failure
+	// prints: the end of the output is what a CI report shows.
+	failures []string
+	ready    bool
+	podIP    netip.Addr
+}
+
+// errorf fails t's check and keeps it for the summary.
+func (nt *testNodeRun) errorf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	nt.failures = append(nt.failures, fmt.Sprintf(format, args...))
+	t.Errorf(format, args...)
+}
+
+// startTestNode starts an API server, a registry with the pause image, and the node, after
+// removing what a crashed run may have left.
+func startTestNode(t *testing.T) *testNodeRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), ctxTimeout)
+	t.Cleanup(cancel)
+	nt := &testNodeRun{
+		ctx: ctx, began: time.Now(),
+		sysctlsFile: filepath.Join(os.TempDir(), "semaphore-lab-node-test-sysctls.json"),
+		privateDir:  "/var/lib/semaphore-lab-" + testNode,
+	}
 	// What a run that crashed may have left: the node's processes and cgroups, and the
 	// sysctls kubelet set (the values from before are in sysctlsFile).
 	if err := Cleanup(testNode); err != nil {
 		t.Fatal(err)
 	}
-	sysctlsFile := filepath.Join(os.TempDir(), "semaphore-lab-node-test-sysctls.json")
-	if err := RestoreSysctls(sysctlsFile); err != nil {
+	if err := RestoreSysctls(nt.sysctlsFile); err != nil {
 		t.Fatal(err)
 	}
-	// The pause image (the lab's), built while the API server starts.
-	imagec := make(chan ggcrv1.ImageIndex, 1)
-	go func() { imagec <- buildPause(t) }()
-	clusters := testenv.Start(t, testenv.Options{
-		ServiceCIDRs: serviceCIDR,
-		APIServerFlags: map[string]string{
-			"authorization-mode":       "Node,RBAC",
-			"enable-admission-plugins": "NodeRestriction",
-		},
-	}, "c1")
-	c := clusters[0]
-	pause := <-imagec
-	if pause == nil {
-		t.FailNow()
-	}
-	reg := startRegistry(t)
-	image := reg + "/lab/pause:test"
-	if err := images.Push(context.Background(), image, pause, true); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%v: API server up, pause image %s pushed", time.Since(began).Round(time.Millisecond), image)
-
+	reg := nt.startAPIServerAndRegistry(t)
 	makeNetwork(t)
-	// A directory of the node's own (as a pod's hostPath of the lab's nodes is).
-	privateDir := "/var/lib/semaphore-lab-" + testNode
-	mountpointsBefore := existing(machineMountpoints(append(privatePaths, privateDir)))
-	api, err := url.Parse(c.Config.Host)
+	nt.mountpointsBefore = existing(machineMountpoints(append(privatePaths, nt.privateDir)))
+	api, err := url.Parse(nt.c.Config.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	apiHost := api.Host
-	for _, addr := range []string{apiHost, reg} {
+	for _, addr := range []string{api.Host, reg} {
 		_, stop, err := testbed.ForwardInto(nodeNS, addr, addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(stop)
 	}
-
 	tmp := t.TempDir()
-	kubeletKubeconfig, proxyKubeconfig := filepath.Join(tmp, "kubelet.kubeconfig"), filepath.Join(tmp, "kube-proxy.kubeconfig")
-	if err := c.AddUser(kubeletKubeconfig, "system:node:"+testNode, []string{"system:nodes"}, ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.AddUser(proxyKubeconfig, "system:kube-proxy", nil, ""); err != nil {
-		t.Fatal(err)
-	}
-	// No controller allocates pod CIDRs here: the Node exists before kubelet registers.
-	if _, err := c.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: testNode, Labels: map[string]string{corev1.LabelHostname: testNode}},
-		Spec:       corev1.NodeSpec{PodCIDR: podCIDR, PodCIDRs: []string{podCIDR}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-
-	sysctlsBefore := readSysctls(t)
-	if err := SaveSysctls(sysctlsFile); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := RestoreSysctls(sysctlsFile); err != nil {
-			t.Error(err)
-		}
-	})
-
-	cfg := Config{
+	kubeletKubeconfig, proxyKubeconfig := nt.registerNode(t, tmp)
+	nt.keepSysctls(t)
+	nt.cfg = Config{
 		Name:            testNode,
 		Netns:           nodeNS,
 		IP:              nodeIP,
@@ -183,40 +175,119 @@ func TestNode(t *testing.T) {
 		Kubeconfig:      kubeletKubeconfig,
 		ProxyKubeconfig: proxyKubeconfig,
 		Registry:        reg,
-		SandboxImage:    image,
+		SandboxImage:    nt.image,
 		Dir:             filepath.Join(tmp, "node"),
 		LogDir:          logDir(t, tmp),
 		BinDir:          os.Getenv(envBinDir),
-		PrivateDirs:     []string{privateDir},
+		PrivateDirs:     []string{nt.privateDir},
+	}
+	t.Cleanup(func() { nt.sayFailures(t) })
+	if nt.n, err = Start(ctx, nt.cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nt.n.Stop() })
+	t.Logf("%v: node started", time.Since(nt.began).Round(time.Millisecond))
+	return nt
+}
+
+// startAPIServerAndRegistry starts the API server (Node and RBAC authorization, as a cluster's)
+// and a registry, and pushes the pause image (the lab's, built while the API server starts);
+// it returns the registry's address.
+func (nt *testNodeRun) startAPIServerAndRegistry(t *testing.T) string {
+	t.Helper()
+	imagec := make(chan ggcrv1.ImageIndex, 1)
+	go func() { imagec <- buildPause(t) }()
+	nt.c = testenv.Start(t, testenv.Options{
+		ServiceCIDRs: serviceCIDR,
+		APIServerFlags: map[string]string{
+			"authorization-mode":       "Node,RBAC",
+			"enable-admission-plugins": "NodeRestriction",
+		},
+	}, "c1")[0]
+	pause := <-imagec
+	if pause == nil {
+		t.FailNow()
+	}
+	reg := startRegistry(t)
+	nt.image = reg + "/lab/pause:test"
+	if err := images.Push(context.Background(), nt.image, pause, true); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v: API server up, pause image %s pushed", time.Since(nt.began).Round(time.Millisecond), nt.image)
+	return reg
+}
+
+// registerNode writes the kubeconfigs of the node's kubelet and kube-proxy into dir and creates
+// the Node with its pod CIDR: no controller allocates pod CIDRs here, so the Node exists before
+// kubelet registers.
+func (nt *testNodeRun) registerNode(t *testing.T, dir string) (kubeletKubeconfig, proxyKubeconfig string) {
+	t.Helper()
+	kubeletKubeconfig, proxyKubeconfig = filepath.Join(dir, "kubelet.kubeconfig"), filepath.Join(dir, "kube-proxy.kubeconfig")
+	if err := nt.c.AddUser(kubeletKubeconfig, "system:node:"+testNode, []string{"system:nodes"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := nt.c.AddUser(proxyKubeconfig, "system:kube-proxy", nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nt.c.Client.CoreV1().Nodes().Create(nt.ctx, &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: testNode, Labels: map[string]string{corev1.LabelHostname: testNode}},
+		Spec:       corev1.NodeSpec{PodCIDR: podCIDR, PodCIDRs: []string{podCIDR}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return kubeletKubeconfig, proxyKubeconfig
+}
+
+// keepSysctls reads the sysctls kubelet sets before the node starts, keeps them in a file for
+// a run that crashes, and restores them when the test ends.
+func (nt *testNodeRun) keepSysctls(t *testing.T) {
+	t.Helper()
+	nt.sysctlsBefore = readSysctls(t)
+	if err := SaveSysctls(nt.sysctlsFile); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if t.Failed() {
-			for _, d := range []string{"containerd", "kubelet", "kube-proxy"} {
-				p := filepath.Join(cfg.LogDir, d+"-"+testNode+".log")
-				t.Logf("the end of %s:\n%s", p, logTail(p, 40))
-			}
-			if len(failures) > 0 {
-				t.Logf("failed checks (see above):\n%s", strings.Join(failures, "\n"))
-			}
+		if err := RestoreSysctls(nt.sysctlsFile); err != nil {
+			t.Error(err)
 		}
 	})
-	n, err := Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Stop() })
-	t.Logf("%v: node started", time.Since(began).Round(time.Millisecond))
-	// The node sees Dir/root/<privateDir> at privateDir (and this machine does not).
-	if err := os.WriteFile(filepath.Join(cfg.Dir, "root", privateDir, "mine"), []byte(testNode), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/root%s/mine", n.PIDs()[1], privateDir)); err != nil || string(b) != testNode {
-		errorf("kubelet does not see the node's %s: %q, %v", privateDir, b, err)
-	}
-	if _, err := os.Stat(filepath.Join(privateDir, "mine")); err == nil {
-		errorf("this machine sees the node's %s", privateDir)
-	}
+}
 
+// sayFailures prints, when the test failed, the end of the daemons' logs and then the failed
+// checks again.
+func (nt *testNodeRun) sayFailures(t *testing.T) {
+	if !t.Failed() {
+		return
+	}
+	for _, d := range []string{"containerd", "kubelet", "kube-proxy"} {
+		p := filepath.Join(nt.cfg.LogDir, d+"-"+testNode+".log")
+		t.Logf("the end of %s:\n%s", p, logTail(p, 40))
+	}
+	if len(nt.failures) > 0 {
+		t.Logf("failed checks (see above):\n%s", strings.Join(nt.failures, "\n"))
+	}
+}
+
+// privateDirectory: the node sees Dir/root/<privateDir> at privateDir, and this machine does not.
+func (nt *testNodeRun) privateDirectory(t *testing.T) {
+	if err := os.WriteFile(filepath.Join(nt.cfg.Dir, "root", nt.privateDir, "mine"), []byte(testNode), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/root%s/mine", nt.n.PIDs()[1], nt.privateDir)); err != nil || string(b) != testNode {
+		nt.errorf(t, "kubelet does not see the node's %s: %q, %v", nt.privateDir, b, err)
+	}
+	if _, err := os.Stat(filepath.Join(nt.privateDir, "mine")); err == nil {
+		nt.errorf(t, "this machine sees the node's %s", nt.privateDir)
+	}
+}
+
+// waitReady waits until the Node is Ready, once.
+func (nt *testNodeRun) waitReady(t *testing.T) {
+	t.Helper()
+	if nt.ready {
+		return
+	}
+	ctx, c := nt.ctx, nt.c
 	testenv.Eventually(t, readyTimeout, "the Node is Ready", func() error {
 		obj, err := c.Client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
 		if err != nil {
@@ -232,8 +303,19 @@ func TestNode(t *testing.T) {
 		}
 		return errors.New("no Ready condition")
 	})
-	t.Logf("%v: Node Ready", time.Since(began).Round(time.Millisecond))
+	t.Logf("%v: Node Ready", time.Since(nt.began).Round(time.Millisecond))
+	nt.ready = true
+}
 
+// runningPod runs a pod of the pause image on the Ready node, once, and checks that the node
+// reaches it at its address, which is in the node's pod CIDR.
+func (nt *testNodeRun) runningPod(t *testing.T) netip.Addr {
+	t.Helper()
+	if nt.podIP.IsValid() {
+		return nt.podIP
+	}
+	nt.waitReady(t)
+	ctx, c, image := nt.ctx, nt.c, nt.image
 	// A pod of the pause image (no scheduler here: it is bound to the node directly).
 	if err := c.EnsureNamespace(ctx, testNS); err != nil {
 		t.Fatal(err)
@@ -266,15 +348,21 @@ func TestNode(t *testing.T) {
 	if !netip.MustParsePrefix(podCIDR).Contains(podIP) {
 		t.Fatalf("pod IP %s is not in the pod CIDR %s", podIP, podCIDR)
 	}
-	t.Logf("%v: pod Running at %s", time.Since(began).Round(time.Millisecond), podIP)
+	t.Logf("%v: pod Running at %s", time.Since(nt.began).Round(time.Millisecond), podIP)
 	if rtt, err := testbed.Ping(nodeNS, nodeIP, podIP.String(), 2*time.Second); err != nil {
 		t.Fatalf("the node cannot reach its pod: %v", err)
 	} else {
 		t.Logf("ping %s from the node: %v", podIP, rtt)
 	}
+	nt.podIP = podIP
+	return podIP
+}
 
-	// A Service with the pod as its endpoint (no endpoint controller here: the EndpointSlice is
-	// written as it would), which kube-proxy must program.
+// serviceProgrammed: a Service with the running pod as its endpoint (no endpoint controller
+// here: the EndpointSlice is written as it would), which kube-proxy must program.
+func (nt *testNodeRun) serviceProgrammed(t *testing.T) {
+	podIP := nt.runningPod(t)
+	ctx, c := nt.ctx, nt.c
 	svc, err := c.Client.CoreV1().Services(testNS).Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "pause"},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}},
@@ -307,13 +395,13 @@ func TestNode(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("%v: ClusterIP %s programmed", time.Since(began).Round(time.Millisecond), svc.Spec.ClusterIP)
+	t.Logf("%v: ClusterIP %s programmed", time.Since(nt.began).Round(time.Millisecond), svc.Spec.ClusterIP)
+}
 
-	if testing.Verbose() {
-		measureIdle(t, n)
-	}
-
-	// Stop: nothing of the node is left.
+// stopLeavesNothing stops the node: no process of it runs on, in its cgroups or its mount
+// namespace, and its directory, cgroups, mount points and sysctls are gone or as before.
+func (nt *testNodeRun) stopLeavesNothing(t *testing.T) {
+	n, cfg := nt.n, nt.cfg
 	hs, err := cgroupHierarchies()
 	if err != nil {
 		t.Fatal(err)
@@ -324,7 +412,7 @@ func TestNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(procs) < 5 { // containerd, kubelet, kube-proxy, a shim, pause (sandbox), pause
-		errorf("only processes %v in the node's cgroup", procs)
+		nt.errorf(t, "only processes %v in the node's cgroup", procs)
 	}
 	stopped := time.Now()
 	if err := n.Stop(); err != nil {
@@ -335,34 +423,33 @@ func TestNode(t *testing.T) {
 		// A zombie has exited; reaping it is its parent's business (init's, for the shims
 		// and containers).
 		if state := procState(pid); state != "" && state != "Z" && state != "X" {
-			errorf("process %d (%s) of the node still runs (state %s)", pid, testbed.ProcessName(pid), state)
+			nt.errorf(t, "process %d (%s) of the node still runs (state %s)", pid, testbed.ProcessName(pid), state)
 		}
 	}
 	if pids := inMountNamespace(mntNS); len(pids) > 0 {
-		errorf("processes %v are still in the node's mount namespace", pids)
+		nt.errorf(t, "processes %v are still in the node's mount namespace", pids)
 	}
 	for _, h := range hs {
 		if _, err := os.Stat(h.dir(testNode)); !errors.Is(err, fs.ErrNotExist) {
-			errorf("cgroup %s is left (%v)", h.dir(testNode), err)
+			nt.errorf(t, "cgroup %s is left (%v)", h.dir(testNode), err)
 		}
 	}
 	if _, err := os.Stat(cfg.Dir); !errors.Is(err, fs.ErrNotExist) {
-		errorf("%s is left (%v)", cfg.Dir, err)
+		nt.errorf(t, "%s is left (%v)", cfg.Dir, err)
 	}
 	if others := nodeCgroups(hs); len(others) == 0 {
-		if after := existing(machineMountpoints(append(privatePaths, privateDir))); !slices.Equal(after, mountpointsBefore) {
-			errorf("mount points before the node: %v, after: %v", mountpointsBefore, after)
+		if after := existing(machineMountpoints(append(privatePaths, nt.privateDir))); !slices.Equal(after, nt.mountpointsBefore) {
+			nt.errorf(t, "mount points before the node: %v, after: %v", nt.mountpointsBefore, after)
 		}
 	} else {
 		t.Logf("other nodes run on this machine (%v): the mount points stay", others)
 	}
-	if err := RestoreSysctls(sysctlsFile); err != nil {
+	if err := RestoreSysctls(nt.sysctlsFile); err != nil {
 		t.Fatal(err)
 	}
-	if after := readSysctls(t); !slices.Equal(after, sysctlsBefore) {
-		errorf("sysctls before the node: %v, after: %v", sysctlsBefore, after)
+	if after := readSysctls(t); !slices.Equal(after, nt.sysctlsBefore) {
+		nt.errorf(t, "sysctls before the node: %v, after: %v", nt.sysctlsBefore, after)
 	}
-	t.Logf("%v: all done", time.Since(began).Round(time.Millisecond))
 }
 
 // logDir is where the node's logs go: $SEMAPHORE_TEST_NODE_LOGS, to keep them, or a temporary

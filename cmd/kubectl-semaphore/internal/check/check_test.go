@@ -250,6 +250,15 @@ func (s inSync) eventuallyFails(t *testing.T, timeout time.Duration, what, count
 	})
 }
 
+// expectFailureNaming checks gcp and fails t unless check name fails, for component (any when
+// ""), with a message naming what.
+func (s inSync) expectFailureNaming(t *testing.T, name, component, what string) {
+	t.Helper()
+	if results := s.run(t, s.opts); !failsNaming(results, name, component, what) {
+		t.Fatalf("no %s failure naming %s:%s", name, what, failures(results))
+	}
+}
+
 // result checks gcp and returns the result of check name.
 func (s inSync) result(t *testing.T, name string) check.Result {
 	t.Helper()
@@ -264,17 +273,233 @@ func (s inSync) result(t *testing.T, name string) check.Result {
 }
 
 // The check of a linked pair of clusters, probing the remote from here too: in sync, it passes;
-// an extra ClusterRole bound to the consumer fails the access reviews naming it; a missing
-// network set fails; a service mirror serving the Multi-Cluster Services API may read the
-// remote's ServiceExports; a revoked token fails naming the remote.
+// each step then breaks one thing (and puts it back) and expects the check to name it, the
+// revoked token last. One step runs alone: go test -run 'TestCheck/mirror drifted'.
 func TestCheck(t *testing.T) {
 	testenv.SkipIfShort(t, "API servers")
-	ctx := context.Background()
 	s := linkedPair(t)
-	sa := "semaphore-remote-gcp" // the consumer's ServiceAccount in aws
-	dyn, opts := s.dyn, s.opts
+	t.Run("in sync, every check passes once per cluster and remote", s.passesEveryCheck)
+	t.Run("a remote without pod ranges is a printed warning", s.warnsWithoutPodRanges)
+	t.Run("command", s.commandFailsOnTheMetricsAlone)
+	t.Run("over-privileged", s.overPrivilegedFailsNamingTheRole)
+	t.Run("narrowed to the namespace", s.narrowedToTheNamespace)
+	t.Run("network set missing", s.networkSetMissing)
+	t.Run("mirror drifted", s.mirrorDrifted)
+	t.Run("global slice missing", s.globalSliceMissing)
+	t.Run("pod not ready", s.podNotReady)
+	t.Run("an address outside the pod ranges", s.addressOutsideThePodRanges)
+	t.Run("a Service beyond the limit", s.serviceBeyondTheLimit)
+	t.Run("serving the Multi-Cluster Services API", s.servingTheMCSAPI)
+	t.Run("revoked", s.revokedFailsNamingTheRemote)
+}
 
-	results := s.run(t, opts)
+// consumerSA is the consumer's (gcp's) ServiceAccount in aws.
+const consumerSA = "semaphore-remote-gcp"
+
+// commandFailsOnTheMetricsAlone: the command, with the kubeconfig, cannot read the pods'
+// metrics here (no kubelet behind the pod proxy), so it fails on those alone (reachable, and
+// the agents' peers), says so in JSON and exits 1; --skip leaves them out.
+func (s inSync) commandFailsOnTheMetricsAlone(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := cli.Main([]string{"check", "--kubeconfig", gcp.Kubeconfig, "-o", "json", "--remote-timeout", "5s"}, &out, &errOut)
+	if code != 1 {
+		t.Errorf("exit status %d, want 1; stderr %s", code, errOut.String())
+	}
+	var results []check.Result
+	if err := json.Unmarshal(out.Bytes(), &results); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, out.String())
+	}
+	for _, r := range results {
+		if r.OK == (r.Check == check.Peers || r.Check == check.Reachable) {
+			t.Errorf("%+v", r)
+		}
+		if r.Check == check.Peers && (r.Remote != "aws" || !strings.Contains(r.Runbook, "#check-peers")) {
+			t.Errorf("%+v: want remote aws and the runbook", r)
+		}
+		if r.Check == check.Reachable && !strings.Contains(r.Message, "through the API server's pod proxy") {
+			t.Errorf("%+v: want it to say the metrics could not be read", r)
+		}
+	}
+	out.Reset()
+	if code := cli.Main([]string{"check", "--kubeconfig", gcp.Kubeconfig, "--skip", "reachable,peers"}, &out, &errOut); code != 0 || strings.Contains(out.String(), "peers") {
+		t.Errorf("--skip reachable,peers: exit status %d, want 0:\n%s%s", code, out.String(), errOut.String())
+	}
+}
+
+// overPrivilegedFailsNamingTheRole: an extra ClusterRole bound to the consumer in aws fails the
+// access reviews, naming the role and what it allows.
+func (s inSync) overPrivilegedFailsNamingTheRole(t *testing.T) {
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "too-much"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}}},
+	}
+	if _, err := aws.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "too-much"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "too-much"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "semaphore-remote", Name: consumerSA}},
+	}
+	if _, err := aws.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = aws.Client.RbacV1().ClusterRoleBindings().Delete(ctx, "too-much", metav1.DeleteOptions{}) }()
+	s.eventuallyFails(t, 10*time.Second, "the access reviews name the extra ClusterRole", "probe-access failures naming it", func(r check.Result) bool {
+		return r.Check == check.ProbeAccess && strings.Contains(r.Message, "list secrets") && strings.Contains(r.Message, `ClusterRole "too-much"`) && r.Runbook != ""
+	})
+}
+
+// narrowedToTheNamespace: with -n (the release namespace), every component is still counted and
+// the check passes.
+func (s inSync) narrowedToTheNamespace(t *testing.T) {
+	results := s.run(t, check.Options{Namespace: "semaphore", Timeout: 5 * time.Second, Now: s.opts.Now, Metrics: s.opts.Metrics, ProbeRemotes: true})
+	if check.Failed(results) {
+		t.Fatalf("with -n, every component is still counted; fails:%s", failures(results))
+	}
+}
+
+// networkSetMissing: a GlobalNetworkSet deleted from gcp fails network-sets, naming it.
+func (s inSync) networkSetMissing(t *testing.T) {
+	ctx := context.Background()
+	gvr, _ := calico.Resource(calico.APICRD)
+	if err := s.dyn.Resource(gvr).Delete(ctx, s.set.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer clustertest.Create(t, gcp, s.set)
+	s.expectFailureNaming(t, check.NetworkSets, "", s.set.Name)
+}
+
+// mirrorDrifted: a mirror Service whose ports were changed in gcp fails mirrors, naming it.
+func (s inSync) mirrorDrifted(t *testing.T) {
+	ctx := context.Background()
+	name := s.mirror.Name
+	m, err := gcp.Client.CoreV1().Services("semaphore").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := m.Spec.Ports
+	m.Spec.Ports = []corev1.ServicePort{{Name: "fwd", Port: 24225, Protocol: corev1.ProtocolTCP}}
+	if m, err = gcp.Client.CoreV1().Services("semaphore").Update(ctx, m, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		m.Spec.Ports = before
+		_, _ = gcp.Client.CoreV1().Services("semaphore").Update(ctx, m, metav1.UpdateOptions{})
+	}()
+	s.expectFailureNaming(t, check.Mirrors, "", name)
+}
+
+// globalSliceMissing: a global service's EndpointSlice copy deleted from gcp fails
+// global-services, naming it.
+func (s inSync) globalSliceMissing(t *testing.T) {
+	ctx := context.Background()
+	if err := gcp.Client.DiscoveryV1().EndpointSlices("semaphore").Delete(ctx, s.globalSlice.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer clustertest.Create(t, gcp, s.globalSlice)
+	s.expectFailureNaming(t, check.Global, "", s.globalSlice.Name)
+}
+
+// podNotReady: a component's pod that is not ready fails pods, naming the pod and its
+// condition's message.
+func (s inSync) podNotReady(t *testing.T) {
+	ctx := context.Background()
+	pod, err := gcp.Client.CoreV1().Pods("semaphore").Get(ctx, "semaphore-policy-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Conditions[0].Status = corev1.ConditionFalse
+	pod.Status.Conditions[0].Message = "readiness probe failed"
+	clustertest.UpdatePodStatus(t, gcp, pod)
+	defer ready(t, gcp, pod, "10.2.0.10")
+	s.expectFailureNaming(t, check.Pods, "policy", "semaphore-policy-0 (readiness probe failed)")
+}
+
+// addressOutsideThePodRanges: a labelled pod of aws with an address outside aws's pod ranges is
+// refused by the policy controller (outside_remote_ranges), so once the policy has ranges the
+// set without it is in sync; without ranges the address is accepted, and the set lacks it.
+func (s inSync) addressOutsideThePodRanges(t *testing.T) {
+	ctx := context.Background()
+	outside := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "fluentd-1", Namespace: "sys-log", Labels: map[string]string{"policy.semaphore.uw.io/name": "fluentd"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "fluentd", Image: "fluentd"}}},
+	}
+	clustertest.Create(t, aws, outside)
+	defer func() { _ = aws.Client.CoreV1().Pods("sys-log").Delete(ctx, outside.Name, metav1.DeleteOptions{}) }()
+	ready(t, aws, outside, "198.51.100.7")
+	if r := s.result(t, check.NetworkSets); r.OK || !strings.Contains(r.Message, "sets with other addresses") {
+		t.Errorf("without pod ranges, 198.51.100.7 is aws's to publish: %+v, want the set to differ", r)
+	}
+
+	setEnv(t, gcp, "semaphore-policy", "SEMAPHORE_REMOTE_POD_RANGES", "aws:10.1.0.0/16")
+	defer setEnv(t, gcp, "semaphore-policy", "SEMAPHORE_REMOTE_POD_RANGES", "")
+	results := s.run(t, s.opts)
+	if check.Failed(results) {
+		t.Errorf("with aws's pod range 10.1.0.0/16, the set without 198.51.100.7 is in sync; fails:%s", failures(results))
+	}
+	for _, r := range results {
+		if r.Check != check.PodRanges || r.Component == "" {
+			continue
+		}
+		if got, want := r.Warning, r.Component != "policy"; got != want || !r.OK {
+			t.Errorf("%+v: want a warning for the components without ranges only", r)
+		}
+		if r.Component == "policy" && !strings.Contains(r.Message, "must lie in 10.1.0.0/16") {
+			t.Errorf("%+v: want the ranges named", r)
+		}
+	}
+}
+
+// serviceBeyondTheLimit: a selected remote Service beyond the service mirror's limit has no
+// mirror, as asked: a warning that names it, not a failure.
+func (s inSync) serviceBeyondTheLimit(t *testing.T) {
+	ctx := context.Background()
+	extra := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "zz-extra", Namespace: "sys-log", Labels: map[string]string{"mirror.semaphore.uw.io/mirror-service": "true"}},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "fwd", Port: 24224, Protocol: corev1.ProtocolTCP}}},
+	}
+	clustertest.Create(t, aws, extra)
+	defer func() { _ = aws.Client.CoreV1().Services("sys-log").Delete(ctx, extra.Name, metav1.DeleteOptions{}) }()
+	if r := s.result(t, check.Mirrors); r.OK || !strings.Contains(r.Message, "sys-log/zz-extra") {
+		t.Errorf("within the limit, zz-extra without a mirror: %+v, want a failure naming it", r)
+	}
+	setEnv(t, gcp, "semaphore-service-mirror", "SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", "1")
+	defer setEnv(t, gcp, "semaphore-service-mirror", "SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", "1000")
+	if r := s.result(t, check.Mirrors); !r.OK || !r.Warning || !strings.Contains(r.Message, "sys-log/zz-extra") {
+		t.Errorf("beyond a limit of 1, zz-extra without a mirror: %+v, want a warning naming it", r)
+	}
+}
+
+// servingTheMCSAPI: serving the Multi-Cluster Services API, the service mirror also needs to
+// read the remote's ServiceExports, which semaphore-remote grants.
+func (s inSync) servingTheMCSAPI(t *testing.T) {
+	setEnv(t, gcp, "semaphore-service-mirror", release.MCSEnabledEnv, "true")
+	defer setEnv(t, gcp, "semaphore-service-mirror", release.MCSEnabledEnv, "false")
+	r := resultOf(t, s.run(t, s.opts), check.ProbeAccess, "aws", release.ServiceMirror)
+	if !r.OK || !strings.Contains(r.Message, "list serviceexports.multicluster.x-k8s.io, watch serviceexports.multicluster.x-k8s.io") {
+		t.Errorf("%+v: want the service mirror allowed to read aws's ServiceExports", r)
+	}
+}
+
+// revokedFailsNamingTheRemote: with the consumer's ServiceAccount deleted in aws (its token
+// revoked), probing fails naming aws. It runs last: nothing restores the ServiceAccount.
+func (s inSync) revokedFailsNamingTheRemote(t *testing.T) {
+	ctx := context.Background()
+	if err := aws.Client.CoreV1().ServiceAccounts("semaphore-remote").Delete(ctx, consumerSA, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.eventuallyFails(t, 20*time.Second, "the check fails naming aws", "probe-identity failures naming aws", func(r check.Result) bool {
+		return r.Check == check.ProbeIdentity && r.Remote == "aws" && strings.Contains(r.Message, "remote aws")
+	})
+}
+
+// passesEveryCheck: with everything in sync, every check passes, each once per cluster and
+// remote (the preflight's and the Multi-Cluster Services API's once per cluster), and --skip
+// knows them all.
+func (s inSync) passesEveryCheck(t *testing.T) {
+	results := s.run(t, s.opts)
 	if check.Failed(results) {
 		t.Fatalf("in sync, the check fails:%s", failures(results))
 	}
@@ -302,8 +527,12 @@ func TestCheck(t *testing.T) {
 	if unknown := check.Unknown(slices.Collect(maps.Keys(got))); unknown != nil {
 		t.Errorf("checks %v are not in check.Names, which --skip takes", unknown)
 	}
+}
 
-	// The umbrella gives aws no podRanges: each component warns, and still passes.
+// warnsWithoutPodRanges: the umbrella gives aws no podRanges, so each component warns, and still
+// passes; the warning is printed as one.
+func (s inSync) warnsWithoutPodRanges(t *testing.T) {
+	results := s.run(t, s.opts)
 	for _, r := range results {
 		if r.Check == check.PodRanges && r.Component != "" && (!r.OK || !r.Warning || !strings.Contains(r.Message, "remote aws has no pod ranges") ||
 			!strings.Contains(r.Message, "held only to the special, local and width rules")) {
@@ -319,191 +548,4 @@ func TestCheck(t *testing.T) {
 	if !strings.Contains(text.String(), "WARN pod-ranges      gcp <- aws policy: remote aws has no pod ranges") {
 		t.Errorf("the warning is not printed as one:\n%s", text.String())
 	}
-
-	// The command, with the kubeconfig: the pods' metrics cannot be read here (no kubelet
-	// behind the pod proxy), so it fails on those alone (reachable, and the agents' peers), says
-	// so in JSON and exits 1; what only the metrics tell is left out.
-	t.Run("command", func(t *testing.T) {
-		var out, errOut bytes.Buffer
-		code := cli.Main([]string{"check", "--kubeconfig", gcp.Kubeconfig, "-o", "json", "--remote-timeout", "5s"}, &out, &errOut)
-		if code != 1 {
-			t.Errorf("exit status %d, want 1; stderr %s", code, errOut.String())
-		}
-		var results []check.Result
-		if err := json.Unmarshal(out.Bytes(), &results); err != nil {
-			t.Fatalf("JSON: %v\n%s", err, out.String())
-		}
-		for _, r := range results {
-			if r.OK == (r.Check == check.Peers || r.Check == check.Reachable) {
-				t.Errorf("%+v", r)
-			}
-			if r.Check == check.Peers && (r.Remote != "aws" || !strings.Contains(r.Runbook, "#check-peers")) {
-				t.Errorf("%+v: want remote aws and the runbook", r)
-			}
-			if r.Check == check.Reachable && !strings.Contains(r.Message, "through the API server's pod proxy") {
-				t.Errorf("%+v: want it to say the metrics could not be read", r)
-			}
-		}
-		out.Reset()
-		if code := cli.Main([]string{"check", "--kubeconfig", gcp.Kubeconfig, "--skip", "reachable,peers"}, &out, &errOut); code != 0 || strings.Contains(out.String(), "peers") {
-			t.Errorf("--skip reachable,peers: exit status %d, want 0:\n%s%s", code, out.String(), errOut.String())
-		}
-	})
-
-	t.Run("over-privileged", func(t *testing.T) {
-		role := &rbacv1.ClusterRole{
-			ObjectMeta: metav1.ObjectMeta{Name: "too-much"},
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}}},
-		}
-		if _, err := aws.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		binding := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "too-much"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "too-much"},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "semaphore-remote", Name: sa}},
-		}
-		if _, err := aws.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = aws.Client.RbacV1().ClusterRoleBindings().Delete(ctx, "too-much", metav1.DeleteOptions{}) }()
-		s.eventuallyFails(t, 10*time.Second, "the access reviews name the extra ClusterRole", "probe-access failures naming it", func(r check.Result) bool {
-			return r.Check == check.ProbeAccess && strings.Contains(r.Message, "list secrets") && strings.Contains(r.Message, `ClusterRole "too-much"`) && r.Runbook != ""
-		})
-	})
-
-	t.Run("narrowed to the namespace", func(t *testing.T) {
-		results := s.run(t, check.Options{Namespace: "semaphore", Timeout: 5 * time.Second, Now: opts.Now, Metrics: opts.Metrics, ProbeRemotes: true})
-		if check.Failed(results) {
-			t.Fatalf("with -n, every component is still counted; fails:%s", failures(results))
-		}
-	})
-
-	t.Run("network set missing", func(t *testing.T) {
-		gvr, _ := calico.Resource(calico.APICRD)
-		if err := dyn.Resource(gvr).Delete(ctx, s.set.Name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		defer clustertest.Create(t, gcp, s.set)
-		if results := s.run(t, opts); !failsNaming(results, check.NetworkSets, "", s.set.Name) {
-			t.Fatalf("no network-sets failure naming %s:%s", s.set.Name, failures(results))
-		}
-	})
-
-	t.Run("mirror drifted", func(t *testing.T) {
-		name := s.mirror.Name
-		m, err := gcp.Client.CoreV1().Services("semaphore").Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		before := m.Spec.Ports
-		m.Spec.Ports = []corev1.ServicePort{{Name: "fwd", Port: 24225, Protocol: corev1.ProtocolTCP}}
-		if m, err = gcp.Client.CoreV1().Services("semaphore").Update(ctx, m, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			m.Spec.Ports = before
-			_, _ = gcp.Client.CoreV1().Services("semaphore").Update(ctx, m, metav1.UpdateOptions{})
-		}()
-		if results := s.run(t, opts); !failsNaming(results, check.Mirrors, "", name) {
-			t.Fatalf("no mirrors failure naming %s:%s", name, failures(results))
-		}
-	})
-
-	t.Run("global slice missing", func(t *testing.T) {
-		if err := gcp.Client.DiscoveryV1().EndpointSlices("semaphore").Delete(ctx, s.globalSlice.Name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		defer clustertest.Create(t, gcp, s.globalSlice)
-		if results := s.run(t, opts); !failsNaming(results, check.Global, "", s.globalSlice.Name) {
-			t.Fatalf("no global-services failure naming %s:%s", s.globalSlice.Name, failures(results))
-		}
-	})
-
-	t.Run("pod not ready", func(t *testing.T) {
-		pod, err := gcp.Client.CoreV1().Pods("semaphore").Get(ctx, "semaphore-policy-0", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pod.Status.Conditions[0].Status = corev1.ConditionFalse
-		pod.Status.Conditions[0].Message = "readiness probe failed"
-		clustertest.UpdatePodStatus(t, gcp, pod)
-		defer ready(t, gcp, pod, "10.2.0.10")
-		if results := s.run(t, opts); !failsNaming(results, check.Pods, "policy", "semaphore-policy-0 (readiness probe failed)") {
-			t.Fatalf("no pods failure naming semaphore-policy-0:%s", failures(results))
-		}
-	})
-
-	// A labelled pod of aws with an address outside aws's pod ranges: the policy controller
-	// refuses it (outside_remote_ranges), so once the policy has ranges the set without it is in
-	// sync; without ranges the address is accepted, and the set lacks it.
-	t.Run("an address outside the pod ranges", func(t *testing.T) {
-		outside := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "fluentd-1", Namespace: "sys-log", Labels: map[string]string{"policy.semaphore.uw.io/name": "fluentd"}},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "fluentd", Image: "fluentd"}}},
-		}
-		clustertest.Create(t, aws, outside)
-		defer func() { _ = aws.Client.CoreV1().Pods("sys-log").Delete(ctx, outside.Name, metav1.DeleteOptions{}) }()
-		ready(t, aws, outside, "198.51.100.7")
-		if r := s.result(t, check.NetworkSets); r.OK || !strings.Contains(r.Message, "sets with other addresses") {
-			t.Errorf("without pod ranges, 198.51.100.7 is aws's to publish: %+v, want the set to differ", r)
-		}
-
-		setEnv(t, gcp, "semaphore-policy", "SEMAPHORE_REMOTE_POD_RANGES", "aws:10.1.0.0/16")
-		defer setEnv(t, gcp, "semaphore-policy", "SEMAPHORE_REMOTE_POD_RANGES", "")
-		results := s.run(t, opts)
-		if check.Failed(results) {
-			t.Errorf("with aws's pod range 10.1.0.0/16, the set without 198.51.100.7 is in sync; fails:%s", failures(results))
-		}
-		for _, r := range results {
-			if r.Check != check.PodRanges || r.Component == "" {
-				continue
-			}
-			if got, want := r.Warning, r.Component != "policy"; got != want || !r.OK {
-				t.Errorf("%+v: want a warning for the components without ranges only", r)
-			}
-			if r.Component == "policy" && !strings.Contains(r.Message, "must lie in 10.1.0.0/16") {
-				t.Errorf("%+v: want the ranges named", r)
-			}
-		}
-	})
-
-	// A selected remote Service beyond the service mirror's limit has no mirror, as asked: a
-	// warning that names it, not a failure.
-	t.Run("a Service beyond the limit", func(t *testing.T) {
-		extra := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: "zz-extra", Namespace: "sys-log", Labels: map[string]string{"mirror.semaphore.uw.io/mirror-service": "true"}},
-			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "fwd", Port: 24224, Protocol: corev1.ProtocolTCP}}},
-		}
-		clustertest.Create(t, aws, extra)
-		defer func() { _ = aws.Client.CoreV1().Services("sys-log").Delete(ctx, extra.Name, metav1.DeleteOptions{}) }()
-		if r := s.result(t, check.Mirrors); r.OK || !strings.Contains(r.Message, "sys-log/zz-extra") {
-			t.Errorf("within the limit, zz-extra without a mirror: %+v, want a failure naming it", r)
-		}
-		setEnv(t, gcp, "semaphore-service-mirror", "SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", "1")
-		defer setEnv(t, gcp, "semaphore-service-mirror", "SEMAPHORE_MIRROR_MAX_SERVICES_PER_REMOTE", "1000")
-		if r := s.result(t, check.Mirrors); !r.OK || !r.Warning || !strings.Contains(r.Message, "sys-log/zz-extra") {
-			t.Errorf("beyond a limit of 1, zz-extra without a mirror: %+v, want a warning naming it", r)
-		}
-	})
-
-	// Serving the Multi-Cluster Services API, the service mirror also needs to read the
-	// remote's ServiceExports, which semaphore-remote grants.
-	t.Run("serving the Multi-Cluster Services API", func(t *testing.T) {
-		setEnv(t, gcp, "semaphore-service-mirror", release.MCSEnabledEnv, "true")
-		defer setEnv(t, gcp, "semaphore-service-mirror", release.MCSEnabledEnv, "false")
-		r := resultOf(t, s.run(t, opts), check.ProbeAccess, "aws", release.ServiceMirror)
-		if !r.OK || !strings.Contains(r.Message, "list serviceexports.multicluster.x-k8s.io, watch serviceexports.multicluster.x-k8s.io") {
-			t.Errorf("%+v: want the service mirror allowed to read aws's ServiceExports", r)
-		}
-	})
-
-	t.Run("revoked", func(t *testing.T) {
-		if err := aws.Client.CoreV1().ServiceAccounts("semaphore-remote").Delete(ctx, sa, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		s.eventuallyFails(t, 20*time.Second, "the check fails naming aws", "probe-identity failures naming aws", func(r check.Result) bool {
-			return r.Check == check.ProbeIdentity && r.Remote == "aws" && strings.Contains(r.Message, "remote aws")
-		})
-	})
 }
