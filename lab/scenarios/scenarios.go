@@ -14,11 +14,14 @@
 package scenarios
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/kube-semaphore/semaphore/lab/env"
 	"github.com/kube-semaphore/semaphore/lab/status"
@@ -64,16 +67,44 @@ func Run(ctx context.Context, l *env.Lab, list []Scenario) []string {
 	return run(ctx, l, l.Out(), list)
 }
 
-// run is Run printing to out.
+// run is Run printing to out; at the end it says how long each scenario that ran took.
 func run(ctx context.Context, l *env.Lab, out io.Writer, list []Scenario) []string {
+	var took []scenarioTime
+	defer func() { printTimes(out, took) }()
 	for _, s := range list {
+		start := time.Now()
 		problems := s.Run(ctx, l)
+		took = append(took, scenarioTime{s.Name, time.Since(start)})
 		status.PrintProblems(out, problems)
 		if len(problems) > 0 {
 			return append([]string{fmt.Sprintf("scenario %q:", s.Name)}, problems...)
 		}
 	}
 	return nil
+}
+
+// scenarioTime is how long a scenario took.
+type scenarioTime struct {
+	name string
+	took time.Duration
+}
+
+// printTimes says how long the scenarios took in all and each, the slowest first: where a lab
+// check's time goes.
+func printTimes(out io.Writer, took []scenarioTime) {
+	if len(took) == 0 {
+		return
+	}
+	var all time.Duration
+	for _, t := range took {
+		all += t.took
+	}
+	slices.SortStableFunc(took, func(a, b scenarioTime) int { return cmp.Compare(b.took, a.took) })
+	each := make([]string, len(took))
+	for i, t := range took {
+		each[i] = fmt.Sprintf("%s %s", t.name, t.took.Round(100*time.Millisecond))
+	}
+	fmt.Fprintf(out, "the scenarios took %s: %s\n", all.Round(100*time.Millisecond), strings.Join(each, ", "))
 }
 
 // Select returns the scenarios of list whose names match the regular expression pattern (all

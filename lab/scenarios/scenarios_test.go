@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -68,12 +69,16 @@ func TestEveryScenarioCanBePickedAloneByItsName(t *testing.T) {
 }
 
 // Run stops at the first scenario that finds problems and returns them after its name, which
-// the lab prints again at its very end; the scenarios after it do not run.
+// the lab prints again at its very end; the scenarios after it do not run. It says how long
+// each that ran took, the slowest first.
 func TestRunStopsAtTheFirstFailureAndNamesIt(t *testing.T) {
 	var ran []string
 	scenario := func(name string, problems ...string) Scenario {
 		return Scenario{Name: name, Run: func(context.Context, *env.Lab) []string {
 			ran = append(ran, name)
+			if name == "upgrade" {
+				time.Sleep(200 * time.Millisecond) // the slower of the two that run
+			}
 			return problems
 		}}
 	}
@@ -88,5 +93,8 @@ func TestRunStopsAtTheFirstFailureAndNamesIt(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "PROBLEMS\n  - the tunnel a -> b was down for 8s") {
 		t.Errorf("printed %q, want the problems listed", out.String())
+	}
+	if !regexp.MustCompile(`the scenarios took [0-9.]+m?s: upgrade [0-9.]+m?s, quiet 0s\n$`).MatchString(out.String()) {
+		t.Errorf("printed %q, want the time of each scenario that ran, the slowest first, last", out.String())
 	}
 }
