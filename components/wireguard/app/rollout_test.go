@@ -59,6 +59,9 @@ func TestSurgedSuccessorStandsByAndTakesTheDevicesOver(t *testing.T) {
 	if err := configured(); err != nil {
 		t.Errorf("while the next agent stands by: %v", err)
 	}
+	if exports, err := exportsPeers(adminAddr(next)); err != nil || exports {
+		t.Errorf("while the next agent stands by, it exports the old one's device statistics (%v)", err)
+	}
 
 	old.stop(t)
 	testenv.Eventually(t, 30*time.Second, "the next agent takes the device over", configured)
@@ -68,6 +71,21 @@ func TestSurgedSuccessorStandsByAndTakesTheDevicesOver(t *testing.T) {
 	if err := ready(adminAddr(next)); err != nil {
 		t.Errorf("after the takeover: %v", err)
 	}
+	if exports, err := exportsPeers(adminAddr(next)); err != nil || !exports {
+		t.Errorf("after the takeover, the next agent exports no device statistics (%v)", err)
+	}
+}
+
+// exportsPeers reports whether the admin server at addr exports semaphore_wg_peers, the
+// statistics read from the devices.
+func exportsPeers(addr string) (bool, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return strings.Contains(string(body), "\nsemaphore_wg_peers{"), err
 }
 
 func adminAddr(r *running) string {

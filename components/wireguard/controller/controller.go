@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
@@ -101,6 +102,9 @@ type Peering struct {
 	// localRanges are this cluster's own ranges as this node sees them (its pod CIDRs and
 	// addresses), which no remote's IPAM block may take over. Set by Setup, before Run.
 	localRanges []netip.Prefix
+	// devicesSet is true once Setup has set the devices up: before, while a rollout's
+	// successor stands by, they are its predecessor's, whose statistics are not ours to export.
+	devicesSet atomic.Bool
 	// node reads this node's Node from the local informer (publish.go).
 	node corelisters.NodeLister
 
@@ -225,6 +229,7 @@ func (c *Peering) Setup(ctx context.Context) error {
 		c.noteReachability(rc, reachable)
 		maps.Copy(want, annotationsOf(rc, addr, reachable, own))
 	}
+	c.devicesSet.Store(true)
 	return c.patchAnnotations(ctx, node, want, true)
 }
 

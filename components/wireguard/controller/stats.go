@@ -26,8 +26,11 @@ func withoutHandshake(p wgtypes.Peer, since, now time.Time, grace time.Duration)
 	return p.LastHandshakeTime.IsZero() || now.Sub(p.LastHandshakeTime) > peers.SessionLifetime+grace
 }
 
-// stats reads every device's peers for the statistics collector.
+// stats reads every device's peers for the statistics collector, none before Setup.
 func (c *Peering) stats() []deviceStats {
+	if !c.devicesSet.Load() {
+		return nil
+	}
 	names := make([]string, 0, len(c.remotes))
 	for n := range c.remotes {
 		names = append(names, n)
