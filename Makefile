@@ -88,7 +88,7 @@ build: ## Build the component binaries and the kubectl plugin (kubectl-semaphore
 	@echo "$(GO) build -o bin/kubectl-semaphore ./cmd/kubectl-semaphore"
 	@$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/kubectl-semaphore ./cmd/kubectl-semaphore
 
-# Without Docker and without a base image (internal/images, docs/images.md): reproducible, the
+# Without Docker and without a base image (internal/tooling/images, docs/images.md): reproducible, the
 # same commit gives the same digests. VERSION goes into the binaries; IMAGES_FLAGS goes to the
 # command, e.g. IMAGES_FLAGS='-push registry.example.net/semaphore' or '-platforms linux/amd64'.
 .PHONY: images

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The independent verifiers of what internal/signing signs, for its tests (docs/verifying.md
+# The independent verifiers of what internal/tooling/signing signs, for its tests (docs/verifying.md
 # shows users the same commands). Prints the path of the tool as the last line of stdout;
 # progress goes to stderr.
 #

@@ -22,7 +22,7 @@ export KUBEBUILDER_ASSETS=$assets
 # Tests find CoreDNS by running ci/coredns.sh themselves, but go test holds a package's output
 # until the package finishes; building it beforehand keeps a cold build's progress visible.
 bash ci/coredns.sh >/dev/null
-# The same for the verifiers internal/signing's tests run: cosign (about 4 minutes cold), openssl.
+# The same for the verifiers internal/tooling/signing's tests run: cosign (about 4 minutes cold), openssl.
 bash ci/cosign.sh >/dev/null
 bash ci/cosign.sh openssl >/dev/null
 

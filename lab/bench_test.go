@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
 )
 
 // labUp is the line the lab prints once everything it started works.

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
 )
 
 // TestCalicoCRDs checks that the GlobalNetworkSet CRDs semaphore-policy's tests serve Calico's API

@@ -1,4 +1,4 @@
-// Command images builds the three component images without Docker (internal/images) and writes
+// Command images builds the three component images without Docker (internal/tooling/images) and writes
 // them as one OCI image layout, optionally pushing them to a registry as well (run by
 // `make images`):
 //
@@ -24,8 +24,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/kube-semaphore/semaphore/internal/dist"
-	"github.com/kube-semaphore/semaphore/internal/images"
+	"github.com/kube-semaphore/semaphore/internal/tooling/dist"
+	"github.com/kube-semaphore/semaphore/internal/tooling/images"
 )
 
 func main() {

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/dist"
-	"github.com/kube-semaphore/semaphore/internal/images"
-	"github.com/kube-semaphore/semaphore/internal/signing"
+	"github.com/kube-semaphore/semaphore/internal/tooling/dist"
+	"github.com/kube-semaphore/semaphore/internal/tooling/images"
+	"github.com/kube-semaphore/semaphore/internal/tooling/signing"
 )
 
 // plan is a release as the flags and the tree say it: its version, where it goes, the notes.

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/kube-semaphore/semaphore/internal/citool"
-	"github.com/kube-semaphore/semaphore/internal/dist"
-	"github.com/kube-semaphore/semaphore/internal/signing"
+	"github.com/kube-semaphore/semaphore/internal/tooling/citool"
+	"github.com/kube-semaphore/semaphore/internal/tooling/dist"
+	"github.com/kube-semaphore/semaphore/internal/tooling/signing"
 )
 
 // step is one part of a release, run in order.

@@ -21,10 +21,10 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
-	"github.com/kube-semaphore/semaphore/internal/admin"
 	"github.com/kube-semaphore/semaphore/internal/config"
-	"github.com/kube-semaphore/semaphore/internal/leader"
-	"github.com/kube-semaphore/semaphore/internal/localranges"
+	"github.com/kube-semaphore/semaphore/internal/daemon/admin"
+	"github.com/kube-semaphore/semaphore/internal/daemon/leader"
+	"github.com/kube-semaphore/semaphore/internal/daemon/localranges"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 )

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/internal/config"
-	"github.com/kube-semaphore/semaphore/internal/logging"
+	"github.com/kube-semaphore/semaphore/internal/daemon/logging"
 	"github.com/kube-semaphore/semaphore/internal/uninstall"
 )
 

@@ -25,8 +25,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/kube-semaphore/semaphore/internal/expectations"
-	"github.com/kube-semaphore/semaphore/internal/fairqueue"
+	"github.com/kube-semaphore/semaphore/internal/multiremote/expectations"
+	"github.com/kube-semaphore/semaphore/internal/multiremote/fairqueue"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 )

@@ -14,9 +14,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/internal/reconcile"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 // A key whose sync fails is retried until it succeeds; every sync is counted by remote and

@@ -16,8 +16,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/kube-semaphore/semaphore/internal/images"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/internal/tooling/images"
 )
 
 // The suite's pods run two public images (its k8s_objects.go): the hello Deployment's
@@ -27,12 +27,12 @@ import (
 // with OpenBSD's nc (-v -w 2 -4), nslookup (-type=A, AAAA, SRV), grep, tail and awk. This
 // machine pulls from no public registry, so the lab has images by those names of its own with
 // the same programs, from Debian's packages (ci/conformance-debs.sh), assembled by
-// internal/images like every image of ours, and pushed into the lab's registry, which every
+// internal/tooling/images like every image of ours, and pushed into the lab's registry, which every
 // node's containerd takes for docker.io (lab/node).
 //
 // /bin/sh is dash, not busybox's: busybox's sh runs its own applets before anything on PATH,
 // and its nc takes none of the suite's flags. The applets the images need are scripts that run
-// busybox, which internal/images puts at /busybox (the image's one static binary).
+// busybox, which internal/tooling/images puts at /busybox (the image's one static binary).
 
 // SocatImage and NetshootImage are the suite's images as it names them, on docker.io.
 const (
@@ -115,7 +115,7 @@ func (img image) build(ctx context.Context, root string, opts images.Options) (v
 	return idx, nil
 }
 
-// spec is the image's internal/images spec, with its files from the packages unpacked in root.
+// spec is the image's internal/tooling/images spec, with its files from the packages unpacked in root.
 func (img image) spec(root string) (images.Spec, error) {
 	files, err := withLibraries(root, img.programs)
 	if err != nil {

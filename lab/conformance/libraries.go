@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kube-semaphore/semaphore/internal/images"
+	"github.com/kube-semaphore/semaphore/internal/tooling/images"
 )
 
 // withLibraries returns the files that programs (path in the image -> path under root, a

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 )
 
 // build is one of the binaries buildBinaries builds: what it says while building, how, and

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/lab/node"
 )
 

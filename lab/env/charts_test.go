@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-semaphore/semaphore/internal/helmchart"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/internal/tooling/helmchart"
 )
 
 // renderUmbrella renders the umbrella chart for cluster with the values the guide gives it:

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 )
 
 // Child is a process the lab started itself (a controller manager, the egress proxy,

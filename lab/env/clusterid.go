@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mcs"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 )
 
 // clusterIDs are the IDs the lab's clusters say in their ClusterProperty cluster.clusterset.k8s.io

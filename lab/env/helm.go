@@ -11,8 +11,8 @@ import (
 
 	"helm.sh/helm/v3/pkg/release"
 
-	"github.com/kube-semaphore/semaphore/internal/dist"
-	"github.com/kube-semaphore/semaphore/internal/helmchart"
+	"github.com/kube-semaphore/semaphore/internal/tooling/dist"
+	"github.com/kube-semaphore/semaphore/internal/tooling/helmchart"
 )
 
 // The lab installs the charts the way the getting-started guide tells users to: packaged,

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/netnstopo"
+	"github.com/kube-semaphore/semaphore/internal/harness/netnstopo"
 	"github.com/kube-semaphore/semaphore/lab/node"
 )
 

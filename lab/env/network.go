@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
-	"github.com/kube-semaphore/semaphore/internal/netnstopo"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/netnstopo"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 )
 
 // The nodes' network: the lab's internet, each provider's router with its private network

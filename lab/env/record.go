@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 )
 
 // Record is the run record a running lab writes to state.json: what it runs and where, which

@@ -14,13 +14,13 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/kube-semaphore/semaphore/internal/dist"
-	"github.com/kube-semaphore/semaphore/internal/images"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/internal/tooling/dist"
+	"github.com/kube-semaphore/semaphore/internal/tooling/images"
 )
 
 // The lab's OCI registry: go-containerregistry's, in the lab's own process, on loopback. It
-// holds our images (built by internal/images, as `make images` builds them) and both charts
+// holds our images (built by internal/tooling/images, as `make images` builds them) and both charts
 // (pushed by the helm CLI); the nodes pull from it at the same address, which the lab forwards
 // into each of them. It keeps everything in memory: a new lab pushes everything again.
 

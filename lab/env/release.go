@@ -9,12 +9,12 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/kube-semaphore/semaphore/internal/dist"
-	"github.com/kube-semaphore/semaphore/internal/images"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/internal/tooling/dist"
+	"github.com/kube-semaphore/semaphore/internal/tooling/images"
 )
 
-// The lab runs a release as users get one, built by the code `make release` runs (internal/dist)
+// The lab runs a release as users get one, built by the code `make release` runs (internal/tooling/dist)
 // with a version of its own (v0.0.0-lab.g<commit>): the images tagged with it and installed by
 // that tag and the digest of the index the lab pushed (release_images.go), both charts packaged
 // with it and installed from the registry by that version, and kubectl-semaphore installed by

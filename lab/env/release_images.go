@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kube-semaphore/semaphore/internal/images"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
+	"github.com/kube-semaphore/semaphore/internal/tooling/images"
 )
 
 // The lab installs the components' images by tag and digest, as docs/verifying.md asks users

@@ -15,10 +15,10 @@ import (
 
 	cdx "github.com/CycloneDX/cyclonedx-go"
 
-	"github.com/kube-semaphore/semaphore/internal/dist"
-	"github.com/kube-semaphore/semaphore/internal/images"
-	"github.com/kube-semaphore/semaphore/internal/sbom"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/internal/tooling/dist"
+	"github.com/kube-semaphore/semaphore/internal/tooling/images"
+	"github.com/kube-semaphore/semaphore/internal/tooling/sbom"
 )
 
 // cosignScript is the ci script that builds cosign once, caches it and prints its path: the
@@ -28,7 +28,7 @@ const cosignScript = "cosign.sh"
 // releaseVerifier runs docs/verifying.md's commands in the lab's release directory.
 type releaseVerifier struct {
 	dir, cosign, openssl string
-	// env keeps cosign offline, as the tests of internal/signing do: an empty home, cache and
+	// env keeps cosign offline, as the tests of internal/tooling/signing do: an empty home, cache and
 	// TUF root, and every connection but to this machine's loopback (the lab's registry) sent
 	// to a proxy that refuses it, so that nothing it verifies depends on the network.
 	env []string

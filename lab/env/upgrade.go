@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/dist"
-	"github.com/kube-semaphore/semaphore/internal/images"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/internal/tooling/dist"
+	"github.com/kube-semaphore/semaphore/internal/tooling/images"
 )
 
 // PreviousRelease is the release the lab upgrades from, with traffic flowing: after each

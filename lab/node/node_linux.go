@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kube-semaphore/semaphore/internal/netnstopo"
+	"github.com/kube-semaphore/semaphore/internal/harness/netnstopo"
 )
 
 // startTimeout bounds Start when ctx has no earlier deadline.

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 )
 
 // proc is one of the node's daemons.

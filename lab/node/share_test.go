@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
 )
 
 // cpuCgroupOf is process pid's cgroup in the hierarchy of the cpu controller.

@@ -9,8 +9,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kube-semaphore/semaphore/internal/images"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/internal/tooling/images"
 	"github.com/kube-semaphore/semaphore/lab/conformance"
 	"github.com/kube-semaphore/semaphore/lab/env"
 )

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/mixin"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/internal/tooling/mixin"
 	"github.com/kube-semaphore/semaphore/lab/env"
 	"github.com/kube-semaphore/semaphore/lab/promapi"
 	"github.com/kube-semaphore/semaphore/lab/status"

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/lab/env"
 )
 

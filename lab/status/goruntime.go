@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/internal/daemon"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/lab/env"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 )
 
 // The routes read are semaphore-wireguard's.

@@ -26,8 +26,8 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mcs"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mcscontroller"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 // mcsRules are what the Multi-Cluster Services API's ClusterRole grants, and nothing else:

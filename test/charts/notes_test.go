@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/kube-semaphore/semaphore/internal/helmchart"
+	"github.com/kube-semaphore/semaphore/internal/tooling/helmchart"
 )
 
 // semaphore-remote's NOTES, followed by hand, do what `kubectl semaphore link` does (the lab

@@ -28,7 +28,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/kube-semaphore/semaphore/internal/helmchart"
+	"github.com/kube-semaphore/semaphore/internal/tooling/helmchart"
 )
 
 // hookName is the name of the uninstall hook's objects of workload w: "<fullname>-uninstall",

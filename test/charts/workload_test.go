@@ -25,8 +25,8 @@ import (
 	mirrorapp "github.com/kube-semaphore/semaphore/components/service-mirror/app"
 	wgapp "github.com/kube-semaphore/semaphore/components/wireguard/app"
 	"github.com/kube-semaphore/semaphore/internal/config"
-	"github.com/kube-semaphore/semaphore/internal/helmchart"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/internal/tooling/helmchart"
 )
 
 // remotesDir is where the controllers look for the remotes' credentials, SEMAPHORE_REMOTES_DIR.

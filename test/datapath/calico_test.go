@@ -20,8 +20,8 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/calicoipam"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
 )
 
 // TestDataPathCalicoIPAM runs the remote cluster aws the Calico way: its Nodes have no pod CIDR,

@@ -18,9 +18,9 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/app"
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv/fixture"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
 
 // The clusters are shared by every test of the package; tests run one at a time, use their

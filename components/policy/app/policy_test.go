@@ -13,9 +13,9 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv/fixture"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
 
 // Labelled pods of gcp/sys-log become GlobalNetworkSet

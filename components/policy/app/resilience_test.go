@@ -15,10 +15,10 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/config"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv/fixture"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv/resilience"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
-	"github.com/kube-semaphore/semaphore/internal/testenv/resilience"
 )
 
 // TestResilience runs the resilience suite against semaphore-policy: a source is the pods of

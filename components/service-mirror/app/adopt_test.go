@@ -16,8 +16,8 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/app"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv/fixture"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
-	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
 
 // originalMirror creates in the mirror namespace what the original semaphore-service-mirror

@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mcs"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv/fixture"
 )
 
 var clusterProperties = schema.GroupVersionResource{Group: "about.k8s.io", Version: "v1alpha1", Resource: "clusterproperties"}

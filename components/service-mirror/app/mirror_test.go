@@ -15,9 +15,9 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv/fixture"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
 )
 
 // A labelled remote Service with endpoints appears locally under its mirror

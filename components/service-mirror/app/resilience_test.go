@@ -16,9 +16,9 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/app"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/config"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/internal/testenv/fixture"
-	"github.com/kube-semaphore/semaphore/internal/testenv/resilience"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv/fixture"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv/resilience"
 )
 
 // TestResilience runs the resilience suite against semaphore-service-mirror: a source is a

@@ -9,7 +9,7 @@ import (
 	"fmt"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/internal/names"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/names"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 

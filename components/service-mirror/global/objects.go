@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/internal/names"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/names"
 )
 
 // Service returns the desired global Service of k in namespace, made from the definition used.

@@ -8,7 +8,7 @@ package mcs
 import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
-	"github.com/kube-semaphore/semaphore/internal/names"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/names"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 

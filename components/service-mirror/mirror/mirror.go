@@ -17,8 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/adopt"
+	"github.com/kube-semaphore/semaphore/components/service-mirror/names"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
-	"github.com/kube-semaphore/semaphore/internal/names"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 )
 

@@ -21,7 +21,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
 	"github.com/kube-semaphore/semaphore/internal/config"
 	"github.com/kube-semaphore/semaphore/internal/daemon"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
 )
 
 // The tests that create devices run as root in network and mount namespaces of their own,

@@ -16,7 +16,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/endpoint"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
 )
 
 // expectLocalAnnotations waits until gcp-node-1 carries want (a value of "" is an annotation that

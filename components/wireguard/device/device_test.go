@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/vishvananda/netlink"

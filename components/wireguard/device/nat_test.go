@@ -12,8 +12,8 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
-	"github.com/kube-semaphore/semaphore/internal/netnstopo"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/netnstopo"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
 )
 
 // natRouter puts a router between this test's network namespace (node A, the public side:

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/images"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/internal/tooling/images"
 	"github.com/kube-semaphore/semaphore/lab/conformance"
 	"github.com/kube-semaphore/semaphore/lab/env"
 )

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/testbed"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
 	"github.com/kube-semaphore/semaphore/lab/cmd/internal/cmdtest"
 )
 

@@ -18,9 +18,9 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mcs"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mcscontroller"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/internal/testenv/measure"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv/measure"
 )
 
 const (

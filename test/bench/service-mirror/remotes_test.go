@@ -20,8 +20,8 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
-	"github.com/kube-semaphore/semaphore/internal/testenv/measure"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv/measure"
 )
 
 const (

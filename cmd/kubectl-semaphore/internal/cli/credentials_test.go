@@ -18,7 +18,7 @@ import (
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/check"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/cli"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/clustertest"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
 )
 
 // A remote's kubeconfig is read out of a Secret of the cluster, which whoever may write that

@@ -15,7 +15,7 @@ import (
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/check"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/mcsapi"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/mesh"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
 )
 
 // A service mirror that serves the Multi-Cluster Services API (serviceMirror.mcs.enabled) in a

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
 )
 
 // Server is an API server Main starts for the tests of a package: *Into is the cluster named

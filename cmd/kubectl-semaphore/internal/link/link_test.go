@@ -24,9 +24,9 @@ import (
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/cli"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/clustertest"
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/link"
-	"github.com/kube-semaphore/semaphore/internal/helmchart"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
+	"github.com/kube-semaphore/semaphore/internal/tooling/helmchart"
 )
 
 const remoteNamespace = "semaphore-remote"

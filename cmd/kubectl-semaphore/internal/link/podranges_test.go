@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/link"
-	"github.com/kube-semaphore/semaphore/internal/testbed"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
 )
 
 // With Calico's IPAM, pods take their addresses from the IP pools, whatever the Nodes' pod

@@ -17,8 +17,8 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/internal/daemon"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
 	"github.com/kube-semaphore/semaphore/internal/remote"
-	"github.com/kube-semaphore/semaphore/internal/testenv"
 )
 
 // Remotes writes the kubeconfig of each remote, by name, where the component reads it, in a

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/internal/testenv"
+	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
 )
 
 // Build builds the lab's program name (lab/cmd/<name>) as the lab's image has it: static.
