@@ -90,8 +90,11 @@ type scenarioTime struct {
 }
 
 // printTimes says how long the scenarios took in all and each, the slowest first: where a lab
-// check's time goes.
+// check's time goes. A scenario that took under a tenth of a second only said why it was
+// skipped (a lab without nodes skips most), so it is left out, and so is the line when no
+// scenario ran.
 func printTimes(out io.Writer, took []scenarioTime) {
+	took = slices.DeleteFunc(took, func(t scenarioTime) bool { return t.took < skippedUnder })
 	if len(took) == 0 {
 		return
 	}
@@ -102,10 +105,13 @@ func printTimes(out io.Writer, took []scenarioTime) {
 	slices.SortStableFunc(took, func(a, b scenarioTime) int { return cmp.Compare(b.took, a.took) })
 	each := make([]string, len(took))
 	for i, t := range took {
-		each[i] = fmt.Sprintf("%s %s", t.name, t.took.Round(100*time.Millisecond))
+		each[i] = fmt.Sprintf("%s %s", t.name, t.took.Round(skippedUnder))
 	}
-	fmt.Fprintf(out, "the scenarios took %s: %s\n", all.Round(100*time.Millisecond), strings.Join(each, ", "))
+	fmt.Fprintf(out, "the scenarios took %s: %s\n", all.Round(skippedUnder), strings.Join(each, ", "))
 }
+
+// skippedUnder is how long a scenario that ran nothing may take: it prints why it skipped.
+const skippedUnder = 100 * time.Millisecond
 
 // Select returns the scenarios of list whose names match the regular expression pattern (all
 // of them for ""), in their order, count times over: how a developer runs one scenario, or

@@ -98,3 +98,24 @@ func TestRunStopsAtTheFirstFailureAndNamesIt(t *testing.T) {
 		t.Errorf("printed %q, want the time of each scenario that ran, the slowest first, last", out.String())
 	}
 }
+
+func TestScenarioTimesListWhatRanTheSlowestFirstAndLeaveOutTheSkipped(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		took []scenarioTime
+		want string
+	}{
+		{"some ran", []scenarioTime{{"identities", 40 * time.Millisecond}, {"upgrade", 3 * time.Minute}, {"hostile remote", 70 * time.Second}},
+			"the scenarios took 4m10s: upgrade 3m0s, hostile remote 1m10s\n"},
+		{"none ran", []scenarioTime{{"upgrade", 0}, {"identities", time.Millisecond}}, ""},
+		{"none at all", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			printTimes(&out, tc.took)
+			if out.String() != tc.want {
+				t.Errorf("printed %q, want %q", out.String(), tc.want)
+			}
+		})
+	}
+}
