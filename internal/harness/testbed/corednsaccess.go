@@ -81,5 +81,5 @@ func MCSCRDs() string {
 // ClusterPropertyCRDs is the directory of the About API's ClusterProperty CRD, which the service
 // mirror reads clusters' IDs from: Semaphore does not install it, tests and the lab do.
 func ClusterPropertyCRDs() string {
-	return filepath.Join(RepoRoot(), "internal", "testbed", "testdata", "clusterproperty")
+	return filepath.Join(packageDir(), "testdata", "clusterproperty")
 }

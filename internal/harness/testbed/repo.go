@@ -14,8 +14,13 @@ import (
 
 // RepoRoot is the root of this repository.
 func RepoRoot() string {
+	return filepath.Join(packageDir(), "..", "..", "..")
+}
+
+// packageDir is this package's directory in the source tree, which its testdata is under.
+func packageDir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+	return filepath.Dir(file)
 }
 
 // AssetsDir returns the directory holding kube-apiserver and etcd: KUBEBUILDER_ASSETS when set,
