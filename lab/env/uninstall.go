@@ -119,6 +119,9 @@ func (l *Lab) objectsLeft(ctx context.Context, cluster string) ([]string, error)
 	// Listing every resource lists deprecated ones too: their warnings say nothing here.
 	cfg := rest.CopyConfig(l.Cluster(cluster).Config)
 	cfg.WarningHandler = rest.NoWarnings{}
+	// About three LISTs per resource, some 250 in all: client-go's default limit (5 a second)
+	// made one search take half a minute, and the wait for nothing left only two searches.
+	cfg.QPS, cfg.Burst = -1, 0
 	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err

@@ -201,6 +201,10 @@ func kubeletConfig(cfg Config, maxOpenFiles uint64) ([]byte, error) {
 		// No static pods, no graceful node shutdown (which would talk to systemd-logind).
 		"staticPodPath":       "",
 		"shutdownGracePeriod": "0s",
+		// Pods are synced every 10 s, not every minute, so a Secret written again (a remote's
+		// token, after link) reaches the pods' volumes in seconds: that wait is the kubelet's,
+		// not Semaphore's, and docs/operations.md gives real clusters' figure.
+		"syncFrequency": "10s",
 	}
 	if cfg.ClientCAFile != "" {
 		c["authentication"].(map[string]any)["x509"] = map[string]any{"clientCAFile": cfg.ClientCAFile}

@@ -61,14 +61,15 @@ func checkUninstall(ctx context.Context, l *env.Lab) []string {
 // for nothing of Semaphore to be left in the uninstalled cluster and on its nodes.
 func expectNothingLeft(ctx context.Context, l *env.Lab) []string {
 	var left []string
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(2 * time.Second) {
+	start := time.Now()
+	for deadline := start.Add(time.Minute); ; time.Sleep(2 * time.Second) {
 		var err error
 		if left, err = l.Leftovers(ctx, uninstalled); err != nil {
 			return []string{fmt.Sprintf("looking for what is left in %s: %v", uninstalled, err)}
 		}
 		if len(left) == 0 {
-			fmt.Fprintf(l.Out(), "  %-6s nothing left: no object of a component, nothing in %s or %s, no device, route, key or annotation of ours on its nodes\n",
-				uninstalled, env.SemaphoreNamespace, env.RemoteNamespace)
+			fmt.Fprintf(l.Out(), "  %-6s nothing left %s after the uninstall: no object of a component, nothing in %s or %s, no device, route, key or annotation of ours on its nodes\n",
+				uninstalled, time.Since(start).Round(100*time.Millisecond), env.SemaphoreNamespace, env.RemoteNamespace)
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -80,10 +81,11 @@ func expectNothingLeft(ctx context.Context, l *env.Lab) []string {
 // expectTokenRefused waits up to 30 seconds for the uninstalled cluster to refuse the token
 // its consumer read it with.
 func expectTokenRefused(ctx context.Context, l *env.Lab, token string) []string {
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+	start := time.Now()
+	for deadline := start.Add(30 * time.Second); ; time.Sleep(time.Second) {
 		ok, err := l.TokenAccepted(ctx, uninstalled, token)
 		if err == nil && !ok {
-			fmt.Fprintf(l.Out(), "  %-6s refuses the token %s read it with\n", uninstalled, consumer)
+			fmt.Fprintf(l.Out(), "  %-6s refuses the token %s read it with (%s later)\n", uninstalled, consumer, time.Since(start).Round(100*time.Millisecond))
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -92,15 +92,21 @@ func upgradeAll(ctx context.Context, l *env.Lab, rel env.Release) []string {
 // settle waits until every workload is available, records the pods (the controllers' are new)
 // for the status and Prometheus, and waits until the mesh is ready.
 func settle(ctx context.Context, l *env.Lab, when string) []string {
+	start := time.Now()
 	if err := l.WaitAvailable(ctx, 3*time.Minute); err != nil {
 		return []string{fmt.Sprintf("%s: %v", when, err)}
 	}
+	available := time.Now()
 	if err := rediscoverControllers(ctx, l); err != nil {
 		return []string{fmt.Sprintf("%s: %v", when, err)}
 	}
+	found := time.Now()
 	if _, problems := status.WaitReady(ctx, l.Record(), 5*time.Minute, l.Exited()); len(problems) > 0 {
 		return append([]string{when + ", the mesh is not ready:"}, problems...)
 	}
+	fmt.Fprintf(l.Out(), "  settled %s in %s: workloads available after %s, controllers found in %s, the mesh ready in %s\n", when,
+		time.Since(start).Round(100*time.Millisecond), available.Sub(start).Round(100*time.Millisecond),
+		found.Sub(available).Round(100*time.Millisecond), time.Since(found).Round(100*time.Millisecond))
 	return nil
 }
 
