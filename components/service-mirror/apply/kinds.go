@@ -119,3 +119,15 @@ func (w *Writer[K]) owned(key K, obj Object, kind string) bool {
 	w.Clash(key, obj, obj, kind)
 	return false
 }
+
+// InitCounters exports at zero, before the first write, the write counters of each of kinds
+// (labelled kind and verb) by the verbs Put and Remove count, and its clash counter (labelled
+// kind), so that dashboards and alerts see 0 rather than no data.
+func InitCounters(c multiremote.Counters, kinds ...string) {
+	for _, kind := range kinds {
+		c.Clashes.WithLabelValues(kind)
+		for _, verb := range []string{"create", "update", "delete"} {
+			c.Writes.WithLabelValues(kind, verb)
+		}
+	}
+}

@@ -44,18 +44,8 @@ func NewMetrics(f *metrics.Factory) *Metrics {
 		conflicts: g.GaugeVec("conflicts",
 			"Global services whose definition in a cluster differs from the one used (the first cluster's in name order), by that cluster.", "source_cluster"),
 	}
-	m.initWrites()
+	apply.InitCounters(m.counters, apply.KindService, apply.KindEndpointSlice)
 	return m
-}
-
-// initWrites exports the write and clash counters at zero before the first write.
-func (m *Metrics) initWrites() {
-	for _, kind := range []string{apply.KindService, apply.KindEndpointSlice} {
-		m.counters.Clashes.WithLabelValues(kind)
-		for _, verb := range []string{"create", "update", "delete"} {
-			m.counters.Writes.WithLabelValues(kind, verb)
-		}
-	}
 }
 
 // initCluster exports the per-cluster series of cluster at zero, so that dashboards and

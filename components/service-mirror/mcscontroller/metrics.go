@@ -47,12 +47,7 @@ func NewMetrics(f *metrics.Factory) *Metrics {
 
 // initWrites exports the write and clash counters, and the gauges by condition, at zero.
 func (m *Metrics) initWrites() {
-	for _, kind := range []string{kindServiceImport, apply.KindService, apply.KindEndpointSlice} {
-		m.counters.Clashes.WithLabelValues(kind)
-		for _, verb := range []string{"create", "update", "delete"} {
-			m.counters.Writes.WithLabelValues(kind, verb)
-		}
-	}
+	apply.InitCounters(m.counters, kindServiceImport, apply.KindService, apply.KindEndpointSlice)
 	m.counters.Writes.WithLabelValues(kindServiceExport, "update")
 	for _, t := range []string{"ClusterSetIP", "Headless"} {
 		m.imports.WithLabelValues(t)
