@@ -97,10 +97,7 @@ func NewWriter[K comparable](base *multiremote.Controller[K], client kubernetes.
 	services, slices := client.CoreV1().Services(cfg.Namespace), client.DiscoveryV1().EndpointSlices(cfg.Namespace)
 	w.services = Kind[*corev1.Service]{
 		Name: KindService, Key: func(m metav1.Object) string { return serviceKey(m.GetName()) }, Change: rules.UpdateService,
-		Create: services.Create, Update: services.Update,
-		Delete: func(ctx context.Context, _, name string, opts metav1.DeleteOptions) error {
-			return services.Delete(ctx, name, opts)
-		},
+		In: func(string) Client[*corev1.Service] { return services },
 		Cached: func(_, name string) (*corev1.Service, bool, error) {
 			svc, err := w.ServiceCache.Services(cfg.Namespace).Get(name)
 			if apierrors.IsNotFound(err) {
@@ -111,10 +108,7 @@ func NewWriter[K comparable](base *multiremote.Controller[K], client kubernetes.
 	}
 	w.slices = Kind[*discoveryv1.EndpointSlice]{
 		Name: KindEndpointSlice, Key: func(m metav1.Object) string { return sliceKey(m.GetName()) }, Change: mirror.UpdateEndpointSlice,
-		Create: slices.Create, Update: slices.Update,
-		Delete: func(ctx context.Context, _, name string, opts metav1.DeleteOptions) error {
-			return slices.Delete(ctx, name, opts)
-		},
+		In: func(string) Client[*discoveryv1.EndpointSlice] { return slices },
 		Cached: func(_, name string) (*discoveryv1.EndpointSlice, bool, error) {
 			obj, exists, err := w.SliceCache.GetByKey(cfg.Namespace + "/" + name)
 			if !exists || err != nil {

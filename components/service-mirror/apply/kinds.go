@@ -30,10 +30,16 @@ type Kind[T Object] struct {
 	Cached func(namespace, name string) (T, bool, error)
 	// Change says how an existing object must change to match the desired one.
 	Change func(desired, actual T) (mirror.Change, T)
-	// Create and Update write an object into its own namespace; Delete deletes one.
-	Create func(context.Context, T, metav1.CreateOptions) (T, error)
-	Update func(context.Context, T, metav1.UpdateOptions) (T, error)
-	Delete func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
+	// In is the client that writes the objects of this kind in namespace.
+	In func(namespace string) Client[T]
+}
+
+// Client writes the objects of one kind in one namespace, as client-go's typed clients do
+// (CoreV1().Services(namespace), ...).
+type Client[T Object] interface {
+	Create(context.Context, T, metav1.CreateOptions) (T, error)
+	Update(context.Context, T, metav1.UpdateOptions) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
 // Put makes the local object desired for key, of kind k, exist as desired, and returns it as
@@ -60,7 +66,7 @@ func Put[K comparable, T Object](ctx context.Context, base *multiremote.Controll
 	change, next := k.Change(desired, actual)
 	switch change {
 	case mirror.Update:
-		out, err := k.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
+		out, err := k.In(next.GetNamespace()).Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
 		return out, false, base.Wrote(expectKey, out, err, k.Name, "update")
 	case mirror.Recreate:
 		if err := Remove(ctx, base, k, actual); err != nil {
@@ -97,7 +103,7 @@ func PutAll[K comparable, T Object](ctx context.Context, base *multiremote.Contr
 }
 
 func create[K comparable, T Object](ctx context.Context, base *multiremote.Controller[K], k Kind[T], obj T) (T, bool, error) {
-	out, err := k.Create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager})
+	out, err := k.In(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager})
 	return out, false, base.Wrote(k.Key(obj), out, err, k.Name, "create")
 }
 
@@ -105,7 +111,7 @@ func create[K comparable, T Object](ctx context.Context, base *multiremote.Contr
 // looked at: a preconditioned delete never removes an object that replaced it meanwhile.
 func Remove[K comparable, T Object](ctx context.Context, base *multiremote.Controller[K], k Kind[T], obj T) error {
 	del := func(ctx context.Context, name string, opts metav1.DeleteOptions) error {
-		return k.Delete(ctx, obj.GetNamespace(), name, opts)
+		return k.In(obj.GetNamespace()).Delete(ctx, name, opts)
 	}
 	return base.Delete(ctx, k.Key(obj), obj, del, k.Name, "delete")
 }

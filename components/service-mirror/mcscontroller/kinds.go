@@ -1,8 +1,6 @@
 package mcscontroller
 
 import (
-	"context"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,15 +41,7 @@ func (c *Controller) kinds(local kubernetes.Interface, exports mcsclient.Interfa
 		Cached: func(ns, name string) (*mcsv1beta1.ServiceImport, bool, error) {
 			return found(c.ours.imports.ServiceImports(ns).Get(name))
 		},
-		Create: func(ctx context.Context, si *mcsv1beta1.ServiceImport, o metav1.CreateOptions) (*mcsv1beta1.ServiceImport, error) {
-			return imports.ServiceImports(si.Namespace).Create(ctx, si, o)
-		},
-		Update: func(ctx context.Context, si *mcsv1beta1.ServiceImport, o metav1.UpdateOptions) (*mcsv1beta1.ServiceImport, error) {
-			return imports.ServiceImports(si.Namespace).Update(ctx, si, o)
-		},
-		Delete: func(ctx context.Context, ns, name string, o metav1.DeleteOptions) error {
-			return imports.ServiceImports(ns).Delete(ctx, name, o)
-		},
+		In: func(ns string) apply.Client[*mcsv1beta1.ServiceImport] { return imports.ServiceImports(ns) },
 	}
 	core := local.CoreV1()
 	c.services = apply.Kind[*corev1.Service]{
@@ -59,15 +49,7 @@ func (c *Controller) kinds(local kubernetes.Interface, exports mcsclient.Interfa
 		Cached: func(ns, name string) (*corev1.Service, bool, error) {
 			return found(c.ours.services.Services(ns).Get(name))
 		},
-		Create: func(ctx context.Context, s *corev1.Service, o metav1.CreateOptions) (*corev1.Service, error) {
-			return core.Services(s.Namespace).Create(ctx, s, o)
-		},
-		Update: func(ctx context.Context, s *corev1.Service, o metav1.UpdateOptions) (*corev1.Service, error) {
-			return core.Services(s.Namespace).Update(ctx, s, o)
-		},
-		Delete: func(ctx context.Context, ns, name string, o metav1.DeleteOptions) error {
-			return core.Services(ns).Delete(ctx, name, o)
-		},
+		In: func(ns string) apply.Client[*corev1.Service] { return core.Services(ns) },
 	}
 	discovery := local.DiscoveryV1()
 	c.slices = apply.Kind[*discoveryv1.EndpointSlice]{
@@ -79,15 +61,7 @@ func (c *Controller) kinds(local kubernetes.Interface, exports mcsclient.Interfa
 			}
 			return obj.(*discoveryv1.EndpointSlice), true, nil
 		},
-		Create: func(ctx context.Context, s *discoveryv1.EndpointSlice, o metav1.CreateOptions) (*discoveryv1.EndpointSlice, error) {
-			return discovery.EndpointSlices(s.Namespace).Create(ctx, s, o)
-		},
-		Update: func(ctx context.Context, s *discoveryv1.EndpointSlice, o metav1.UpdateOptions) (*discoveryv1.EndpointSlice, error) {
-			return discovery.EndpointSlices(s.Namespace).Update(ctx, s, o)
-		},
-		Delete: func(ctx context.Context, ns, name string, o metav1.DeleteOptions) error {
-			return discovery.EndpointSlices(ns).Delete(ctx, name, o)
-		},
+		In: func(ns string) apply.Client[*discoveryv1.EndpointSlice] { return discovery.EndpointSlices(ns) },
 	}
 }
 
