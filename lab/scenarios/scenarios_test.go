@@ -94,8 +94,9 @@ func TestRunStopsAtTheFirstFailureAndNamesIt(t *testing.T) {
 	if !strings.Contains(out.String(), "PROBLEMS\n  - the tunnel a -> b was down for 8s") {
 		t.Errorf("printed %q, want the problems listed", out.String())
 	}
-	if !regexp.MustCompile(`the scenarios took [0-9.]+m?s: upgrade [0-9.]+m?s, quiet 0s\n$`).MatchString(out.String()) {
-		t.Errorf("printed %q, want the time of each scenario that ran, the slowest first, last", out.String())
+	// quiet returned at once, as a skipped scenario does: it is left out of the times.
+	if !regexp.MustCompile(`the scenarios took [0-9.]+m?s: upgrade [0-9.]+m?s\n$`).MatchString(out.String()) {
+		t.Errorf("printed %q, want the time of the scenario that ran, last", out.String())
 	}
 }
 
