@@ -149,6 +149,3 @@ require (
 
 // The upstream MCS conformance suite, vendored unmodified (third_party/mcs-api-conformance/README.md).
 replace sigs.k8s.io/mcs-api/conformance => ./third_party/mcs-api-conformance
-
-// ginkgo's CLI runs the conformance suite's specs side by side in lab check (lab/conformance).
-tool github.com/onsi/ginkgo/v2/ginkgo

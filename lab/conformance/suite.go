@@ -40,8 +40,8 @@ func BuildSuite(ctx context.Context, out string) error {
 	return nil
 }
 
-// ginkgoPackage is ginkgo's CLI, a tool of go.mod (so tidy keeps what it needs), at the version
-// of the suite's ginkgo library: the CLI refuses to drive a suite built with another version.
+// ginkgoPackage is ginkgo's CLI, at the version go.mod gives the suite's ginkgo library: the
+// CLI refuses to drive a suite built with another version.
 const ginkgoPackage = "github.com/onsi/ginkgo/v2/ginkgo"
 
 // BuildGinkgo builds ginkgo's CLI into out, which runs a compiled suite's specs side by side
