@@ -40,21 +40,6 @@ func BuildSuite(ctx context.Context, out string) error {
 	return nil
 }
 
-// ginkgoPackage is ginkgo's CLI, at the version go.mod gives the suite's ginkgo library: the
-// CLI refuses to drive a suite built with another version.
-const ginkgoPackage = "github.com/onsi/ginkgo/v2/ginkgo"
-
-// BuildGinkgo builds ginkgo's CLI into out, which runs a compiled suite's specs side by side
-// (Run.Procs): the test binary alone runs them one after another.
-func BuildGinkgo(ctx context.Context, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ginkgoPackage)
-	cmd.Dir = testbed.RepoRoot()
-	if output, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build %s: %w\n%s", ginkgoPackage, err, output)
-	}
-	return nil
-}
-
 // Run is one run of the suite's binary against some of the lab's clusters.
 type Run struct {
 	// Binary is the suite's test binary (BuildSuite).
@@ -78,11 +63,6 @@ type Run struct {
 	Args []string
 	// Output, when set, receives the suite's output too.
 	Output io.Writer
-	// Ginkgo is ginkgo's CLI (BuildGinkgo), and Procs how many processes it runs the specs in;
-	// with Procs under 2 the binary runs alone, one spec after another. Each spec has a
-	// namespace of its own, and each process its own clients.
-	Ginkgo string
-	Procs  int
 }
 
 // Exec runs the suite, and fails when it fails: a spec, or its setup (which checks that
@@ -97,9 +77,6 @@ func (r Run) Exec(ctx context.Context) error {
 	}
 	defer log.Close()
 	cmd := exec.CommandContext(ctx, r.Binary, r.args()...)
-	if r.Procs > 1 {
-		cmd = exec.CommandContext(ctx, r.Ginkgo, r.parallelArgs()...)
-	}
 	cmd.Dir = r.Dir
 	cmd.Stdout = log
 	if r.Output != nil {
@@ -112,52 +89,29 @@ func (r Run) Exec(ctx context.Context) error {
 	return nil
 }
 
-// args are the test binary's: the suite's flags, then ginkgo's as the binary spells them.
 func (r Run) args() []string {
-	// ginkgo bounds the run, not go test's default 10 minutes.
-	args := append(r.suiteFlags(), "-test.timeout=0")
-	for _, f := range r.ginkgoFlags() {
-		args = append(args, "-ginkgo."+f)
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = time.Hour
 	}
-	return append(args, r.Args...)
-}
-
-// parallelArgs are ginkgo CLI's, running the binary in Procs processes: its flags, the binary,
-// then the suite's flags after "--".
-func (r Run) parallelArgs() []string {
-	args := []string{"run", fmt.Sprintf("--procs=%d", r.Procs)}
-	for _, f := range r.ginkgoFlags() {
-		args = append(args, "--"+f)
-	}
-	args = append(args, r.Binary, "--")
-	args = append(args, r.suiteFlags()...)
-	return append(args, r.Args...)
-}
-
-// suiteFlags are the suite's own flags: the clusters, and Semaphore named in its report.
-func (r Run) suiteFlags() []string {
-	return []string{
+	args := []string{
 		"-kubeconfig=" + r.Kubeconfig,
 		"-contexts=" + strings.Join(r.Contexts, ","),
 		"-organization=" + organization,
 		"-project=" + project,
 		"-version=" + r.Version,
 		"-url=" + projectURL,
+		// ginkgo bounds the run, not go test's default 10 minutes.
+		"-test.timeout=0",
+		"-ginkgo.timeout=" + timeout.String(),
+		"-ginkgo.v",
+		"-ginkgo.no-color",
+		"-ginkgo.json-report=ginkgo-report.json",
 	}
-}
-
-// ginkgoFlags are ginkgo's flags without their prefix ("-ginkgo." for the binary, "--" for the
-// CLI).
-func (r Run) ginkgoFlags() []string {
-	timeout := r.Timeout
-	if timeout <= 0 {
-		timeout = time.Hour
-	}
-	flags := []string{"timeout=" + timeout.String(), "v", "no-color", "json-report=ginkgo-report.json"}
 	if r.LabelFilter != "" {
-		flags = append(flags, "label-filter="+r.LabelFilter)
+		args = append(args, "-ginkgo.label-filter="+r.LabelFilter)
 	}
-	return flags
+	return append(args, r.Args...)
 }
 
 // Report is what the suite's report.yaml says, in part.

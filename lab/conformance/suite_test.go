@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -33,36 +32,6 @@ func TestTheSuitesFlags(t *testing.T) {
 		if a == "-ginkgo.label-filter=" {
 			t.Errorf("an empty label filter is passed: %q", r.args())
 		}
-	}
-}
-
-// Run side by side, ginkgo's CLI gets ginkgo's flags in its own spelling, then the binary, then
-// the suite's flags after "--".
-func TestTheSuitesFlagsThroughGinkgosCLI(t *testing.T) {
-	r := Run{
-		Binary: "/out/mcs-conformance.test", Kubeconfig: "/lab/kubeconfig", Contexts: []string{"aws", "gcp"},
-		LabelFilter: "Required", Version: "v1.2.3", Ginkgo: "/out/ginkgo", Procs: 3,
-	}
-	args := r.parallelArgs()
-	if args[0] != "run" || args[1] != "--procs=3" {
-		t.Errorf("not ginkgo run --procs=3: %q", args)
-	}
-	sep := slices.Index(args, "--")
-	if sep < 1 || args[sep-1] != r.Binary {
-		t.Fatalf("the binary is not right before --: %q", args)
-	}
-	for _, want := range []string{"--label-filter=Required", "--timeout=1h0m0s", "--json-report=ginkgo-report.json"} {
-		if i := slices.Index(args, want); i < 0 || i > sep {
-			t.Errorf("%s missing before the binary: %q", want, args)
-		}
-	}
-	for _, want := range []string{"-kubeconfig=/lab/kubeconfig", "-contexts=aws,gcp", "-version=v1.2.3"} {
-		if i := slices.Index(args, want); i < sep {
-			t.Errorf("%s missing after --: %q", want, args)
-		}
-	}
-	if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-ginkgo.") }) {
-		t.Errorf("the binary's spelling of ginkgo's flags given to the CLI: %q", args)
 	}
 }
 

@@ -19,9 +19,6 @@ import (
 // first exports. `make conformance` runs every spec against two and three clusters.
 var conformanceClusters = []string{"aws", "gcp"}
 
-// conformanceProcs is how many specs run at once: each mostly waits for its pods to start.
-const conformanceProcs = 2
-
 // checkConformance runs the Required specs of the upstream MCS conformance suite against the
 // lab's service mirrors, as `CONFORMANCE_LABELS=Required make conformance` does for two
 // clusters; any failure is a problem. Its reports go to <lab>/conformance/check/.
@@ -45,12 +42,8 @@ func checkConformance(ctx context.Context, l *env.Lab) []string {
 	if err := conformance.BuildSuite(ctx, binary); err != nil {
 		return []string{fmt.Sprintf("conformance: %v", err)}
 	}
-	ginkgo := filepath.Join(dir, "ginkgo")
-	if err := conformance.BuildGinkgo(ctx, ginkgo); err != nil {
-		return []string{fmt.Sprintf("conformance: %v", err)}
-	}
 	run := conformance.Run{Binary: binary, Kubeconfig: rec.Kubeconfig, Contexts: conformanceClusters, LabelFilter: "Required",
-		Version: opts.Version, Dir: dir, Timeout: 15 * time.Minute, Ginkgo: ginkgo, Procs: conformanceProcs}
+		Version: opts.Version, Dir: dir, Timeout: 15 * time.Minute}
 	runErr := run.Exec(ctx)
 	if err := waitForSuiteNamespaces(ctx, l); err != nil {
 		runErr = errors.Join(runErr, err)
