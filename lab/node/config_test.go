@@ -78,6 +78,8 @@ func TestConfigs(t *testing.T) {
 		"healthzBindAddress": "127.0.0.1", "maxOpenFiles": float64(20000),
 		"containerRuntimeEndpoint": "unix:///run/containerd/containerd.sock",
 		"resolvConf":               "/lab/nodes/aws-node-1/config/resolv.conf",
+		// A Secret written again reaches the pods in seconds, not at the next minute's sync.
+		"syncFrequency": "10s",
 	} {
 		if kubelet[key] != want {
 			t.Errorf("kubelet %s = %v, want %v", key, kubelet[key], want)
