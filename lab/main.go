@@ -243,8 +243,8 @@ func keepRunning(ctx context.Context, l *env.Lab, unhealthy bool) {
 		case <-ctx.Done():
 			fmt.Fprintln(l.Out())
 			return
-		case c := <-l.Exited():
-			l.Logf("%s exited unexpectedly (%v); see %s", c.Name, c.Err, c.Log)
+		case err := <-l.Exited():
+			l.Logf("unexpectedly, %v", err)
 		}
 	}
 }

@@ -3,14 +3,13 @@ package env
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/node"
 )
 
@@ -32,58 +31,13 @@ import (
 // claimed first (BlockHolderName); fluentd runs on the last node, which can claim no block of
 // that pool, and calico-ipam lends it addresses of the first node's block.
 
-// CalicoVersion is the Calico release the lab runs (ci/calico.sh).
-const CalicoVersion = "v3.28.5"
-
-// CalicoCluster is the cluster where the lab shows calico-ipam's borrowed addresses.
-const CalicoCluster = "aws"
-
-// CalicoAPI is the API group semaphore-policy writes its GlobalNetworkSets to in the lab: the
-// umbrella chart's default, served by the Calico API server.
-const CalicoAPI = calico.APIv3
-
 const (
-	// PodsPool is every cluster's pool of its pods' addresses; in CalicoCluster the one
-	// calico-ipam takes them from unless a pod asks for another.
-	PodsPool = "pods"
-	// FluentdPool is CalicoCluster's pool of one block that fluentd's addresses come from.
-	FluentdPool = "fluentd"
-	// BlockHolderName is the Deployment whose pod, on CalicoCluster's first node, claims
-	// FluentdPool's block.
-	BlockHolderName = "block-holder"
-	// podBlockSize is the size of the blocks of CalicoCluster's pod pool: small (8
-	// addresses), so that nodes claim several as pods come.
-	podBlockSize = 29
-	// BlockReleaseGrace is how long a block stays empty before kube-controllers releases it,
-	// when its node has others (kube-controllers' leakGracePeriod).
-	BlockReleaseGrace = 15 * time.Second
 	// vxlanOverhead is what VXLAN's headers take of the node network's MTU.
 	vxlanOverhead = 50
 	// apiServerPort is where the Calico API server listens, at its cluster's private API
 	// address in the provider's router.
 	calicoAPIServerPort = 5443
 )
-
-// IPPool is one of a cluster's own IP pools.
-type IPPool struct {
-	Name      string
-	CIDR      netip.Prefix
-	BlockSize int
-}
-
-// IPPoolsOf are cluster's own IP pools: its pod range, and in CalicoCluster the range's lower
-// half, and its last /29 as FluentdPool, one block.
-func IPPoolsOf(cluster string) []IPPool {
-	r := netip.MustParsePrefix(SpecOf(cluster).PodCIDR)
-	if cluster != CalicoCluster {
-		// No block is made of it (host-local hands the addresses out): the pool says what the
-		// cluster's pods are, for Calico's NAT.
-		return []IPPool{{PodsPool, r, 26}}
-	}
-	lower := netip.PrefixFrom(r.Addr(), r.Bits()+1)
-	fluentd := netip.PrefixFrom(AddrAdd(r.Addr(), 1<<(32-r.Bits())-8), 29)
-	return []IPPool{{PodsPool, lower, podBlockSize}, {FluentdPool, fluentd, 29}}
-}
 
 // calicoCRDs is the release's CRDs (ci/calico.sh keeps them with the binaries).
 func (l *Lab) calicoCRDs() string { return filepath.Join(l.bin.calico, "crds.yaml") }
@@ -92,20 +46,20 @@ func (l *Lab) calicoCRDs() string { return filepath.Join(l.bin.calico, "crds.yam
 func calicoBinaries() (string, error) { return testbed.CIToolPath(nil, "calico.sh") }
 
 // calicoNode is what node n needs to be a Calico node.
-func (l *Lab) calicoNode(n Node) *node.Calico {
+func (l *Lab) calicoNode(n layout.Node) *node.Calico {
 	dir := l.Path("clusters", n.Cluster, "calico")
 	c := &node.Calico{
 		BinDir:        l.bin.calico,
 		Kubeconfig:    filepath.Join(dir, "calico-node.kubeconfig"),
 		CNIKubeconfig: filepath.Join(dir, "calico-cni-plugin.kubeconfig"),
-		MTU:           SpecOf(n.Cluster).Network.MTU,
+		MTU:           layout.SpecOf(n.Cluster).Network.MTU,
 		Uplink:        nodeLink,
-		HostLocal:     n.Cluster != CalicoCluster,
+		HostLocal:     n.Cluster != layout.CalicoCluster,
 	}
 	if !c.HostLocal {
 		c.MTU -= vxlanOverhead
 		// FluentdPool only for the pods that ask for it.
-		c.IPv4Pools = []string{PodsPool}
+		c.IPv4Pools = []string{layout.PodsPool}
 	}
 	return c
 }
@@ -117,7 +71,7 @@ func (l *Lab) calicoNode(n Node) *node.Calico {
 func (l *Lab) startCalico(ctx context.Context) error {
 	var children []*Child
 	l.onTeardown(func() { stopAll(children, syscall.SIGTERM, 10*time.Second) })
-	for _, spec := range ClusterSpecs {
+	for _, spec := range layout.ClusterSpecs {
 		if err := l.applyCalicoManifests(ctx, spec); err != nil {
 			return fmt.Errorf("%s: Calico's manifests: %w", spec.Name, err)
 		}
@@ -133,7 +87,7 @@ func (l *Lab) startCalico(ctx context.Context) error {
 			return fmt.Errorf("%s: %w", spec.Name, err)
 		}
 	}
-	for _, spec := range ClusterSpecs {
+	for _, spec := range layout.ClusterSpecs {
 		if err := l.waitCalicoAPI(ctx, spec.Name); err != nil {
 			return fmt.Errorf("%s: %w", spec.Name, err)
 		}
@@ -141,13 +95,13 @@ func (l *Lab) startCalico(ctx context.Context) error {
 	if err := l.createRemotePools(ctx); err != nil {
 		return err
 	}
-	l.Logf("Calico %s in %v: kube-controllers and the Calico API server (projectcalico.org/v3) in each provider's router", CalicoVersion, ClusterNames())
+	l.Logf("Calico %s in %v: kube-controllers and the Calico API server (projectcalico.org/v3) in each provider's router", layout.CalicoVersion, layout.ClusterNames())
 	return nil
 }
 
 // startCalicoControllers starts cluster spec's kube-controllers and Calico API server in its
 // provider's router, where its private API address is.
-func (l *Lab) startCalicoControllers(spec ClusterSpec) ([]*Child, error) {
+func (l *Lab) startCalicoControllers(spec layout.ClusterSpec) ([]*Child, error) {
 	dir := l.Path("clusters", spec.Name, "calico")
 	var out []*Child
 	// Each runs as its ServiceAccount (calicoServiceAccounts), which also names its log.
@@ -167,7 +121,7 @@ func (l *Lab) startCalicoControllers(spec ClusterSpec) ([]*Child, error) {
 		}},
 	}
 	for _, p := range programs {
-		args := append([]string{"netns", "exec", VPCNetns(spec.Name), "env",
+		args := append([]string{"netns", "exec", layout.VPCNetns(spec.Name), "env",
 			"KUBECONFIG=" + filepath.Join(dir, p.serviceAccount+".kubeconfig"), "DATASTORE_TYPE=kubernetes"}, p.env...)
 		args = append(append(args, filepath.Join(l.bin.calico, p.binary)), p.args...)
 		name := p.serviceAccount + "-" + spec.Name

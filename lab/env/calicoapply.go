@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // How the lab installs what Calico's manifests define, minus the programs, which it runs itself
@@ -56,7 +57,7 @@ var calicoServiceAccounts = [][2]string{
 // at the provider's router as its endpoint, and its APIService trusting the cluster's CA, which
 // signed the Calico API server's certificate; and kube-controllers' configuration
 // (kubeControllersConfig).
-func (l *Lab) applyCalicoManifests(ctx context.Context, spec ClusterSpec) error {
+func (l *Lab) applyCalicoManifests(ctx context.Context, spec layout.ClusterSpec) error {
 	c := l.clusters[spec.Name]
 	ca, err := os.ReadFile(l.Path("clusters", spec.Name, "pki", caFile))
 	if err != nil {
@@ -92,7 +93,7 @@ func (l *Lab) applyCalicoManifests(ctx context.Context, spec ClusterSpec) error 
 
 // setCalicoAPIEndpoints makes the Calico API server's Service point at where it listens: an
 // EndpointSlice of its own, as for any Service without a selector.
-func (l *Lab) setCalicoAPIEndpoints(ctx context.Context, spec ClusterSpec) error {
+func (l *Lab) setCalicoAPIEndpoints(ctx context.Context, spec layout.ClusterSpec) error {
 	slice := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "calico-api", Namespace: "calico-apiserver", Labels: map[string]string{
 			discoveryv1.LabelServiceName: "calico-api", discoveryv1.LabelManagedBy: "semaphore-lab",
@@ -202,10 +203,10 @@ func (l *Lab) createIPPools(ctx context.Context, cluster string) error {
 		return err
 	}
 	vxlan := "Never"
-	if cluster == CalicoCluster {
+	if cluster == layout.CalicoCluster {
 		vxlan = "Always"
 	}
-	for _, p := range IPPoolsOf(cluster) {
+	for _, p := range layout.IPPoolsOf(cluster) {
 		obj := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "crd.projectcalico.org/v1",
 			"kind":       "IPPool",
@@ -233,7 +234,7 @@ func kubeControllersConfig() *unstructured.Unstructured {
 		"spec": map[string]any{
 			"healthChecks": "Enabled",
 			"controllers": map[string]any{
-				"node": map[string]any{"reconcilerPeriod": "5m", "syncLabels": "Enabled", "leakGracePeriod": BlockReleaseGrace.String()},
+				"node": map[string]any{"reconcilerPeriod": "5m", "syncLabels": "Enabled", "leakGracePeriod": layout.BlockReleaseGrace.String()},
 			},
 		},
 	}}
@@ -244,11 +245,11 @@ func kubeControllersConfig() *unstructured.Unstructured {
 func (l *Lab) waitCalicoAPI(ctx context.Context, cluster string) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		_, last = l.clusters[cluster].Client.Discovery().ServerResourcesForGroupVersion(CalicoAPI)
+		_, last = l.clusters[cluster].Client.Discovery().ServerResourcesForGroupVersion(layout.CalicoAPI)
 		return last == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("%s is not served (see logs/calico-apiserver-%s.log): %w", CalicoAPI, cluster, errors.Join(err, last))
+		return fmt.Errorf("%s is not served (see logs/calico-apiserver-%s.log): %w", layout.CalicoAPI, cluster, errors.Join(err, last))
 	}
 	return nil
 }

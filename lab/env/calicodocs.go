@@ -11,6 +11,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/lab/guide"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // The pools docs/calico.md tells users to create for the other clusters' pods are the ones the
@@ -57,10 +58,10 @@ func remotePools(cluster string) ([]*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	var out []*unstructured.Unstructured
-	for _, r := range RemotesOf(cluster) {
+	for _, r := range layout.RemotesOf(cluster) {
 		p := example.DeepCopy()
 		p.SetName("semaphore-" + r + "-ipv4")
-		if err := unstructured.SetNestedField(p.Object, SpecOf(r).PodCIDR, "spec", "cidr"); err != nil {
+		if err := unstructured.SetNestedField(p.Object, layout.SpecOf(r).PodCIDR, "spec", "cidr"); err != nil {
 			return nil, err
 		}
 		out = append(out, p)
@@ -70,7 +71,7 @@ func remotePools(cluster string) ([]*unstructured.Unstructured, error) {
 
 // createRemotePools creates every cluster's pools for the other clusters' pods.
 func (l *Lab) createRemotePools(ctx context.Context) error {
-	for _, cluster := range ClusterNames() {
+	for _, cluster := range layout.ClusterNames() {
 		pools, err := remotePools(cluster)
 		if err != nil {
 			return err

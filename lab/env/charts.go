@@ -12,28 +12,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/internal/tooling/dist"
 	"github.com/kube-semaphore/semaphore/lab/guide"
-)
-
-// The releases, as docs/getting-started.md installs them: semaphore-remote in a namespace of
-// its own, the umbrella in the semaphore namespace (which also holds the mirrors).
-const (
-	RemoteRelease   = "semaphore-remote"
-	RemoteNamespace = "semaphore-remote"
-	UmbrellaRelease = "semaphore"
-)
-
-// WireGuardComponent is semaphore-wireguard's Controller.Component.
-const WireGuardComponent = "semaphore-wireguard"
-
-const (
-	// GuideFile is the getting-started guide, which the lab follows to install and link the
-	// clusters, and whose check it runs once the lab is up.
-	GuideFile = "docs/getting-started.md"
-	// GuideCheckSection is the guide's last section, which checks every cluster.
-	GuideCheckSection = "8. Check"
-	// guideDir (in the lab directory) is the directory the guide's commands run in: the
-	// values files it writes and reads are there.
-	guideDir = "guide"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // installWithGuide installs both charts into every cluster and links the clusters by running
@@ -47,7 +26,7 @@ func (l *Lab) installWithGuide(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, cluster := range ClusterNames() {
+	for _, cluster := range layout.ClusterNames() {
 		values := l.labValues(cluster)
 		// The images by tag and the digest the lab pushed and signed, as users install a release.
 		if err := l.pinReleaseDigests(ctx, values); err != nil {
@@ -61,12 +40,12 @@ func (l *Lab) installWithGuide(ctx context.Context) error {
 			return err
 		}
 	}
-	runner.Select = func(b guide.Block) bool { return b.Section != GuideCheckSection }
-	if err := runner.Run(ctx, filepath.Join(testbed.RepoRoot(), GuideFile)); err != nil {
-		return fmt.Errorf("following %s (its output in %s): %w", GuideFile, l.Path("logs", "guide-install.log"), err)
+	runner.Select = func(b guide.Block) bool { return b.Section != layout.GuideCheckSection }
+	if err := runner.Run(ctx, filepath.Join(testbed.RepoRoot(), layout.GuideFile)); err != nil {
+		return fmt.Errorf("following %s (its output in %s): %w", layout.GuideFile, l.Path("logs", "guide-install.log"), err)
 	}
 	l.Logf("followed %s: semaphore-remote and the umbrella chart in %s, every pair linked both ways (commands and output in %s)",
-		GuideFile, strings.Join(ClusterNames(), ", "), l.Path("logs", "guide-install.log"))
+		layout.GuideFile, strings.Join(layout.ClusterNames(), ", "), l.Path("logs", "guide-install.log"))
 	return l.keepReleases(ctx)
 }
 
@@ -77,14 +56,14 @@ func (l *Lab) RunGuideCheck(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	runner.Select = func(b guide.Block) bool { return b.Section == GuideCheckSection }
-	return runner.Run(ctx, filepath.Join(testbed.RepoRoot(), GuideFile))
+	runner.Select = func(b guide.Block) bool { return b.Section == layout.GuideCheckSection }
+	return runner.Run(ctx, filepath.Join(testbed.RepoRoot(), layout.GuideFile))
 }
 
 // guideRunner runs the guide's blocks in the lab's guide directory, with their output in
 // logs/<log> (appended).
 func (l *Lab) guideRunner(log string) (guide.Runner, error) {
-	dir := l.Path(guideDir)
+	dir := l.Path(layout.GuideDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return guide.Runner{}, err
 	}
@@ -99,7 +78,7 @@ func (l *Lab) guideRunner(log string) (guide.Runner, error) {
 	l.onTeardown(func() { out.Close() })
 	r := guide.Runner{Dir: dir, Env: env, Out: out}
 	if l.NodesRun() {
-		r.Netns = InternetNetns
+		r.Netns = layout.InternetNetns
 	}
 	return r, nil
 }
@@ -114,7 +93,7 @@ func (l *Lab) guideEnv() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	kubeconfig := l.Path(KubeconfigFile)
+	kubeconfig := l.Path(layout.KubeconfigFile)
 	server := func(cluster string) string { return l.clusters[cluster].Config.Host }
 	if l.NodesRun() {
 		if kubeconfig, err = l.WorkstationKubeconfig(); err != nil {
@@ -130,10 +109,10 @@ func (l *Lab) guideEnv() ([]string, error) {
 		"HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
 		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
 		"KUBECONFIG=" + kubeconfig,
-		"CHARTS=oci://" + l.registry + "/" + ChartsRepo,
+		"CHARTS=oci://" + l.registry + "/" + layout.ChartsRepo,
 		"CHART_FLAGS=--plain-http --version " + dist.ChartVersion(l.version),
 	}
-	for _, c := range ClusterSpecs {
+	for _, c := range layout.ClusterSpecs {
 		upper := strings.ToUpper(c.Name)
 		env = append(env, upper+"_API_SERVER="+server(c.Name), upper+"_POD_RANGES="+c.PodCIDR)
 	}
@@ -173,12 +152,12 @@ func (l *Lab) guideBin() (string, error) {
 // keepReleases writes each cluster's semaphore-remote NOTES and the umbrella's manifest into
 // the cluster's directory, as the status says.
 func (l *Lab) keepReleases(ctx context.Context) error {
-	for _, cluster := range ClusterNames() {
-		remote, err := l.release(ctx, cluster, RemoteRelease, RemoteNamespace)
+	for _, cluster := range layout.ClusterNames() {
+		remote, err := l.release(ctx, cluster, layout.RemoteRelease, layout.RemoteNamespace)
 		if err != nil {
 			return err
 		}
-		umbrella, err := l.release(ctx, cluster, UmbrellaRelease, SemaphoreNamespace)
+		umbrella, err := l.release(ctx, cluster, layout.UmbrellaRelease, layout.SemaphoreNamespace)
 		if err != nil {
 			return err
 		}
@@ -196,7 +175,7 @@ func (l *Lab) keepReleases(ctx context.Context) error {
 // ListenPort is the UDP port of cluster's WireGuard device for remote, as kubectl semaphore
 // link wrote it into cluster's values (wireguard.listenPorts).
 func (l *Lab) ListenPort(cluster, remote string) (int, error) {
-	path := l.Path(guideDir, "semaphore-values", cluster+".yaml")
+	path := l.Path(layout.GuideDir, "semaphore-values", cluster+".yaml")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
@@ -225,25 +204,25 @@ func (l *Lab) labValues(string) map[string]any {
 	return map[string]any{
 		"global": map[string]any{
 			// The images the lab built, in its registry: the one value that moves them.
-			"image": map[string]any{"registry": l.registry + "/" + ImagesRepo},
+			"image": map[string]any{"registry": l.registry + "/" + layout.ImagesRepo},
 		},
 		// The mirrors go to the release namespace; the chart then leaves the namespace alone.
 		"serviceMirror": map[string]any{
-			"mirrorNamespace": map[string]any{"name": SemaphoreNamespace},
+			"mirrorNamespace": map[string]any{"name": layout.SemaphoreNamespace},
 			// Small, so that the hostile remote (lab/scenarios) goes over it with a few dozen
 			// Services; the lab's own mirror a handful per remote.
-			"maxServicesPerRemote": HostileMirrorCap,
+			"maxServicesPerRemote": layout.HostileMirrorCap,
 			// The Multi-Cluster Services API, off by default (docs/mcs.md): the conformance
 			// suite runs against the lab.
 			"mcs": map[string]any{"enabled": true},
 		},
-		"policy": map[string]any{"calicoAPI": CalicoAPI},
+		"policy": map[string]any{"calicoAPI": layout.CalicoAPI},
 		"wireguard": map[string]any{
 			// Handshakes every few seconds instead of 25: the lab shows them while you watch.
 			"keepalive": "5s",
 			// As many peers per remote as it has nodes: the hostile remote's fake nodes
 			// (lab/scenarios) are beyond it.
-			"maxPeersPerRemote": NodesPerCluster,
+			"maxPeersPerRemote": layout.NodesPerCluster,
 		},
 	}
 }

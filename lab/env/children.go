@@ -1,6 +1,7 @@
 package env
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"sync"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // Child is a process the lab started itself (a controller manager, the egress proxy,
@@ -47,7 +49,7 @@ func (l *Lab) startChild(name, path string, args, env []string, logPath string, 
 		close(c.done)
 		if !l.stopping.Load() {
 			select {
-			case l.exited <- c:
+			case l.exited <- fmt.Errorf("%s exited (%w); see %s", c.Name, c.Err, c.Log):
 			default:
 			}
 		}
@@ -82,8 +84,8 @@ func stopAll(children []*Child, sig syscall.Signal, grace time.Duration) {
 // recordProcess adds a process to the run record, for cleaning up after a lab that died.
 func (l *Lab) recordProcess(name string, pid int) {
 	s, _ := testbed.ReadProcessStat(pid)
-	l.update(func(rec *Record) {
-		rec.Processes = append(rec.Processes, Process{Name: name, PID: pid, Start: s.Start})
+	l.update(func(rec *layout.Record) {
+		rec.Processes = append(rec.Processes, layout.Process{Name: name, PID: pid, Start: s.Start})
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/node"
 )
 
@@ -22,12 +23,12 @@ var labPrograms = []string{"kube-apiserver", "etcd", "prometheus", "kube-control
 // process of a cluster or a node whose command line names the lab directory (which catches
 // those started after the record was last written). What runs in a node's pods is in the
 // node's cgroups (see cleanUp).
-func leftovers(dir string, rec *Record) []Process {
+func leftovers(dir string, rec *layout.Record) []layout.Process {
 	seen := map[int]bool{os.Getpid(): true}
-	var out []Process
+	var out []layout.Process
 	if rec != nil {
 		for _, p := range rec.Processes {
-			if !seen[p.PID] && p.alive() {
+			if !seen[p.PID] && p.Alive() {
 				seen[p.PID] = true
 				out = append(out, p)
 			}
@@ -44,7 +45,7 @@ func leftovers(dir string, rec *Record) []Process {
 		}
 		if strings.Contains(testbed.ProcessCmdline(pid), dir+string(filepath.Separator)) && testbed.ProcessRunning(pid) {
 			s, _ := testbed.ReadProcessStat(pid)
-			out = append(out, Process{Name: name, PID: pid, Start: s.Start})
+			out = append(out, layout.Process{Name: name, PID: pid, Start: s.Start})
 		}
 	}
 	return out
@@ -52,7 +53,7 @@ func leftovers(dir string, rec *Record) []Process {
 
 // cleanUp kills what a lab that did not tear down left running, deletes the network namespaces
 // it created, and removes its runtime state.
-func cleanUp(dir string, rec *Record, out io.Writer) error {
+func cleanUp(dir string, rec *layout.Record, out io.Writer) error {
 	if err := killAll(leftovers(dir, rec), out); err != nil {
 		return err
 	}
@@ -86,7 +87,7 @@ func cleanUp(dir string, rec *Record, out io.Writer) error {
 
 // killAll kills procs, each with its process group when it leads one (every process the lab
 // starts does), and waits up to 10 seconds for them to be gone.
-func killAll(procs []Process, out io.Writer) error {
+func killAll(procs []layout.Process, out io.Writer) error {
 	for _, p := range procs {
 		fmt.Fprintf(out, "lab: killing %s (pid %d)\n", p.Name, p.PID)
 		if pgid, err := syscall.Getpgid(p.PID); err == nil && pgid == p.PID {
@@ -96,10 +97,10 @@ func killAll(procs []Process, out io.Writer) error {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for _, p := range procs {
-		for p.alive() && time.Now().Before(deadline) {
+		for p.Alive() && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
-		if p.alive() {
+		if p.Alive() {
 			return fmt.Errorf("%s (pid %d) does not die", p.Name, p.PID)
 		}
 	}
@@ -109,7 +110,7 @@ func killAll(procs []Process, out io.Writer) error {
 // Down stops the lab running in dir: SIGTERM, then, if it has not gone after a while, SIGKILL
 // and a clean-up of what it left behind. It returns the command's exit code.
 func Down(dir string) int {
-	pid, rec, ok, err := Running(dir)
+	pid, rec, ok, err := layout.Running(dir)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lab: %v\n", err)
 		return 1
@@ -132,9 +133,9 @@ func Down(dir string) int {
 		fmt.Fprintf(os.Stderr, "lab: %v\n", err)
 		return 1
 	}
-	stopLab(labProcess(pid, rec), start)
+	stopLab(layout.LabProcess(pid, rec), start)
 	// Normally the lab has removed its record and there is nothing left to do.
-	rec, _ = loadRecord(dir)
+	rec, _ = layout.LoadRecord(dir)
 	if err := cleanUp(dir, rec, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "lab: %v\n", err)
 		return 1
@@ -145,16 +146,16 @@ func Down(dir string) int {
 
 // stopLab waits for the lab process, signalled at start, to go, and kills it when it has not
 // after a while.
-func stopLab(lab Process, start time.Time) {
+func stopLab(lab layout.Process, start time.Time) {
 	// The lab's teardown waits up to a minute for each API server (envtest's stop timeout).
 	deadline := time.Now().Add(90 * time.Second)
-	for lab.alive() && time.Now().Before(deadline) {
+	for lab.Alive() && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if lab.alive() {
+	if lab.Alive() {
 		fmt.Printf("lab: the lab did not stop within %s; killing it\n", time.Since(start).Round(time.Second))
 		_ = syscall.Kill(lab.PID, syscall.SIGKILL)
-		for lab.alive() {
+		for lab.Alive() {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}

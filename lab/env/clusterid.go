@@ -12,32 +12,19 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mcs"
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
-// clusterIDs are the IDs the lab's clusters say in their ClusterProperty cluster.clusterset.k8s.io
-// (the About API), as a clusterset's tooling would set them: merit has one, aws and gcp have none
-// and are known by their names. The imported endpoints of the Multi-Cluster Services API carry
-// the ID as their source cluster.
-var clusterIDs = map[string]string{"merit": "merit-onprem-1"}
-
-// ClusterID is the ID of cluster in the clusterset: its ClusterProperty's, else its name.
-func ClusterID(cluster string) string {
-	if id, ok := clusterIDs[cluster]; ok {
-		return id
-	}
-	return cluster
-}
-
 // setClusterIDs serves the About API's ClusterProperty in every cluster and sets the IDs of
-// clusterIDs, before the charts are installed: the service mirrors read them at their start.
+// layout.ClusterIDs, before the charts are installed: the service mirrors read them at their start.
 func (l *Lab) setClusterIDs(ctx context.Context) error {
 	props := schema.GroupVersionResource{Group: "about.k8s.io", Version: "v1alpha1", Resource: "clusterproperties"}
-	for _, spec := range ClusterSpecs {
+	for _, spec := range layout.ClusterSpecs {
 		cfg := l.clusters[spec.Name].Config
 		if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{testbed.ClusterPropertyCRDs()}, ErrorIfPathMissing: true}); err != nil {
 			return fmt.Errorf("%s: the ClusterProperty CRD: %w", spec.Name, err)
 		}
-		id, ok := clusterIDs[spec.Name]
+		id, ok := layout.ClusterIDs[spec.Name]
 		if !ok {
 			continue
 		}

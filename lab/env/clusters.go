@@ -16,6 +16,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // startClusters starts every cluster's control plane, in parallel: an API server (etcd and
@@ -34,11 +35,11 @@ func (l *Lab) startClusters(ctx context.Context) error {
 	if err := os.Setenv("TMPDIR", tmp); err != nil {
 		return err
 	}
-	l.Logf("starting clusters %s (etcd, kube-apiserver, kube-controller-manager, kube-scheduler each)…", strings.Join(ClusterNames(), ", "))
-	clusters := make([]*testbed.Cluster, len(ClusterSpecs))
-	errs := make([]error, len(ClusterSpecs))
+	l.Logf("starting clusters %s (etcd, kube-apiserver, kube-controller-manager, kube-scheduler each)…", strings.Join(layout.ClusterNames(), ", "))
+	clusters := make([]*testbed.Cluster, len(layout.ClusterSpecs))
+	errs := make([]error, len(layout.ClusterSpecs))
 	var wg sync.WaitGroup
-	for i, spec := range ClusterSpecs {
+	for i, spec := range layout.ClusterSpecs {
 		wg.Go(func() { clusters[i], errs[i] = l.startAPIServer(spec) })
 	}
 	wg.Wait()
@@ -66,11 +67,11 @@ func (l *Lab) recordClusters(clusters []*testbed.Cluster) {
 		}
 		started = append(started, c)
 		l.clusters[c.Name] = c
-		l.update(func(rec *Record) {
-			rec.Clusters = append(rec.Clusters, ClusterRecord{
+		l.update(func(rec *layout.Record) {
+			rec.Clusters = append(rec.Clusters, layout.ClusterRecord{
 				Name:             c.Name,
 				Server:           c.Config.Host,
-				ServiceCIDR:      ClusterSpecs[i].ServiceCIDR,
+				ServiceCIDR:      layout.ClusterSpecs[i].ServiceCIDR,
 				Kubeconfig:       c.Kubeconfig,
 				DirectKubeconfig: c.DirectKubeconfig,
 			})
@@ -89,10 +90,10 @@ func (l *Lab) recordClusters(clusters []*testbed.Cluster) {
 // startAPIServer starts spec's API server with the certificates of clusterPKI, advertised at
 // the cluster's private address (the kubernetes Service's endpoint), with the Node and
 // RBAC authorizers and the ServiceAccount admission plugin of a real cluster.
-func (l *Lab) startAPIServer(spec ClusterSpec) (*testbed.Cluster, error) {
+func (l *Lab) startAPIServer(spec layout.ClusterSpec) (*testbed.Cluster, error) {
 	certs := l.Path("clusters", spec.Name, "pki")
 	ca, err := clusterPKI(certs, spec.Name, []net.IP{
-		net.ParseIP("127.0.0.1"), net.ParseIP(spec.apiServiceIP()), net.ParseIP(spec.APIAddr), net.ParseIP(spec.PublicAPIAddr),
+		net.ParseIP("127.0.0.1"), net.ParseIP(spec.APIServiceIP()), net.ParseIP(spec.APIAddr), net.ParseIP(spec.PublicAPIAddr),
 	})
 	if err != nil {
 		return nil, err
@@ -146,7 +147,7 @@ type controlPlaneProgram struct {
 
 // controlPlanePrograms are kube-controller-manager and kube-scheduler for spec, whose files
 // are in dir.
-func controlPlanePrograms(spec ClusterSpec, dir string) []controlPlaneProgram {
+func controlPlanePrograms(spec layout.ClusterSpec, dir string) []controlPlaneProgram {
 	return []controlPlaneProgram{
 		{"kube-controller-manager", "system:kube-controller-manager", []string{
 			"--use-service-account-credentials",
@@ -169,7 +170,7 @@ func (l *Lab) startControllerManagers(ctx context.Context) error {
 		stopAll(started, syscall.SIGTERM, 10*time.Second)
 		l.Logf("stopped the controller managers and schedulers")
 	})
-	for _, spec := range ClusterSpecs {
+	for _, spec := range layout.ClusterSpecs {
 		c, dir := l.clusters[spec.Name], l.Path("clusters", spec.Name)
 		for _, p := range controlPlanePrograms(spec, dir) {
 			kubeconfig := filepath.Join(dir, p.binary+".kubeconfig")
@@ -185,7 +186,7 @@ func (l *Lab) startControllerManagers(ctx context.Context) error {
 			started = append(started, ch)
 		}
 	}
-	l.Logf("started kube-controller-manager and kube-scheduler in %s", strings.Join(ClusterNames(), ", "))
+	l.Logf("started kube-controller-manager and kube-scheduler in %s", strings.Join(layout.ClusterNames(), ", "))
 	return ctx.Err()
 }
 
@@ -193,7 +194,7 @@ func (l *Lab) startControllerManagers(ctx context.Context) error {
 // named after the cluster, through the proxies that can cut a cluster off.
 func (l *Lab) writeKubeconfig() error {
 	merged := clientcmdapi.NewConfig()
-	for _, name := range ClusterNames() {
+	for _, name := range layout.ClusterNames() {
 		kc, err := clientcmd.LoadFromFile(l.clusters[name].Kubeconfig)
 		if err != nil {
 			return err
@@ -206,10 +207,10 @@ func (l *Lab) writeKubeconfig() error {
 		merged.AuthInfos[name+"-admin"] = kc.AuthInfos[ctx.AuthInfo]
 		merged.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name + "-admin"}
 	}
-	merged.CurrentContext = ClusterNames()[0]
-	if err := clientcmd.WriteToFile(*merged, l.Path(KubeconfigFile)); err != nil {
+	merged.CurrentContext = layout.ClusterNames()[0]
+	if err := clientcmd.WriteToFile(*merged, l.Path(layout.KubeconfigFile)); err != nil {
 		return err
 	}
-	l.update(func(rec *Record) { rec.Kubeconfig = l.Path(KubeconfigFile) })
+	l.update(func(rec *layout.Record) { rec.Kubeconfig = l.Path(layout.KubeconfigFile) })
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // Every cluster's DNS: CoreDNS as kubeadm deploys it (a Deployment in kube-system behind the
@@ -32,12 +33,12 @@ func (l *Lab) createCoreDNS(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("docs/coredns.md: %w", err)
 	}
-	for _, spec := range ClusterSpecs {
+	for _, spec := range layout.ClusterSpecs {
 		if err := l.createClusterDNS(ctx, spec, corefile); err != nil {
 			return fmt.Errorf("%s: %w", spec.Name, err)
 		}
 	}
-	l.Logf("created CoreDNS in %s (kube-system/coredns, Service kube-dns; the Corefile of docs/coredns.md)", strings.Join(ClusterNames(), ", "))
+	l.Logf("created CoreDNS in %s (kube-system/coredns, Service kube-dns; the Corefile of docs/coredns.md)", strings.Join(layout.ClusterNames(), ", "))
 	return nil
 }
 
@@ -45,7 +46,7 @@ func (l *Lab) createCoreDNS(ctx context.Context) error {
 // docs/coredns.md, its Corefile, its Deployment and the kube-dns Service. The Corefile's
 // multicluster option also needs the MCS API's CRDs, which the chart installed before (its
 // service-mirror's crds/): without them CoreDNS would never become ready.
-func (l *Lab) createClusterDNS(ctx context.Context, spec ClusterSpec, corefile string) error {
+func (l *Lab) createClusterDNS(ctx context.Context, spec layout.ClusterSpec, corefile string) error {
 	client := l.clusters[spec.Name].Client
 	app := map[string]string{"k8s-app": "kube-dns"}
 	if err := testbed.GrantCoreDNSAccess(ctx, client); err != nil {
@@ -71,7 +72,7 @@ func (l *Lab) createClusterDNS(ctx context.Context, spec ClusterSpec, corefile s
 		ObjectMeta: metav1.ObjectMeta{Name: dnsService, Labels: app},
 		Spec: corev1.ServiceSpec{
 			Selector:  app,
-			ClusterIP: spec.dnsServiceIP(),
+			ClusterIP: spec.DNSServiceIP(),
 			Ports: []corev1.ServicePort{
 				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
 				{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},

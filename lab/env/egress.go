@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // egressPackage is the lab's egress proxy (lab/cmd/egress).
@@ -51,7 +53,7 @@ func (l *Lab) writeEgressSelectorConfig(cluster, dir string) (string, error) {
 // socket, and waits for the socket. stop stops it (which removes the socket).
 func (l *Lab) startEgress(cluster string) (stop func(), err error) {
 	socket := l.Path(egressSocket(cluster))
-	ch, err := l.startChild("egress-"+cluster, "ip", []string{"netns", "exec", VPCNetns(cluster), l.bin.egress, "-socket", socket},
+	ch, err := l.startChild("egress-"+cluster, "ip", []string{"netns", "exec", layout.VPCNetns(cluster), l.bin.egress, "-socket", socket},
 		nil, l.Path("logs", "egress-"+cluster+".log"), false)
 	if err != nil {
 		return nil, fmt.Errorf("the egress proxy: %w", err)
@@ -59,7 +61,7 @@ func (l *Lab) startEgress(cluster string) (stop func(), err error) {
 	stop = func() { ch.stop(syscall.SIGTERM, 5*time.Second) }
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if fi, err := os.Stat(socket); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			l.Logf("started the egress proxy in %s on %s: %s's API server reaches its nodes and pods through it", VPCNetns(cluster), socket, cluster)
+			l.Logf("started the egress proxy in %s on %s: %s's API server reaches its nodes and pods through it", layout.VPCNetns(cluster), socket, cluster)
 			return stop, nil
 		}
 		select {

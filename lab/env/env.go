@@ -6,12 +6,12 @@
 //
 // New takes a lab directory and returns the Lab, the handle the rest of the lab works with;
 // Up brings the parts up, in the one ordered list of parts, and Teardown takes down what they
-// started, in reverse. The Lab keeps its run record in state.json (Record): what `lab status`
+// started, in reverse. The Lab keeps its run record in state.json (layout.Record): what `lab status`
 // reads, and what Down, the reaper and the next lab need to clean up after one that died.
 // LeftBehind says what a lab left on the machine after it went down.
 //
 // The names and addresses every part, the status and the checks agree on (the clusters, the
-// nodes, the namespaces, the sample workloads) are this package's constants.
+// nodes, the namespaces, the sample workloads), and the run record's form, are lab/layout's.
 package env
 
 import (
@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // Lab is one run of the lab: what it has started and how to stop it.
@@ -35,7 +36,7 @@ type Lab struct {
 	start time.Time
 
 	mu     sync.Mutex // guards record, which parts update from several goroutines
-	record Record
+	record layout.Record
 
 	clusters map[string]*testbed.Cluster
 	bin      binaries
@@ -49,8 +50,9 @@ type Lab struct {
 
 	cleanups []func()
 	stopping atomic.Bool
-	// exited receives the children that exit while the lab is not stopping.
-	exited   chan *Child
+	// exited says which child exited, how, and where its log is, for each that exits while
+	// the lab is not stopping.
+	exited   chan error
 	tornDown sync.Once
 }
 
@@ -104,14 +106,14 @@ func New(dir string, out io.Writer, withNodes bool) (*Lab, error) {
 		out:       out,
 		start:     time.Now(),
 		clusters:  map[string]*testbed.Cluster{},
-		exited:    make(chan *Child, 16),
+		exited:    make(chan error, 16),
 		withNodes: withNodes,
 	}
 	if err := acquire(dir, out); err != nil {
 		return nil, err
 	}
 	self, _ := testbed.ReadProcessStat(os.Getpid())
-	l.record = Record{PID: os.Getpid(), PIDStart: self.Start, Started: l.start, Phase: PhaseStarting, Dir: dir}
+	l.record = layout.Record{PID: os.Getpid(), PIDStart: self.Start, Started: l.start, Phase: layout.PhaseStarting, Dir: dir}
 	if err := l.prepare(); err != nil {
 		l.Teardown()
 		return nil, err
@@ -156,7 +158,7 @@ func (l *Lab) Up(ctx context.Context) error {
 // MarkUp records that the lab is up: every part started and the status was waited for.
 func (l *Lab) MarkUp() {
 	l.mu.Lock()
-	l.record.Phase = PhaseUp
+	l.record.Phase = layout.PhaseUp
 	l.mu.Unlock()
 	l.saveRecord()
 }
@@ -175,7 +177,7 @@ func (l *Lab) Teardown() {
 		l.stopping.Store(true)
 		l.Logf("tearing down…")
 		l.mu.Lock()
-		l.record.Phase = PhaseStopping
+		l.record.Phase = layout.PhaseStopping
 		cleanups := l.cleanups
 		l.mu.Unlock()
 		l.saveRecord()
@@ -217,24 +219,25 @@ func (l *Lab) WithNodes() bool { return l.withNodes }
 // NodesRun tells whether the lab's nodes run: it was asked to run them, and could.
 func (l *Lab) NodesRun() bool { return l.withNodes && !l.Record().NodesSkipped() }
 
-// Exited receives the children that exit while the lab is not stopping.
-func (l *Lab) Exited() <-chan *Child { return l.exited }
+// Exited receives, for each child that exits while the lab is not stopping, which it was, how
+// it exited and where its log is.
+func (l *Lab) Exited() <-chan error { return l.exited }
 
 // Record is a copy of the run record, safe to read while parts update it.
-func (l *Lab) Record() *Record {
+func (l *Lab) Record() *layout.Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	rec := l.record
-	rec.Clusters = append([]ClusterRecord(nil), rec.Clusters...)
-	rec.Controllers = append([]Controller(nil), rec.Controllers...)
-	rec.DNS = append([]DNSServer(nil), rec.DNS...)
-	rec.Pods = append([]Pod(nil), rec.Pods...)
-	rec.Processes = append([]Process(nil), rec.Processes...)
+	rec.Clusters = append([]layout.ClusterRecord(nil), rec.Clusters...)
+	rec.Controllers = append([]layout.Controller(nil), rec.Controllers...)
+	rec.DNS = append([]layout.DNSServer(nil), rec.DNS...)
+	rec.Pods = append([]layout.Pod(nil), rec.Pods...)
+	rec.Processes = append([]layout.Process(nil), rec.Processes...)
 	return &rec
 }
 
 // update changes the run record under its lock, and saves it.
-func (l *Lab) update(change func(rec *Record)) {
+func (l *Lab) update(change func(rec *layout.Record)) {
 	l.mu.Lock()
 	change(&l.record)
 	l.mu.Unlock()
@@ -242,7 +245,7 @@ func (l *Lab) update(change func(rec *Record)) {
 }
 
 func (l *Lab) saveRecord() {
-	if err := saveRecord(l.dir, l.Record()); err != nil {
+	if err := layout.SaveRecord(l.dir, l.Record()); err != nil {
 		l.Logf("writing the state: %v", err)
 	}
 }

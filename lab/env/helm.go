@@ -13,14 +13,12 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/tooling/dist"
 	"github.com/kube-semaphore/semaphore/internal/tooling/helmchart"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // The lab installs the charts the way the getting-started guide tells users to: packaged,
 // pushed to an OCI registry (the lab's, on loopback) and installed from there with the helm CLI
 // (charts.go). Its own Helm directories keep a user's Helm configuration out of it.
-
-// ChartsRepo is the repository of the registry that holds the charts (oci://<registry>/charts).
-const ChartsRepo = "charts"
 
 // helm runs the helm CLI with args and returns its standard output; its standard error goes
 // to logs/helm.log, and into the error when it fails.
@@ -53,7 +51,7 @@ func (l *Lab) appendLog(name, command, output string) {
 // release is what release name in namespace of cluster rendered, with its NOTES, as the helm
 // CLI tells.
 func (l *Lab) release(ctx context.Context, cluster, name, namespace string) (*helmchart.Manifest, error) {
-	target := []string{"--kubeconfig", l.Path(KubeconfigFile), "--kube-context", cluster, "-n", namespace}
+	target := []string{"--kubeconfig", l.Path(layout.KubeconfigFile), "--kube-context", cluster, "-n", namespace}
 	manifest, err := l.helm(ctx, append([]string{"get", "manifest", name}, target...)...)
 	if err != nil {
 		return nil, err
@@ -70,9 +68,9 @@ func (l *Lab) release(ctx context.Context, cluster, name, namespace string) (*he
 // UpgradeUmbrella upgrades cluster's umbrella release to the same chart with its values and
 // sets (helm --reuse-values --set), as a user changes one value.
 func (l *Lab) UpgradeUmbrella(ctx context.Context, cluster string, sets ...string) error {
-	args := []string{"upgrade", UmbrellaRelease, "oci://" + l.registry + "/" + ChartsRepo + "/" + UmbrellaRelease,
+	args := []string{"upgrade", layout.UmbrellaRelease, "oci://" + l.registry + "/" + layout.ChartsRepo + "/" + layout.UmbrellaRelease,
 		"--version", dist.ChartVersion(l.version), "--plain-http", "--reuse-values",
-		"--kubeconfig", l.Path(KubeconfigFile), "--kube-context", cluster, "-n", SemaphoreNamespace}
+		"--kubeconfig", l.Path(layout.KubeconfigFile), "--kube-context", cluster, "-n", layout.SemaphoreNamespace}
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
@@ -82,6 +80,6 @@ func (l *Lab) UpgradeUmbrella(ctx context.Context, cluster string, sets ...strin
 
 // RollbackUmbrella rolls cluster's umbrella release back to its previous revision.
 func (l *Lab) RollbackUmbrella(ctx context.Context, cluster string) error {
-	_, err := l.helm(ctx, "rollback", UmbrellaRelease, "--kubeconfig", l.Path(KubeconfigFile), "--kube-context", cluster, "-n", SemaphoreNamespace)
+	_, err := l.helm(ctx, "rollback", layout.UmbrellaRelease, "--kubeconfig", l.Path(layout.KubeconfigFile), "--kube-context", cluster, "-n", layout.SemaphoreNamespace)
 	return err
 }

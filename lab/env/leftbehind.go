@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/internal/harness/netnstopo"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/node"
 )
 
@@ -90,7 +91,7 @@ func LeftBehind(dir string, before Machine) []string {
 	}
 	entries, _ := os.ReadDir(netnstopo.Dir)
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), NetnsPrefix) {
+		if strings.HasPrefix(e.Name(), layout.NetnsPrefix) {
 			out = append(out, "left behind: network namespace "+e.Name())
 		}
 	}

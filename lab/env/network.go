@@ -15,6 +15,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/harness/netnstopo"
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // The nodes' network: the lab's internet, each provider's router with its private network
@@ -25,18 +26,18 @@ import (
 // links' names are short enough. No lab may take over namespaces it did not create: those of
 // another lab, or of one that died in another directory (a lab that died in this one was
 // cleaned up after already).
-func namespacesFree(nodes []Node) error {
-	all := []string{InternetNetns}
-	for _, spec := range ClusterSpecs {
-		all = append(all, VPCNetns(spec.Name))
+func namespacesFree(nodes []layout.Node) error {
+	all := []string{layout.InternetNetns}
+	for _, spec := range layout.ClusterSpecs {
+		all = append(all, layout.VPCNetns(spec.Name))
 		if len(internetLink(spec.Name)) > peers.MaxDeviceName {
 			return fmt.Errorf("link name %s is longer than %d bytes", internetLink(spec.Name), peers.MaxDeviceName)
 		}
 	}
 	for _, n := range nodes {
 		all = append(all, n.Netns)
-		if len(n.veth()) > peers.MaxDeviceName {
-			return fmt.Errorf("link name %s is longer than %d bytes", n.veth(), peers.MaxDeviceName)
+		if len(nodeVeth(n)) > peers.MaxDeviceName {
+			return fmt.Errorf("link name %s is longer than %d bytes", nodeVeth(n), peers.MaxDeviceName)
 		}
 	}
 	for _, ns := range all {
@@ -53,8 +54,8 @@ func internetLink(cluster string) string { return linkPrefix + cluster }
 // createNetwork creates the internet (its namespace exists), each provider's router with its
 // egress proxy, every node's namespace on its provider's network, and the forwards into them,
 // adding what stops them to stops.
-func (l *Lab) createNetwork(nodes []Node, stops *[]func()) error {
-	for _, spec := range ClusterSpecs {
+func (l *Lab) createNetwork(nodes []layout.Node, stops *[]func()) error {
+	for _, spec := range layout.ClusterSpecs {
 		if err := l.createProviderNetwork(spec, nodes); err != nil {
 			return fmt.Errorf("%s: %w", spec.Name, err)
 		}
@@ -73,9 +74,9 @@ func (l *Lab) createNetwork(nodes []Node, stops *[]func()) error {
 	}
 	// Each provider's network works: its router reaches every node.
 	for _, n := range nodes {
-		spec := SpecOf(n.Cluster)
-		if _, err := testbed.Ping(VPCNetns(n.Cluster), spec.Network.gateway(), n.InternalIP, 2*time.Second); err != nil {
-			return fmt.Errorf("%s: %s cannot reach %s: %w", spec.Network.Provider, VPCNetns(n.Cluster), n.Name, err)
+		spec := layout.SpecOf(n.Cluster)
+		if _, err := testbed.Ping(layout.VPCNetns(n.Cluster), spec.Network.Gateway(), n.InternalIP, 2*time.Second); err != nil {
+			return fmt.Errorf("%s: %s cannot reach %s: %w", spec.Network.Provider, layout.VPCNetns(n.Cluster), n.Name, err)
 		}
 	}
 	forwards, err := l.forwardIntoNodes(nodes)
@@ -89,34 +90,34 @@ func (l *Lab) createNetwork(nodes []Node, stops *[]func()) error {
 // createProviderNetwork makes spec's router: a namespace with the private network's bridge
 // (the gateway and the API server's private address on it, the provider's MTU), its uplink to
 // the internet, routes to every node's pods, forwarding, the NAT and the firewall.
-func (l *Lab) createProviderNetwork(spec ClusterSpec, nodes []Node) error {
-	vpc, net := VPCNetns(spec.Name), spec.Network
+func (l *Lab) createProviderNetwork(spec layout.ClusterSpec, nodes []layout.Node) error {
+	vpc, net := layout.VPCNetns(spec.Name), spec.Network
 	if err := l.addNetns(vpc); err != nil {
 		return err
 	}
 	bridge := netnstopo.Underlay{Netns: vpc, Bridge: bridgeLink}
-	if err := bridge.AddBridge(withBits(net.gateway(), net.CIDR), withBits(spec.APIAddr, net.CIDR)); err != nil {
+	if err := bridge.AddBridge(withBits(net.Gateway(), net.CIDR), withBits(spec.APIAddr, net.CIDR)); err != nil {
 		return err
 	}
 	mtu := strconv.Itoa(net.MTU)
 	err := netnstopo.IP(
 		[]string{"-n", vpc, "link", "set", bridgeLink, "mtu", mtu},
-		[]string{"-n", vpc, "link", "add", uplinkLink, "type", "veth", "peer", "name", internetLink(spec.Name), "netns", InternetNetns},
-		[]string{"-n", vpc, "addr", "add", withBits(net.routerEnd(), net.Uplink), "dev", uplinkLink},
+		[]string{"-n", vpc, "link", "add", uplinkLink, "type", "veth", "peer", "name", internetLink(spec.Name), "netns", layout.InternetNetns},
+		[]string{"-n", vpc, "addr", "add", withBits(net.RouterEnd(), net.Uplink), "dev", uplinkLink},
 		[]string{"-n", vpc, "link", "set", uplinkLink, "up"},
-		[]string{"-n", InternetNetns, "addr", "add", withBits(net.internetEnd(), net.Uplink), "dev", internetLink(spec.Name)},
-		[]string{"-n", InternetNetns, "link", "set", internetLink(spec.Name), "up"},
+		[]string{"-n", layout.InternetNetns, "addr", "add", withBits(net.InternetEnd(), net.Uplink), "dev", internetLink(spec.Name)},
+		[]string{"-n", layout.InternetNetns, "link", "set", internetLink(spec.Name), "up"},
 	)
 	if err != nil {
 		return err
 	}
-	routes := [][]string{{"default", "via", net.internetEnd()}}
+	routes := [][]string{{"default", "via", net.InternetEnd()}}
 	for _, n := range nodes {
 		if n.Cluster == spec.Name && n.PodCIDR != "" {
 			routes = append(routes, []string{n.PodCIDR, "via", n.InternalIP})
 		}
 	}
-	if spec.Name == CalicoCluster {
+	if spec.Name == layout.CalicoCluster {
 		// calico-ipam's blocks move: the router sends the cluster's pods to its first node,
 		// which has a route to every block (VXLAN to the others), as an overlay network's
 		// gateway would.
@@ -126,10 +127,10 @@ func (l *Lab) createProviderNetwork(spec ClusterSpec, nodes []Node) error {
 		return err
 	}
 	var internetRoutes [][]string
-	for _, a := range PublicAddrs(spec, nodes) {
-		internetRoutes = append(internetRoutes, []string{a + "/32", "via", net.routerEnd()})
+	for _, a := range layout.PublicAddrs(spec, nodes) {
+		internetRoutes = append(internetRoutes, []string{a + "/32", "via", net.RouterEnd()})
 	}
-	if err := netnstopo.AddRoutes(InternetNetns, internetRoutes...); err != nil {
+	if err := netnstopo.AddRoutes(layout.InternetNetns, internetRoutes...); err != nil {
 		return err
 	}
 	if err := enableForwarding(vpc); err != nil {
@@ -142,13 +143,13 @@ func (l *Lab) createProviderNetwork(spec ClusterSpec, nodes []Node) error {
 // published addresses its own.
 func (l *Lab) applyInternetRules() error {
 	ports := map[string]string{}
-	for _, spec := range ClusterSpecs {
+	for _, spec := range layout.ClusterSpecs {
 		ports[spec.Name] = l.apiServerPort(spec.Name)
 	}
-	if err := enableForwarding(InternetNetns); err != nil {
+	if err := enableForwarding(layout.InternetNetns); err != nil {
 		return err
 	}
-	return iptablesRestoreIn(InternetNetns, internetRules(ports))
+	return iptablesRestoreIn(layout.InternetNetns, internetRules(ports))
 }
 
 // enableForwarding makes the namespace netns route between its links.
@@ -175,23 +176,23 @@ func iptablesRestoreIn(netns, rules string) error {
 // its cluster, and the masquerade of its pods' traffic to anything outside the cluster's pods
 // (ip-masq-agent's, a cloud CNI's): only the node's address may leave for its router, which
 // translates it. What goes to another cluster's pods leaves through WireGuard, untranslated.
-func (l *Lab) createNodeNetns(n Node, nodes []Node) error {
-	spec := SpecOf(n.Cluster)
+func (l *Lab) createNodeNetns(n layout.Node, nodes []layout.Node) error {
+	spec := layout.SpecOf(n.Cluster)
 	if err := l.addNetns(n.Netns); err != nil {
 		return err
 	}
-	bridge := netnstopo.Underlay{Netns: VPCNetns(n.Cluster), Bridge: bridgeLink}
-	if err := bridge.Join(netnstopo.Node{Netns: n.Netns, Link: nodeLink, Port: n.veth(), Addr: withBits(n.InternalIP, spec.Network.CIDR)}); err != nil {
+	bridge := netnstopo.Underlay{Netns: layout.VPCNetns(n.Cluster), Bridge: bridgeLink}
+	if err := bridge.Join(netnstopo.Node{Netns: n.Netns, Link: nodeLink, Port: nodeVeth(n), Addr: withBits(n.InternalIP, spec.Network.CIDR)}); err != nil {
 		return err
 	}
 	mtu := strconv.Itoa(spec.Network.MTU)
 	if err := netnstopo.IP(
 		[]string{"-n", n.Netns, "link", "set", nodeLink, "mtu", mtu},
-		[]string{"-n", VPCNetns(n.Cluster), "link", "set", n.veth(), "mtu", mtu},
+		[]string{"-n", layout.VPCNetns(n.Cluster), "link", "set", nodeVeth(n), "mtu", mtu},
 	); err != nil {
 		return err
 	}
-	routes := [][]string{{"default", "via", spec.Network.gateway()}}
+	routes := [][]string{{"default", "via", spec.Network.Gateway()}}
 	for _, o := range nodes {
 		if o.Cluster == n.Cluster && o.Name != n.Name && o.PodCIDR != "" {
 			routes = append(routes, []string{o.PodCIDR, "via", o.InternalIP})
@@ -201,7 +202,7 @@ func (l *Lab) createNodeNetns(n Node, nodes []Node) error {
 		return err
 	}
 	nat := []string{fmt.Sprintf("-A POSTROUTING -o %s -s %s ! -d %s -j MASQUERADE", nodeLink, spec.PodCIDR, spec.PodCIDR)}
-	if n.Cluster == CalicoCluster {
+	if n.Cluster == layout.CalicoCluster {
 		// What the router sends the first node for a pod of another node leaves it over
 		// VXLAN from the node's own address, so that the reply comes back the same way (Felix
 		// drops the packets of a connection it saw only half of).
@@ -211,13 +212,13 @@ func (l *Lab) createNodeNetns(n Node, nodes []Node) error {
 }
 
 // firstNodeOf is cluster's first node of nodes.
-func firstNodeOf(cluster string, nodes []Node) Node {
+func firstNodeOf(cluster string, nodes []layout.Node) layout.Node {
 	for _, n := range nodes {
 		if n.Cluster == cluster {
 			return n
 		}
 	}
-	return Node{}
+	return layout.Node{}
 }
 
 // forwardIntoNodes makes every API server reachable at its private address in its provider's
@@ -226,21 +227,21 @@ func firstNodeOf(cluster string, nodes []Node) Node {
 // containerd pulls from) and on the internet (where the guide's helm pulls the charts from) at
 // the address it has on this machine. It returns what stops the
 // forwarders.
-func (l *Lab) forwardIntoNodes(nodes []Node) ([]func(), error) {
+func (l *Lab) forwardIntoNodes(nodes []layout.Node) ([]func(), error) {
 	var stops []func()
 	var public []string
-	for _, spec := range ClusterSpecs {
+	for _, spec := range layout.ClusterSpecs {
 		public = append(public, spec.PublicAPIAddr)
 	}
-	if err := netnstopo.AddLocalAddrs(InternetNetns, linkPrefix+"api", public...); err != nil {
+	if err := netnstopo.AddLocalAddrs(layout.InternetNetns, linkPrefix+"api", public...); err != nil {
 		return stops, err
 	}
-	for _, spec := range ClusterSpecs {
+	for _, spec := range layout.ClusterSpecs {
 		u, err := url.Parse(l.clusters[spec.Name].Config.Host)
 		if err != nil {
 			return stops, err
 		}
-		for netns, addr := range map[string]string{VPCNetns(spec.Name): spec.APIAddr, InternetNetns: spec.PublicAPIAddr} {
+		for netns, addr := range map[string]string{layout.VPCNetns(spec.Name): spec.APIAddr, layout.InternetNetns: spec.PublicAPIAddr} {
 			_, stop, err := testbed.ForwardInto(netns, net.JoinHostPort(addr, u.Port()), u.Host)
 			if err != nil {
 				return stops, fmt.Errorf("%s: the API server at %s: %w", spec.Name, addr, err)
@@ -249,7 +250,7 @@ func (l *Lab) forwardIntoNodes(nodes []Node) ([]func(), error) {
 		}
 	}
 	// The workstation on the internet installs the charts from the registry too.
-	for _, netns := range append([]string{InternetNetns}, nodeNetns(nodes)...) {
+	for _, netns := range append([]string{layout.InternetNetns}, nodeNetns(nodes)...) {
 		_, stop, err := testbed.ForwardInto(netns, l.registry, l.registry)
 		if err != nil {
 			return stops, fmt.Errorf("%s: the registry: %w", netns, err)
@@ -260,7 +261,7 @@ func (l *Lab) forwardIntoNodes(nodes []Node) ([]func(), error) {
 }
 
 // nodeNetns are the network namespaces of nodes.
-func nodeNetns(nodes []Node) []string {
+func nodeNetns(nodes []layout.Node) []string {
 	out := make([]string, len(nodes))
 	for i, n := range nodes {
 		out[i] = n.Netns
@@ -276,19 +277,19 @@ func (l *Lab) apiServerPort(cluster string) string {
 
 // privateAPIServer is cluster's API server URL as its own nodes and pods reach it.
 func (l *Lab) privateAPIServer(cluster string) string {
-	return "https://" + net.JoinHostPort(SpecOf(cluster).APIAddr, l.apiServerPort(cluster))
+	return "https://" + net.JoinHostPort(layout.SpecOf(cluster).APIAddr, l.apiServerPort(cluster))
 }
 
 // PublicAPIServer is cluster's API server URL as the other clusters and a workstation on the
 // internet reach it: what semaphore-remote's NOTES give the consumers.
 func (l *Lab) PublicAPIServer(cluster string) string {
-	return "https://" + net.JoinHostPort(SpecOf(cluster).PublicAPIAddr, l.apiServerPort(cluster))
+	return "https://" + net.JoinHostPort(layout.SpecOf(cluster).PublicAPIAddr, l.apiServerPort(cluster))
 }
 
 // addNetns creates a network namespace with its loopback up. It records the name in the state
 // first, so that whatever cleans up after a lab that died (cleanUp) deletes it.
 func (l *Lab) addNetns(name string) error {
-	l.update(func(rec *Record) { rec.Namespaces = append(slices.Clip(rec.Namespaces), name) })
+	l.update(func(rec *layout.Record) { rec.Namespaces = append(slices.Clip(rec.Namespaces), name) })
 	return netnstopo.AddNetns(name)
 }
 
@@ -305,7 +306,7 @@ func (l *Lab) deleteNamespaces() {
 	if err := deleteNetns(existing, io.Discard); err != nil {
 		l.Logf("%v", err)
 	}
-	l.update(func(rec *Record) { rec.Namespaces = nil })
+	l.update(func(rec *layout.Record) { rec.Namespaces = nil })
 	if len(existing) > 0 {
 		l.Logf("deleted the nodes' network namespaces")
 	}

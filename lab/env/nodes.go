@@ -17,6 +17,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/internal/tooling/helmchart"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/node"
 )
 
@@ -37,12 +38,6 @@ import (
 // says so.
 
 const (
-	// NodesPerCluster is how many nodes every cluster has: two, so that every remote is more
-	// than one peer.
-	NodesPerCluster = 2
-	// NetnsPrefix starts the name of every network namespace of the lab, in `ip netns list`.
-	// The names are the same for every lab directory: one lab with nodes per machine.
-	NetnsPrefix = "semaphore-lab-"
 	// linkPrefix starts the name of every link of the lab (at most 15 bytes), so that one
 	// ending up where it should not would be easy to tell.
 	linkPrefix = "semlab-"
@@ -60,37 +55,10 @@ const (
 	clusterDomain = "cluster.local"
 )
 
-// Nodes is the lab's nodes, or why it runs without them.
-type Nodes struct {
-	// Skipped says why there are no nodes (and so no pods).
-	Skipped string `json:"skipped,omitempty"`
-	Nodes   []Node `json:"nodes,omitempty"`
-}
-
-// Node is one node: a Node in its cluster, and a network namespace on this machine.
-type Node struct {
-	Name    string `json:"name"`
-	Cluster string `json:"cluster"`
-	Netns   string `json:"netns"`
-	// InternalIP is the node's address on its provider's private network.
-	InternalIP string `json:"internalIP"`
-	// ExternalIP is the node's public address, which its provider's 1:1 NAT translates to
-	// InternalIP; empty behind a source NAT (no way in).
-	ExternalIP string `json:"externalIP,omitempty"`
-	// PodCIDR is the node's Node's pod CIDR, which host-local hands addresses out from; none
-	// in CalicoCluster, where calico-ipam hands them out (calico.go).
-	PodCIDR string `json:"podCIDR"`
-	// Dir holds the node's state: containerd's, kubelet's, the pods' logs (lab/node).
-	Dir string `json:"dir"`
-	// Zone is the node's topology.kubernetes.io/zone: each node of a cluster in a zone of its
-	// own, which kube-proxy and the global services' local-first hints go by.
-	Zone string `json:"zone"`
-}
-
-// veth is the provider network's end of node n's veth: linkPrefix and the namespace's name
-// after NetnsPrefix (semlab-aws-1).
-func (n Node) veth() string {
-	return linkPrefix + strings.TrimPrefix(n.Netns, NetnsPrefix)
+// nodeVeth is the provider network's end of node n's veth: linkPrefix and the namespace's
+// name after NetnsPrefix (semlab-aws-1).
+func nodeVeth(n layout.Node) string {
+	return linkPrefix + strings.TrimPrefix(n.Netns, layout.NetnsPrefix)
 }
 
 // startNodes creates the nodes where the machine allows: the providers' networks and the
@@ -99,7 +67,7 @@ func (n Node) veth() string {
 // in each a real node (containerd, kubelet, kube-proxy, Calico) registered as the Node the lab
 // made with its pod CIDR (none in the Calico-way cluster, where calico-ipam hands addresses out).
 func (l *Lab) startNodes(ctx context.Context) error {
-	nodes := LabNodes(l.Path("nodes"))
+	nodes := layout.LabNodes(l.Path("nodes"))
 	reason := nodesUnsupported()
 	if !l.withNodes {
 		reason = "-nodes=false: the control-plane part only, as without root"
@@ -118,7 +86,7 @@ func (l *Lab) startNodes(ctx context.Context) error {
 		}
 		l.deleteNamespaces()
 	})
-	if err := l.addNetns(InternetNetns); err != nil {
+	if err := l.addNetns(layout.InternetNetns); err != nil {
 		// The first namespace tells whether this machine lets us create any: a container
 		// without CAP_SYS_ADMIN does not, even as root.
 		l.skipNodes(fmt.Sprintf("cannot create network namespaces: %v", err))
@@ -138,7 +106,7 @@ func (l *Lab) startNodes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l.update(func(rec *Record) { rec.Nodes = &Nodes{Nodes: nodes} })
+	l.update(func(rec *layout.Record) { rec.Nodes = &layout.Nodes{Nodes: nodes} })
 	return l.waitNodesReady(ctx, nodes)
 }
 
@@ -146,7 +114,7 @@ func (l *Lab) startNodes(ctx context.Context) error {
 // node's credentials (system:node:<name>, which the Node authorizer limits to its own node and
 // pods) and kube-proxy with system:kube-proxy's. stop stops them all and restores the
 // machine-wide settings kubelet changes.
-func (l *Lab) runNodes(ctx context.Context, nodes []Node) (stop func(), err error) {
+func (l *Lab) runNodes(ctx context.Context, nodes []layout.Node) (stop func(), err error) {
 	var running []*node.Node
 	sysctls := l.Path(sysctlsFile)
 	stop = func() {
@@ -185,13 +153,13 @@ func (l *Lab) runNodes(ctx context.Context, nodes []Node) (stop func(), err erro
 			l.recordProcess("node-"+n.Name, pid)
 		}
 	}
-	l.Logf("started containerd, kubelet and kube-proxy on %d nodes (network namespaces %s*, internet %s)", len(nodes), NetnsPrefix, InternetCIDR)
+	l.Logf("started containerd, kubelet and kube-proxy on %d nodes (network namespaces %s*, internet %s)", len(nodes), layout.NetnsPrefix, layout.InternetCIDR)
 	return stop, nil
 }
 
 // startNode starts node n with its credentials, and keyDir private to it.
-func (l *Lab) startNode(ctx context.Context, n Node, keyDir string) (*node.Node, error) {
-	spec := SpecOf(n.Cluster)
+func (l *Lab) startNode(ctx context.Context, n layout.Node, keyDir string) (*node.Node, error) {
+	spec := layout.SpecOf(n.Cluster)
 	c, server := l.clusters[n.Cluster], l.privateAPIServer(n.Cluster)
 	kubeletKubeconfig := filepath.Join(n.Dir+"-credentials", "kubelet.kubeconfig")
 	proxyKubeconfig := filepath.Join(n.Dir+"-credentials", "kube-proxy.kubeconfig")
@@ -213,7 +181,7 @@ func (l *Lab) startNode(ctx context.Context, n Node, keyDir string) (*node.Node,
 		PodCIDR:               n.PodCIDR,
 		Calico:                l.calicoNode(n),
 		ClusterCIDR:           spec.PodCIDR,
-		ClusterDNS:            spec.dnsServiceIP(),
+		ClusterDNS:            spec.DNSServiceIP(),
 		ClusterDomain:         clusterDomain,
 		Kubeconfig:            kubeletKubeconfig,
 		ProxyKubeconfig:       proxyKubeconfig,
@@ -266,7 +234,7 @@ func (l *Lab) keepPodLogs() {
 }
 
 // waitNodesReady waits until every node is Ready.
-func (l *Lab) waitNodesReady(ctx context.Context, nodes []Node) error {
+func (l *Lab) waitNodesReady(ctx context.Context, nodes []layout.Node) error {
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		for _, n := range nodes {
 			// An error (the API server busy) is asked again, like a node not Ready yet.
@@ -296,7 +264,7 @@ func nodeReady(n *corev1.Node) bool {
 // skipNodes records that the lab runs without nodes, and why.
 func (l *Lab) skipNodes(reason string) {
 	l.Logf("skipping the nodes (and so every pod: controllers, CoreDNS, sample workloads): %s", reason)
-	l.update(func(rec *Record) { rec.Nodes = &Nodes{Skipped: reason} })
+	l.update(func(rec *layout.Record) { rec.Nodes = &layout.Nodes{Skipped: reason} })
 }
 
 // createNodeObjects creates every node's Node with its pod CIDR, which no controller allocates
@@ -305,12 +273,12 @@ func (l *Lab) skipNodes(reason string) {
 // ExternalIP its 1:1 NAT gives it. The kubelet (--cloud-provider=external) registers into it,
 // keeping them, and sets the rest of its status. The Calico-way cluster's Nodes have no pod
 // CIDR: its IPAM blocks say where the pods are (calico.go).
-func (l *Lab) createNodeObjects(ctx context.Context, nodes []Node) error {
+func (l *Lab) createNodeObjects(ctx context.Context, nodes []layout.Node) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for _, n := range nodes {
 		spec := corev1.NodeSpec{PodCIDR: n.PodCIDR, PodCIDRs: []string{n.PodCIDR}}
-		if n.Cluster == CalicoCluster {
+		if n.Cluster == layout.CalicoCluster {
 			spec = corev1.NodeSpec{}
 		}
 		nodes := l.clusters[n.Cluster].Client.CoreV1().Nodes()
@@ -330,7 +298,7 @@ func (l *Lab) createNodeObjects(ctx context.Context, nodes []Node) error {
 }
 
 // nodeAddresses are the addresses a cloud controller manager would give node n's Node.
-func nodeAddresses(n Node) []corev1.NodeAddress {
+func nodeAddresses(n layout.Node) []corev1.NodeAddress {
 	out := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.InternalIP}}
 	if n.ExternalIP != "" {
 		out = append(out, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: n.ExternalIP})

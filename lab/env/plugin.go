@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // The kubectl plugin (kubectl-semaphore), as the lab runs it for its checks (the guide links
@@ -35,13 +37,13 @@ type PluginResult struct {
 // clusters' Secrets give, so it runs as from a workstation on the lab's internet, where those
 // are.
 func (l *Lab) PluginCheck(ctx context.Context, cluster string, probeRemotes bool) ([]PluginResult, int, error) {
-	cmd := exec.CommandContext(ctx, l.bin.plugin, "--kubeconfig", l.Path(KubeconfigFile), "--context", cluster, "check", "-o", "json")
+	cmd := exec.CommandContext(ctx, l.bin.plugin, "--kubeconfig", l.Path(layout.KubeconfigFile), "--context", cluster, "check", "-o", "json")
 	if probeRemotes {
 		kubeconfig, err := l.WorkstationKubeconfig()
 		if err != nil {
 			return nil, 0, err
 		}
-		cmd = exec.CommandContext(ctx, "ip", "netns", "exec", InternetNetns, l.bin.plugin,
+		cmd = exec.CommandContext(ctx, "ip", "netns", "exec", layout.InternetNetns, l.bin.plugin,
 			"--kubeconfig", kubeconfig, "--context", cluster, "check", "--probe-remotes", "-o", "json")
 	}
 	var stderr strings.Builder
@@ -77,14 +79,14 @@ func FailedChecks(results []PluginResult) []string {
 // published address (the same certificate names it), as a workstation on the internet reaches
 // them, and returns its path.
 func (l *Lab) WorkstationKubeconfig() (string, error) {
-	kc, err := clientcmd.LoadFromFile(l.Path(KubeconfigFile))
+	kc, err := clientcmd.LoadFromFile(l.Path(layout.KubeconfigFile))
 	if err != nil {
 		return "", err
 	}
-	for _, name := range ClusterNames() {
+	for _, name := range layout.ClusterNames() {
 		c, ok := kc.Clusters[name]
 		if !ok {
-			return "", fmt.Errorf("no cluster %s in %s", name, l.Path(KubeconfigFile))
+			return "", fmt.Errorf("no cluster %s in %s", name, l.Path(layout.KubeconfigFile))
 		}
 		c.Server = l.PublicAPIServer(name)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,27 +18,13 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/adminport"
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/internal/rollout"
-	"github.com/kube-semaphore/semaphore/lab/node"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // The lab's pods are the kubelets' and the scheduler's: the lab only waits for every workload
 // to be available, and then records where each pod runs, so that the status, Prometheus and
 // `lab check` can reach it. A pod's ports are on its node's network only: the lab forwards a
 // free port of this machine's loopback to each controller's admin port.
-
-// Pod is one pod of the lab's workloads.
-type Pod struct {
-	Cluster   string `json:"cluster"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	UID       string `json:"uid"`
-	// App is the pod's app.kubernetes.io/name (or k8s-app) label: what it is a pod of.
-	App  string `json:"app"`
-	Node string `json:"node"`
-	IP   string `json:"ip"`
-	// Log is the file the kubelet writes the pod's (first) container's output to.
-	Log string `json:"log"`
-}
 
 // waitForPods waits until every Deployment and DaemonSet of every cluster is available with
 // all its replicas up to date, then records the pods and forwards to the controllers.
@@ -64,7 +49,7 @@ func (l *Lab) WaitAvailable(ctx context.Context, timeout time.Duration) error {
 	var pending []string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		pending = nil
-		for _, name := range ClusterNames() {
+		for _, name := range layout.ClusterNames() {
 			// An error (the API server busy) is asked again.
 			p, err := l.unavailable(ctx, name)
 			if err != nil {
@@ -100,8 +85,8 @@ func (l *Lab) unavailable(ctx context.Context, cluster string) ([]string, error)
 	}
 	for _, d := range daemonSets.Items {
 		// One pod on every node.
-		if d.Status.DesiredNumberScheduled != NodesPerCluster || rollout.DaemonSetPending(&d) != "" {
-			out = append(out, fmt.Sprintf("%s/daemonset/%s/%s (%d of %d available)", cluster, d.Namespace, d.Name, d.Status.NumberAvailable, NodesPerCluster))
+		if d.Status.DesiredNumberScheduled != layout.NodesPerCluster || rollout.DaemonSetPending(&d) != "" {
+			out = append(out, fmt.Sprintf("%s/daemonset/%s/%s (%d of %d available)", cluster, d.Namespace, d.Name, d.Status.NumberAvailable, layout.NodesPerCluster))
 		}
 	}
 	return out, nil
@@ -112,10 +97,10 @@ func (l *Lab) unavailable(ctx context.Context, cluster string) ([]string, error)
 // CoreDNS.
 func (l *Lab) RecordPods(ctx context.Context) error {
 	before := l.Record()
-	var pods []Pod
-	var controllers []Controller
-	var dns []DNSServer
-	for _, cluster := range ClusterNames() {
+	var pods []layout.Pod
+	var controllers []layout.Controller
+	var dns []layout.DNSServer
+	for _, cluster := range layout.ClusterNames() {
 		list, err := l.clusters[cluster].Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
@@ -127,24 +112,24 @@ func (l *Lab) RecordPods(ctx context.Context) error {
 			p := before.PodOf(cluster, &pod)
 			pods = append(pods, p)
 			switch {
-			case strings.HasPrefix(p.App, "semaphore-") && pod.Namespace == SemaphoreNamespace:
+			case strings.HasPrefix(p.App, "semaphore-") && pod.Namespace == layout.SemaphoreNamespace:
 				c, err := l.controllerOf(before, &pod, p)
 				if err != nil {
 					return fmt.Errorf("%s: pod %s: %w", cluster, pod.Name, err)
 				}
 				controllers = append(controllers, c)
 			case p.App == "kube-dns" && pod.Namespace == dnsNamespace:
-				dns = append(dns, DNSServer{Cluster: cluster, Pod: pod.Name, Addr: net.JoinHostPort(p.IP, "53")})
+				dns = append(dns, layout.DNSServer{Cluster: cluster, Pod: pod.Name, Addr: net.JoinHostPort(p.IP, "53")})
 			}
 		}
 	}
-	slices.SortFunc(controllers, func(a, b Controller) int {
+	slices.SortFunc(controllers, func(a, b layout.Controller) int {
 		return cmp.Or(strings.Compare(a.Component, b.Component), strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.PodName, b.PodName))
 	})
 	if err := oneAgentPerNode(controllers); err != nil {
 		return err
 	}
-	l.update(func(rec *Record) { rec.Pods, rec.Controllers, rec.DNS = pods, controllers, dns })
+	l.update(func(rec *layout.Record) { rec.Pods, rec.Controllers, rec.DNS = pods, controllers, dns })
 	return nil
 }
 
@@ -152,7 +137,7 @@ func (l *Lab) RecordPods(ctx context.Context) error {
 // node's agent as the one controller recorded there. A surged rollout runs the successor beside
 // its predecessor until the predecessor is gone, so pods are recorded once a rollout is
 // complete (WaitAvailable), when each node has one again.
-func oneAgentPerNode(controllers []Controller) error {
+func oneAgentPerNode(controllers []layout.Controller) error {
 	seen := map[[3]string]string{}
 	for _, c := range controllers {
 		if c.Node == "" {
@@ -167,28 +152,10 @@ func oneAgentPerNode(controllers []Controller) error {
 	return nil
 }
 
-// PodOf is what the record says of pod, in cluster: where it runs, and where the kubelet
-// writes its output.
-func (rec *Record) PodOf(cluster string, pod *corev1.Pod) Pod {
-	p := Pod{
-		Cluster: cluster, Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID),
-		App:  cmp.Or(pod.Labels["app.kubernetes.io/name"], pod.Labels["k8s-app"]),
-		Node: pod.Spec.NodeName, IP: pod.Status.PodIP,
-	}
-	if rec.Nodes != nil {
-		for _, n := range rec.Nodes.Nodes {
-			if n.Cluster == cluster && n.Name == pod.Spec.NodeName {
-				p.Log = PodLog(n.Dir, pod)
-			}
-		}
-	}
-	return p
-}
-
 // ReplacePods records pods in place of the pods of app in cluster.
-func (l *Lab) ReplacePods(cluster, app string, pods []Pod) {
-	l.update(func(rec *Record) {
-		rec.Pods = append(slices.DeleteFunc(slices.Clone(rec.Pods), func(p Pod) bool {
+func (l *Lab) ReplacePods(cluster, app string, pods []layout.Pod) {
+	l.update(func(rec *layout.Record) {
+		rec.Pods = append(slices.DeleteFunc(slices.Clone(rec.Pods), func(p layout.Pod) bool {
 			return p.Cluster == cluster && p.App == app
 		}), pods...)
 	})
@@ -198,11 +165,11 @@ func (l *Lab) ReplacePods(cluster, app string, pods []Pod) {
 // forwarded to its admin port (through its provider's router, which routes every pod CIDR of
 // the cluster); as before
 // when it was recorded already.
-func (l *Lab) controllerOf(before *Record, pod *corev1.Pod, p Pod) (Controller, error) {
-	if i := slices.IndexFunc(before.Controllers, func(c Controller) bool { return c.PodUID == p.UID }); i >= 0 {
+func (l *Lab) controllerOf(before *layout.Record, pod *corev1.Pod, p layout.Pod) (layout.Controller, error) {
+	if i := slices.IndexFunc(before.Controllers, func(c layout.Controller) bool { return c.PodUID == p.UID }); i >= 0 {
 		return before.Controllers[i], nil
 	}
-	c := Controller{
+	c := layout.Controller{
 		Component: p.App, Cluster: p.Cluster, PodName: pod.Name, PodUID: p.UID, PodIP: p.IP, Log: p.Log,
 	}
 	if pod.Spec.HostNetwork {
@@ -220,20 +187,11 @@ func (l *Lab) controllerOf(before *Record, pod *corev1.Pod, p Pod) (Controller, 
 			c.RemotesDir = e.Value
 		}
 	}
-	admin, stop, err := testbed.ForwardFrom(VPCNetns(p.Cluster), net.JoinHostPort(p.IP, strconv.Itoa(adminport.Of(pod))))
+	admin, stop, err := testbed.ForwardFrom(layout.VPCNetns(p.Cluster), net.JoinHostPort(p.IP, strconv.Itoa(adminport.Of(pod))))
 	if err != nil {
 		return c, err
 	}
 	l.onTeardown(stop)
 	c.Admin = admin
 	return c, nil
-}
-
-// PodLog is where the kubelet of the node whose state is in nodeDir writes the output of pod's
-// first container: /var/log/pods/<namespace>_<name>_<uid>/<container>/0.log in the node.
-func PodLog(nodeDir string, pod *corev1.Pod) string {
-	if nodeDir == "" || len(pod.Spec.Containers) == 0 {
-		return ""
-	}
-	return filepath.Join(node.HostPath(nodeDir, "/var/log/pods"), pod.Namespace+"_"+pod.Name+"_"+string(pod.UID), pod.Spec.Containers[0].Name, "0.log")
 }

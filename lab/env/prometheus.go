@@ -11,23 +11,9 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/internal/tooling/mixin"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/promapi"
 )
-
-// PrometheusBinary is where the Debian package (installed by ci/promtool.sh) puts Prometheus.
-const PrometheusBinary = "/usr/bin/prometheus"
-
-// Prometheus is the running Prometheus.
-type Prometheus struct {
-	URL    string `json:"url"`
-	Config string `json:"config"`
-	Log    string `json:"log"`
-	PID    int    `json:"pid"`
-	// Rules is how many rules the files of alerts/ hold: all must be loaded.
-	Rules int `json:"rules"`
-	// RuleFiles are the copies of alerts/ the configuration names.
-	RuleFiles []string `json:"ruleFiles"`
-}
 
 // startPrometheus runs Prometheus scraping every controller of the lab, with the repository's
 // alert rules loaded.
@@ -36,8 +22,8 @@ func (l *Lab) startPrometheus(ctx context.Context) error {
 		l.Logf("skipping Prometheus: without nodes, no controller runs to scrape")
 		return nil
 	}
-	if !fileExists(PrometheusBinary) {
-		l.Logf("skipping Prometheus: %s is missing (bash ci/promtool.sh installs it)", PrometheusBinary)
+	if !fileExists(layout.PrometheusBinary) {
+		l.Logf("skipping Prometheus: %s is missing (bash ci/promtool.sh installs it)", layout.PrometheusBinary)
 		return nil
 	}
 	dir := l.Path("prometheus")
@@ -57,7 +43,7 @@ func (l *Lab) startPrometheus(ctx context.Context) error {
 		return err
 	}
 	log := l.Path("logs", "prometheus.log")
-	c, err := l.startChild("prometheus", PrometheusBinary, []string{
+	c, err := l.startChild("prometheus", layout.PrometheusBinary, []string{
 		"--config.file", conf,
 		"--storage.tsdb.path", filepath.Join(dir, "data"),
 		"--web.listen-address", addr,
@@ -71,8 +57,8 @@ func (l *Lab) startPrometheus(ctx context.Context) error {
 		l.Logf("stopped Prometheus")
 	})
 	u := "http://" + addr
-	l.update(func(rec *Record) {
-		rec.Prometheus = &Prometheus{URL: u, Config: conf, Log: log, PID: c.cmd.Process.Pid, Rules: rules, RuleFiles: ruleFiles}
+	l.update(func(rec *layout.Record) {
+		rec.Prometheus = &layout.Prometheus{URL: u, Config: conf, Log: log, PID: c.cmd.Process.Pid, Rules: rules, RuleFiles: ruleFiles}
 	})
 	if err := waitPrometheusReady(ctx, u, c); err != nil {
 		return err
@@ -141,7 +127,7 @@ func waitPrometheusReady(ctx context.Context, u string, c *Child) error {
 
 // prometheusConfig scrapes every controller, one job per component, each target labelled
 // with its cluster.
-func prometheusConfig(controllers []Controller, ruleFiles []string) string {
+func prometheusConfig(controllers []layout.Controller, ruleFiles []string) string {
 	var b strings.Builder
 	b.WriteString("# Written by the lab (lab/env/prometheus.go).\n")
 	b.WriteString("global:\n  scrape_interval: 2s\n  evaluation_interval: 2s\n")
@@ -151,7 +137,7 @@ func prometheusConfig(controllers []Controller, ruleFiles []string) string {
 	}
 	b.WriteString("scrape_configs:\n")
 	for _, component := range []string{"semaphore-service-mirror", "semaphore-policy", "semaphore-wireguard"} {
-		var targets []Controller
+		var targets []layout.Controller
 		for _, c := range controllers {
 			if c.Component == component {
 				targets = append(targets, c)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // ReaperCommand is the hidden command of the reaper, a process the lab starts so that it is
@@ -42,11 +44,11 @@ func Reap(dir string, args []string) int {
 	for os.Getppid() == labPID {
 		time.Sleep(500 * time.Millisecond)
 	}
-	rec, _ := loadRecord(dir)
+	rec, _ := layout.LoadRecord(dir)
 	if rec != nil && rec.PID != labPID {
 		return 0 // another lab runs there now
 	}
-	if pid, err := readPID(dir); err == nil && pid != labPID {
+	if pid, err := layout.ReadPID(dir); err == nil && pid != labPID {
 		return 0
 	}
 	if err := cleanUp(dir, rec, os.Stdout); err != nil {

@@ -17,17 +17,13 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/internal/tooling/dist"
 	"github.com/kube-semaphore/semaphore/internal/tooling/images"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // The lab's OCI registry: go-containerregistry's, in the lab's own process, on loopback. It
 // holds our images (built by internal/tooling/images, as `make images` builds them) and both charts
 // (pushed by the helm CLI); the nodes pull from it at the same address, which the lab forwards
 // into each of them. It keeps everything in memory: a new lab pushes everything again.
-
-// ImagesRepo is the repository path of our images in the registry, as the charts' default
-// registry has them (ghcr.io/kube-semaphore/semaphore-<component>): global.image.registry is
-// <registry>/kube-semaphore.
-const ImagesRepo = "kube-semaphore"
 
 // startRegistry serves the registry on a free port of 127.0.0.1, pushes the images and the
 // charts to it, and signs and verifies the lab's release.
@@ -55,7 +51,7 @@ func (l *Lab) startRegistry(ctx context.Context) error {
 		logf.Close()
 	})
 	l.registry = ln.Addr().String()
-	l.update(func(rec *Record) { rec.Registry = l.registry })
+	l.update(func(rec *layout.Record) { rec.Registry = l.registry })
 	if err := l.pushImages(ctx); err != nil {
 		return err
 	}
@@ -63,7 +59,7 @@ func (l *Lab) startRegistry(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l.Logf("registry on %s holds the images (%s/...) and the charts (oci://%s/%s/...)", l.registry, ImagesRepo, l.registry, ChartsRepo)
+	l.Logf("registry on %s holds the images (%s/...) and the charts (oci://%s/%s/...)", l.registry, layout.ImagesRepo, l.registry, layout.ChartsRepo)
 	start := time.Now()
 	rel, err := l.signRelease(ctx, charts)
 	if err != nil {
@@ -128,4 +124,4 @@ func (l *Lab) imageRef(name string) string {
 }
 
 // imagesRegistry is where the images are, what global.image.registry says: <registry>/kube-semaphore.
-func (l *Lab) imagesRegistry() string { return l.registry + "/" + ImagesRepo }
+func (l *Lab) imagesRegistry() string { return l.registry + "/" + layout.ImagesRepo }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/tooling/images"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // The lab installs the components' images by tag and digest, as docs/verifying.md asks users
@@ -77,8 +78,8 @@ func (l *Lab) ReleaseImageProblems(ctx context.Context) (int, []string, error) {
 	}
 	checked := 0
 	var problems []string
-	for _, cluster := range ClusterNames() {
-		pods, err := l.clusters[cluster].Client.CoreV1().Pods(SemaphoreNamespace).List(ctx, metav1.ListOptions{})
+	for _, cluster := range layout.ClusterNames() {
+		pods, err := l.clusters[cluster].Client.CoreV1().Pods(layout.SemaphoreNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return 0, nil, err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/tooling/helmchart"
 	"github.com/kube-semaphore/semaphore/internal/tooling/sbom"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // digestOf is a made-up digest for image, the same every time.
@@ -34,10 +35,10 @@ func labDigests() map[string]string {
 // and the digest.
 func TestPinnedDigestsNameEveryComponentsImageByTagAndDigest(t *testing.T) {
 	l := &Lab{registry: "127.0.0.1:5000", imageTag: "0.0.0-lab.gabc"}
-	values := l.labValues(HostileConsumer)
-	values["global"].(map[string]any)["clusterName"] = HostileConsumer
+	values := l.labValues(layout.HostileConsumer)
+	values["global"].(map[string]any)["clusterName"] = layout.HostileConsumer
 	pinDigests(values, labDigests())
-	rel, err := helmchart.Render(filepath.Join(testbed.RepoRoot(), helmchart.UmbrellaDir), UmbrellaRelease, SemaphoreNamespace, values)
+	rel, err := helmchart.Render(filepath.Join(testbed.RepoRoot(), helmchart.UmbrellaDir), layout.UmbrellaRelease, layout.SemaphoreNamespace, values)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestReleaseImageProblemsNameEveryContainerNotRunningTheReleasesDigest(t *te
 	byDigest := l.imageRef(image) + "@" + digests[image]
 	pod := func(spec, id string) *corev1.Pod {
 		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: SemaphoreNamespace, Name: "p"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: layout.SemaphoreNamespace, Name: "p"},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: spec}, {Name: "other", Image: "127.0.0.1:5000/kube-semaphore/semaphore-lab-sample:x"}}},
 			Status:     corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "c", ImageID: id}}},
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/node"
 )
 
@@ -31,23 +32,23 @@ import (
 // unlink` remove the remotes' tokens link wrote into it; and uninstalls its semaphore-remote
 // release, which revokes the tokens it made for the consumers.
 func (l *Lab) UninstallCluster(ctx context.Context, cluster string) error {
-	target := []string{"--kubeconfig", l.Path(KubeconfigFile), "--kube-context", cluster, "--wait", "--timeout", "5m"}
-	if _, err := l.helm(ctx, append([]string{"uninstall", UmbrellaRelease, "-n", SemaphoreNamespace}, target...)...); err != nil {
+	target := []string{"--kubeconfig", l.Path(layout.KubeconfigFile), "--kube-context", cluster, "--wait", "--timeout", "5m"}
+	if _, err := l.helm(ctx, append([]string{"uninstall", layout.UmbrellaRelease, "-n", layout.SemaphoreNamespace}, target...)...); err != nil {
 		return err
 	}
-	for _, remote := range ClusterNames() {
+	for _, remote := range layout.ClusterNames() {
 		if remote == cluster {
 			continue
 		}
 		// The plugin calls only the API server of --to, at the lab kubeconfig's address.
-		cmd := exec.CommandContext(ctx, l.bin.plugin, "--kubeconfig", l.Path(KubeconfigFile), "unlink", "--to", cluster, "--remote-name", remote)
+		cmd := exec.CommandContext(ctx, l.bin.plugin, "--kubeconfig", l.Path(layout.KubeconfigFile), "unlink", "--to", cluster, "--remote-name", remote)
 		out, err := cmd.CombinedOutput()
 		l.appendLog("plugin.log", strings.Join(cmd.Args, " "), string(out))
 		if err != nil {
 			return fmt.Errorf("kubectl semaphore unlink --to %s --remote-name %s: %w: %s", cluster, remote, err, out)
 		}
 	}
-	_, err := l.helm(ctx, append([]string{"uninstall", RemoteRelease, "-n", RemoteNamespace}, target...)...)
+	_, err := l.helm(ctx, append([]string{"uninstall", layout.RemoteRelease, "-n", layout.RemoteNamespace}, target...)...)
 	return err
 }
 
@@ -58,7 +59,7 @@ func (l *Lab) InstallAgain(ctx context.Context) error { return l.installWithGuid
 // ConsumerToken is the token consumer holds for reading remote: what link wrote into the
 // Secret semaphore-remote-<remote> of consumer's semaphore namespace.
 func (l *Lab) ConsumerToken(ctx context.Context, consumer, remote string) (string, error) {
-	s, err := l.Cluster(consumer).Client.CoreV1().Secrets(SemaphoreNamespace).Get(ctx, "semaphore-remote-"+remote, metav1.GetOptions{})
+	s, err := l.Cluster(consumer).Client.CoreV1().Secrets(layout.SemaphoreNamespace).Get(ctx, "semaphore-remote-"+remote, metav1.GetOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -93,7 +94,7 @@ func (l *Lab) Leftovers(ctx context.Context, cluster string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var nodes []Node
+	var nodes []layout.Node
 	if rec := l.Record().Nodes; rec != nil {
 		nodes = rec.Nodes
 	}
@@ -159,7 +160,7 @@ func (l *Lab) objectsLeft(ctx context.Context, cluster string) ([]string, error)
 			if !r.Namespaced {
 				continue
 			}
-			for _, ns := range []string{SemaphoreNamespace, RemoteNamespace} {
+			for _, ns := range []string{layout.SemaphoreNamespace, layout.RemoteNamespace} {
 				all, err := res.Namespace(ns).List(ctx, metav1.ListOptions{})
 				if err != nil {
 					return nil, fmt.Errorf("listing %s in %s: %w", r.Name, ns, err)
@@ -192,7 +193,7 @@ func inEveryNamespace(kind, name string) bool {
 
 // nodeLeftovers are, on node n, the WireGuard devices by our prefix, the routes of ours, the
 // key files in its key directory and the annotations of ours on its Node.
-func (l *Lab) nodeLeftovers(ctx context.Context, n Node, keyDir string) ([]string, error) {
+func (l *Lab) nodeLeftovers(ctx context.Context, n layout.Node, keyDir string) ([]string, error) {
 	var left []string
 	links, err := exec.CommandContext(ctx, "ip", "netns", "exec", n.Netns, "ip", "-o", "link", "show").Output()
 	if err != nil {

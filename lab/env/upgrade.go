@@ -13,6 +13,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/internal/tooling/dist"
 	"github.com/kube-semaphore/semaphore/internal/tooling/images"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // PreviousRelease is the release the lab upgrades from, with traffic flowing: after each
@@ -106,8 +107,8 @@ func extractCommit(ctx context.Context, commit, dir string) (time.Time, error) {
 // -f` it; --reuse-values would carry this chart's defaults into the other's schema), each
 // component's image digest set to rel's, and waits for the rollout.
 func (l *Lab) UpgradeUmbrellaTo(ctx context.Context, cluster string, rel Release) error {
-	target := []string{"--kubeconfig", l.Path(KubeconfigFile), "--kube-context", cluster, "-n", SemaphoreNamespace}
-	values, err := l.helm(ctx, append([]string{"get", "values", UmbrellaRelease, "-o", "yaml"}, target...)...)
+	target := []string{"--kubeconfig", l.Path(layout.KubeconfigFile), "--kube-context", cluster, "-n", layout.SemaphoreNamespace}
+	values, err := l.helm(ctx, append([]string{"get", "values", layout.UmbrellaRelease, "-o", "yaml"}, target...)...)
 	if err != nil {
 		return err
 	}
@@ -115,7 +116,7 @@ func (l *Lab) UpgradeUmbrellaTo(ctx context.Context, cluster string, rel Release
 	if err := os.WriteFile(file, []byte(values), 0o600); err != nil {
 		return err
 	}
-	args := append([]string{"upgrade", UmbrellaRelease, "oci://" + l.registry + "/" + ChartsRepo + "/" + UmbrellaRelease,
+	args := append([]string{"upgrade", layout.UmbrellaRelease, "oci://" + l.registry + "/" + layout.ChartsRepo + "/" + layout.UmbrellaRelease,
 		"--version", dist.ChartVersion(rel.Version), "--plain-http", "-f", file, "--wait", "--timeout", "5m"}, target...)
 	for image, key := range componentValues {
 		args = append(args, "--set", key+".image.digest="+rel.Digests[image])

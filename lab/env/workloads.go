@@ -15,34 +15,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
-)
-
-// The sample workloads of the Semaphore blog post: fluentd in aws collects logs, and the
-// forwarder pods in gcp send it theirs, through fluentd's mirror in gcp. fluentd runs on the
-// aws node whose pods' addresses are borrowed from another node's IPAM block (calico.go). And
-// a global service, echo in every cluster, with a client in gcp (global.go).
-const (
-	SampleNamespace       = "sys-log"
-	FluentdCluster        = "aws"
-	FluentdName           = "fluentd"
-	fluentdReplicas int32 = 2
-	// FluentdPort is the port the forwarders send to.
-	FluentdPort            = 8889
-	ForwarderCluster       = "gcp"
-	ForwarderName          = "forwarder"
-	forwarderCount   int32 = 2
-
-	// MirrorLabel opts a Service in to mirroring; PolicyLabel names the network set of the pods
-	// that carry it.
-	MirrorLabel = "mirror.semaphore.uw.io/mirror-service"
-	PolicyLabel = "policy.semaphore.uw.io/name"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // fluentdPorts are the ports fluentd serves, by name.
 var fluentdPorts = []struct {
 	name string
 	port int32
-}{{"http", FluentdPort}, {"forward", 8888}}
+}{{"http", layout.FluentdPort}, {"forward", 8888}}
 
 // createSampleWorkloads creates the sample workloads: Deployments of the lab's sample program
 // (lab/cmd/sample, in the lab's registry), spread over the nodes of their cluster.
@@ -50,31 +30,31 @@ func (l *Lab) createSampleWorkloads(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := l.createFluentd(ctx); err != nil {
-		return fmt.Errorf("%s: %w", FluentdCluster, err)
+		return fmt.Errorf("%s: %w", layout.FluentdCluster, err)
 	}
 	if err := l.createForwarders(ctx); err != nil {
-		return fmt.Errorf("%s: %w", ForwarderCluster, err)
+		return fmt.Errorf("%s: %w", layout.ForwarderCluster, err)
 	}
 	l.Logf("created %s/%s/%s (%d replicas, mirrored) and %s/%s/%s (%d replicas, in network sets)",
-		FluentdCluster, SampleNamespace, FluentdName, fluentdReplicas, ForwarderCluster, SampleNamespace, ForwarderName, forwarderCount)
+		layout.FluentdCluster, layout.SampleNamespace, layout.FluentdName, layout.FluentdReplicas, layout.ForwarderCluster, layout.SampleNamespace, layout.ForwarderName, layout.ForwarderCount)
 	if err := l.createGlobalService(ctx); err != nil {
 		return err
 	}
 	l.Logf("created %s/%s (%d replicas, a local-first global service) in %s, and %s/%s/%s",
-		SampleNamespace, GlobalName, GlobalReplicas, strings.Join(ClusterNames(), ", "), GlobalCluster, SampleNamespace, GlobalClientName)
+		layout.SampleNamespace, layout.GlobalName, layout.GlobalReplicas, strings.Join(layout.ClusterNames(), ", "), layout.GlobalCluster, layout.SampleNamespace, layout.GlobalClientName)
 	return nil
 }
 
 // createFluentd creates fluentd: the sample program serving both ports and logging every
 // request with its client's address, and its Service, which opts in to mirroring.
 func (l *Lab) createFluentd(ctx context.Context) error {
-	c := l.clusters[FluentdCluster]
+	c := l.clusters[layout.FluentdCluster]
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   FluentdName,
-			Labels: map[string]string{"app.kubernetes.io/name": FluentdName, MirrorLabel: "true"},
+			Name:   layout.FluentdName,
+			Labels: map[string]string{"app.kubernetes.io/name": layout.FluentdName, layout.MirrorLabel: "true"},
 		},
-		Spec: corev1.ServiceSpec{Selector: map[string]string{"app.kubernetes.io/name": FluentdName}},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app.kubernetes.io/name": layout.FluentdName}},
 	}
 	var listen []string
 	var ports []corev1.ContainerPort
@@ -85,7 +65,7 @@ func (l *Lab) createFluentd(ctx context.Context) error {
 		ports = append(ports, corev1.ContainerPort{Name: p.name, ContainerPort: p.port, Protocol: corev1.ProtocolTCP})
 		listen = append(listen, fmt.Sprintf(":%d", p.port))
 	}
-	ctr := l.SampleContainer(FluentdName, "serve", "-listen", strings.Join(listen, ","))
+	ctr := l.SampleContainer(layout.FluentdName, "serve", "-listen", strings.Join(listen, ","))
 	ctr.Ports = ports
 	ctr.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 		HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString(fluentdPorts[0].name)}}}
@@ -96,12 +76,12 @@ func (l *Lab) createFluentd(ctx context.Context) error {
 		return err
 	}
 	// app=fluentd: what docs/policy.md's example policy selects fluentd by.
-	d := sampleDeployment(SampleNamespace, FluentdName, fluentdReplicas, map[string]string{"app": FluentdName}, onNode(CalicoCluster, NodesPerCluster-1), ctr)
-	d.Spec.Template.Annotations = fromPool(FluentdPool)
+	d := sampleDeployment(layout.SampleNamespace, layout.FluentdName, layout.FluentdReplicas, map[string]string{"app": layout.FluentdName}, onNode(layout.CalicoCluster, layout.NodesPerCluster-1), ctr)
+	d.Spec.Template.Annotations = fromPool(layout.FluentdPool)
 	if err := createDeployment(ctx, c, d); err != nil {
 		return err
 	}
-	_, err := c.Client.CoreV1().Services(SampleNamespace).Create(ctx, svc, metav1.CreateOptions{})
+	_, err := c.Client.CoreV1().Services(layout.SampleNamespace).Create(ctx, svc, metav1.CreateOptions{})
 	return err
 }
 
@@ -109,10 +89,10 @@ func (l *Lab) createFluentd(ctx context.Context) error {
 // turns them into a GlobalNetworkSet in each of the other clusters) and send requests to
 // fluentd in aws by the name docs/coredns.md gives its mirror.
 func (l *Lab) createForwarders(ctx context.Context) error {
-	url := fmt.Sprintf("http://%s.%s.svc.cluster.%s:%d/", FluentdName, SampleNamespace, FluentdCluster, FluentdPort)
-	ctr := l.SampleContainer(ForwarderName, "send", "-url", url, "-interval", "1s")
-	return l.CreateSampleDeployment(ctx, l.clusters[ForwarderCluster], SampleNamespace, ForwarderName, forwarderCount,
-		map[string]string{PolicyLabel: ForwarderName}, nil, ctr)
+	url := fmt.Sprintf("http://%s.%s.svc.cluster.%s:%d/", layout.FluentdName, layout.SampleNamespace, layout.FluentdCluster, layout.FluentdPort)
+	ctr := l.SampleContainer(layout.ForwarderName, "send", "-url", url, "-interval", "1s")
+	return l.CreateSampleDeployment(ctx, l.clusters[layout.ForwarderCluster], layout.SampleNamespace, layout.ForwarderName, layout.ForwarderCount,
+		map[string]string{layout.PolicyLabel: layout.ForwarderName}, nil, ctr)
 }
 
 // SampleContainer is a container of the sample program with args.
@@ -178,22 +158,22 @@ func (l *Lab) holdFluentdBlock(ctx context.Context) error {
 	if !l.NodesRun() {
 		return nil // no pod runs, and no Calico
 	}
-	c := l.clusters[CalicoCluster]
-	d := sampleDeployment(SampleNamespace, BlockHolderName, 1, nil, onNode(CalicoCluster, 0), l.SampleContainer(BlockHolderName, "serve", "-listen", ":8080"))
-	d.Spec.Template.Annotations = fromPool(FluentdPool)
+	c := l.clusters[layout.CalicoCluster]
+	d := sampleDeployment(layout.SampleNamespace, layout.BlockHolderName, 1, nil, onNode(layout.CalicoCluster, 0), l.SampleContainer(layout.BlockHolderName, "serve", "-listen", ":8080"))
+	d.Spec.Template.Annotations = fromPool(layout.FluentdPool)
 	if err := createDeployment(ctx, c, d); err != nil {
 		return err
 	}
-	selector := "app.kubernetes.io/name=" + BlockHolderName
+	selector := "app.kubernetes.io/name=" + layout.BlockHolderName
 	return wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods, err := c.Client.CoreV1().Pods(SampleNamespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		pods, err := c.Client.CoreV1().Pods(layout.SampleNamespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		return err == nil && len(pods.Items) > 0 && pods.Items[0].Status.PodIP != "", nil
 	})
 }
 
 // onNode is the node selector of cluster's i-th node.
 func onNode(cluster string, i int) map[string]string {
-	return map[string]string{corev1.LabelHostname: NodeName(cluster, i)}
+	return map[string]string{corev1.LabelHostname: layout.NodeName(cluster, i)}
 }
 
 // fromPool is the annotation that makes calico-ipam take a pod's address from pool.

@@ -23,6 +23,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/calicoipam"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
@@ -43,7 +44,7 @@ const (
 	remoteWithin = 30 * time.Second
 	// releaseWithin bounds the time kube-controllers takes to release an empty block: its grace,
 	// the half grace of its ticker, and time to spare. The settling waits are as long.
-	releaseWithin = env.BlockReleaseGrace*3 + 30*time.Second
+	releaseWithin = layout.BlockReleaseGrace*3 + 30*time.Second
 	// blocksPoll is how often the blocks and the remote nodes' devices are read while a change
 	// travels.
 	blocksPoll = 100 * time.Millisecond
@@ -52,13 +53,13 @@ const (
 // blocksRun is one run of the scenario.
 type blocksRun struct {
 	l      *env.Lab
-	rec    *env.Record
+	rec    *layout.Record
 	client kubernetes.Interface // of env.CalicoCluster
 	// owner holds env.FluentdPool's block, and borrower (fluentd's node) borrows from it.
 	owner, borrower string
 	// remotes are the nodes of the clusters that read env.CalicoCluster, device the name of
 	// their device for it.
-	remotes []env.Node
+	remotes []layout.Node
 	device  string
 	// names are the nodes of env.CalicoCluster by the key each publishes, by consumer cluster.
 	names map[string]map[string]string
@@ -69,7 +70,7 @@ type blocksRun struct {
 // checkCalicoBlocks runs the scenario and returns the problems.
 func checkCalicoBlocks(ctx context.Context, l *env.Lab) []string {
 	fmt.Fprintf(l.Out(), "calico-ipam blocks (%s's IPAM blocks as the %s peers of the nodes of %s)\n",
-		env.CalicoCluster, peers.DeviceName(env.CalicoCluster), strings.Join(env.RemotesOf(env.CalicoCluster), " and "))
+		layout.CalicoCluster, peers.DeviceName(layout.CalicoCluster), strings.Join(layout.RemotesOf(layout.CalicoCluster), " and "))
 	if !l.NodesRun() {
 		fmt.Fprintf(l.Out(), "  skipped: %s\n", nodesSkipped(l.Record()))
 		return nil
@@ -102,19 +103,19 @@ func newBlocksRun(ctx context.Context, l *env.Lab) (*blocksRun, error) {
 		return nil, fmt.Errorf("the lab has recorded no nodes")
 	}
 	c := &blocksRun{
-		l: l, rec: rec, client: l.Cluster(env.CalicoCluster).Client,
-		owner: env.NodeName(env.CalicoCluster, 0), borrower: env.NodeName(env.CalicoCluster, env.NodesPerCluster-1),
-		device: peers.DeviceName(env.CalicoCluster), names: map[string]map[string]string{},
+		l: l, rec: rec, client: l.Cluster(layout.CalicoCluster).Client,
+		owner: layout.NodeName(layout.CalicoCluster, 0), borrower: layout.NodeName(layout.CalicoCluster, layout.NodesPerCluster-1),
+		device: peers.DeviceName(layout.CalicoCluster), names: map[string]map[string]string{},
 	}
-	for _, consumer := range env.RemotesOf(env.CalicoCluster) {
-		names, err := status.PeerNames(ctx, rec, env.CalicoCluster, consumer)
+	for _, consumer := range layout.RemotesOf(layout.CalicoCluster) {
+		names, err := status.PeerNames(ctx, rec, layout.CalicoCluster, consumer)
 		if err != nil {
-			return nil, fmt.Errorf("the keys %s's nodes publish for %s: %w", env.CalicoCluster, consumer, err)
+			return nil, fmt.Errorf("the keys %s's nodes publish for %s: %w", layout.CalicoCluster, consumer, err)
 		}
 		c.names[consumer] = names
 	}
 	for _, n := range rec.Nodes.Nodes {
-		if n.Cluster != env.CalicoCluster {
+		if n.Cluster != layout.CalicoCluster {
 			c.remotes = append(c.remotes, n)
 		}
 	}
@@ -140,14 +141,14 @@ func (c *blocksRun) claimAndRelease(ctx context.Context) []string {
 func (c *blocksRun) claim(ctx context.Context) (*calicoipam.Block, []string) {
 	before, err := status.IPAMBlocks(ctx, c.rec)
 	if err != nil {
-		return nil, []string{fmt.Sprintf("reading %s's IPAM blocks: %v", env.CalicoCluster, err)}
+		return nil, []string{fmt.Sprintf("reading %s's IPAM blocks: %v", layout.CalicoCluster, err)}
 	}
-	free, own := freeAddresses(before, poolCIDR(env.PodsPool), c.owner)
+	free, own := freeAddresses(before, poolCIDR(layout.PodsPool), c.owner)
 	replicas := int32(free + 1)
 	ctr := c.l.SampleContainer(churnName, "serve", "-listen", ":8080")
 	onOwner := map[string]string{corev1.LabelHostname: c.owner}
-	if err := c.l.CreateSampleDeployment(ctx, c.l.Cluster(env.CalicoCluster), env.SampleNamespace, churnName, replicas, nil, onOwner, ctr); err != nil {
-		return nil, []string{fmt.Sprintf("%s: creating Deployment %s: %v", env.CalicoCluster, churnName, err)}
+	if err := c.l.CreateSampleDeployment(ctx, c.l.Cluster(layout.CalicoCluster), layout.SampleNamespace, churnName, replicas, nil, onOwner, ctr); err != nil {
+		return nil, []string{fmt.Sprintf("%s: creating Deployment %s: %v", layout.CalicoCluster, churnName, err)}
 	}
 	created := time.Now()
 	block, seen, err := c.waitNewBlock(ctx, before)
@@ -155,7 +156,7 @@ func (c *blocksRun) claim(ctx context.Context) (*calicoipam.Block, []string) {
 		return nil, []string{err.Error()}
 	}
 	fmt.Fprintf(c.l.Out(), "  claimed: %s had %d free addresses in its blocks of pool %s (%s); %d %s pods made it claim %s (created %s)\n",
-		c.owner, free, env.PodsPool, cmp.Or(strings.Join(own, ", "), "none"), replicas, churnName, block.CIDR, block.CreationTimestamp.Format(time.TimeOnly))
+		c.owner, free, layout.PodsPool, cmp.Or(strings.Join(own, ", "), "none"), replicas, churnName, block.CIDR, block.CreationTimestamp.Format(time.TimeOnly))
 	cidr, err := netip.ParsePrefix(block.CIDR)
 	if err != nil {
 		return block, []string{fmt.Sprintf("block %s: %v", block.Name, err)}
@@ -176,7 +177,7 @@ func (c *blocksRun) claim(ctx context.Context) (*calicoipam.Block, []string) {
 
 // poolCIDR is the range of the Calico-way cluster's pool name.
 func poolCIDR(name string) netip.Prefix {
-	for _, p := range env.IPPoolsOf(env.CalicoCluster) {
+	for _, p := range layout.IPPoolsOf(layout.CalicoCluster) {
 		if p.Name == name {
 			return p.CIDR
 		}
@@ -206,7 +207,7 @@ func (c *blocksRun) waitNewBlock(ctx context.Context, before []*calicoipam.Block
 func (c *blocksRun) onlyNewBlock(ctx context.Context, before []*calicoipam.Block, block *calicoipam.Block) string {
 	now, err := status.IPAMBlocks(ctx, c.rec)
 	if err != nil {
-		return fmt.Sprintf("reading %s's IPAM blocks: %v", env.CalicoCluster, err)
+		return fmt.Sprintf("reading %s's IPAM blocks: %v", layout.CalicoCluster, err)
 	}
 	var cidrs []string
 	for _, b := range newBlocks(before, now, c.owner) {
@@ -220,7 +221,7 @@ func (c *blocksRun) onlyNewBlock(ctx context.Context, before []*calicoipam.Block
 
 // waitChurn waits for replicas pods of churnName to run, with an address.
 func (c *blocksRun) waitChurn(ctx context.Context, replicas int) string {
-	pods := c.client.CoreV1().Pods(env.SampleNamespace)
+	pods := c.client.CoreV1().Pods(layout.SampleNamespace)
 	running := 0
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, calicoSettle, true, func(ctx context.Context) (bool, error) {
 		// An error (the API server busy) is asked again.
@@ -234,7 +235,7 @@ func (c *blocksRun) waitChurn(ctx context.Context, replicas int) string {
 		return running == replicas, nil
 	})
 	if err != nil {
-		return fmt.Sprintf("%s: %d of the %d %s pods run within %s", env.CalicoCluster, running, replicas, churnName, calicoSettle)
+		return fmt.Sprintf("%s: %d of the %d %s pods run within %s", layout.CalicoCluster, running, replicas, churnName, calicoSettle)
 	}
 	return ""
 }
@@ -242,17 +243,17 @@ func (c *blocksRun) waitChurn(ctx context.Context, replicas int) string {
 // removeChurn deletes churnName, if there is one, and returns when its last pod was gone.
 func (c *blocksRun) removeChurn(ctx context.Context) (time.Time, error) {
 	background := metav1.DeletePropagationBackground
-	err := c.client.AppsV1().Deployments(env.SampleNamespace).Delete(ctx, churnName, metav1.DeleteOptions{PropagationPolicy: &background})
+	err := c.client.AppsV1().Deployments(layout.SampleNamespace).Delete(ctx, churnName, metav1.DeleteOptions{PropagationPolicy: &background})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return time.Time{}, fmt.Errorf("%s: deleting Deployment %s: %w", env.CalicoCluster, churnName, err)
+		return time.Time{}, fmt.Errorf("%s: deleting Deployment %s: %w", layout.CalicoCluster, churnName, err)
 	}
-	pods := c.client.CoreV1().Pods(env.SampleNamespace)
+	pods := c.client.CoreV1().Pods(layout.SampleNamespace)
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, calicoSettle, true, func(ctx context.Context) (bool, error) {
 		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + churnName})
 		return err == nil && len(list.Items) == 0, nil
 	})
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%s: the %s pods are not gone within %s", env.CalicoCluster, churnName, calicoSettle)
+		return time.Time{}, fmt.Errorf("%s: the %s pods are not gone within %s", layout.CalicoCluster, churnName, calicoSettle)
 	}
 	return time.Now(), nil
 }
@@ -276,7 +277,7 @@ func (c *blocksRun) release(ctx context.Context, block *calicoipam.Block, gone t
 	cidr, _ := netip.ParsePrefix(block.CIDR) // claim parsed it
 	released := time.Now()
 	fmt.Fprintf(c.l.Out(), "  released: %s gone; kube-controllers released %s %s later (its grace is %s)\n",
-		churnName, block.CIDR, released.Sub(gone).Round(100*time.Millisecond), env.BlockReleaseGrace)
+		churnName, block.CIDR, released.Sub(gone).Round(100*time.Millisecond), layout.BlockReleaseGrace)
 	if p := c.timeRemotes(ctx, "released", peerChange{node: c.owner, prefix: cidr, removed: true, since: released, what: "it was first seen gone"}); p != "" {
 		return []string{p}
 	}
@@ -287,24 +288,24 @@ func (c *blocksRun) release(ctx context.Context, block *calicoipam.Block, gone t
 // is borrowed from the first node's block of env.FluentdPool, and back, making the ReplicaSet
 // remove that pod.
 func (c *blocksRun) borrow(ctx context.Context) []string {
-	d, err := c.client.AppsV1().Deployments(env.SampleNamespace).Get(ctx, env.FluentdName, metav1.GetOptions{})
+	d, err := c.client.AppsV1().Deployments(layout.SampleNamespace).Get(ctx, layout.FluentdName, metav1.GetOptions{})
 	if err != nil {
-		return []string{fmt.Sprintf("%s: reading Deployment %s: %v", env.FluentdCluster, env.FluentdName, err)}
+		return []string{fmt.Sprintf("%s: reading Deployment %s: %v", layout.FluentdCluster, layout.FluentdName, err)}
 	}
 	replicas := ptr.Deref(d.Spec.Replicas, 1)
 	up := time.Now()
-	if err := scaleDeployment(ctx, c.client, env.SampleNamespace, env.FluentdName, replicas+1); err != nil {
-		return []string{fmt.Sprintf("%s: scaling %s to %d: %v", env.FluentdCluster, env.FluentdName, replicas+1, err)}
+	if err := scaleDeployment(ctx, c.client, layout.SampleNamespace, layout.FluentdName, replicas+1); err != nil {
+		return []string{fmt.Sprintf("%s: scaling %s to %d: %v", layout.FluentdCluster, layout.FluentdName, replicas+1, err)}
 	}
 	var problems []string
-	pod, err := waitNewPod(ctx, c.client.CoreV1().Pods(env.SampleNamespace), env.FluentdName, c.rec.PodsOf(env.FluentdCluster, env.FluentdName), podRunning)
+	pod, err := waitNewPod(ctx, c.client.CoreV1().Pods(layout.SampleNamespace), layout.FluentdName, c.rec.PodsOf(layout.FluentdCluster, layout.FluentdName), podRunning)
 	if err != nil {
 		problems = []string{err.Error()}
 	} else {
 		problems = c.lent(ctx, pod, up)
 	}
 	down := time.Now()
-	gone, err := scaleBack(ctx, c.client, env.FluentdName, pod, replicas)
+	gone, err := scaleBack(ctx, c.client, layout.FluentdName, pod, replicas)
 	if err != nil {
 		return append(problems, err.Error())
 	}
@@ -326,14 +327,14 @@ func (c *blocksRun) lent(ctx context.Context, pod *corev1.Pod, up time.Time) []s
 	seen := time.Now()
 	blocks, err := status.IPAMBlocks(ctx, c.rec)
 	if err != nil {
-		return []string{fmt.Sprintf("reading %s's IPAM blocks: %v", env.CalicoCluster, err)}
+		return []string{fmt.Sprintf("reading %s's IPAM blocks: %v", layout.CalicoCluster, err)}
 	}
 	host := hostPrefix(pod.Status.PodIP)
-	if p := borrowedProblem(blocks, host, pod.Spec.NodeName, c.borrower, c.owner, poolCIDR(env.FluentdPool)); p != "" {
-		return []string{fmt.Sprintf("%s's new pod %s: %s", env.FluentdName, pod.Name, p)}
+	if p := borrowedProblem(blocks, host, pod.Spec.NodeName, c.borrower, c.owner, poolCIDR(layout.FluentdPool)); p != "" {
+		return []string{fmt.Sprintf("%s's new pod %s: %s", layout.FluentdName, pod.Name, p)}
 	}
 	fmt.Fprintf(c.l.Out(), "  borrowed: %s's new pod %s on %s has %s, of %s's block of pool %s\n",
-		env.FluentdName, pod.Name, pod.Spec.NodeName, pod.Status.PodIP, c.owner, env.FluentdPool)
+		layout.FluentdName, pod.Name, pod.Spec.NodeName, pod.Status.PodIP, c.owner, layout.FluentdPool)
 	lent := peerChange{node: pod.Spec.NodeName, prefix: host, since: up,
 		what: fmt.Sprintf("the scale-up (the pod was seen running %s after it)", seen.Sub(up).Round(10*time.Millisecond))}
 	if p := c.timeRemotes(ctx, "borrowed", lent); p != "" {
@@ -350,13 +351,13 @@ func hostPrefix(ip string) netip.Prefix {
 
 // waitNewPod waits for a pod of app that known does not hold, with an address, for which ok
 // holds (it runs, it is ready).
-func waitNewPod(ctx context.Context, pods typedcorev1.PodInterface, app string, known []env.Pod, ok func(*corev1.Pod) bool) (*corev1.Pod, error) {
+func waitNewPod(ctx context.Context, pods typedcorev1.PodInterface, app string, known []layout.Pod, ok func(*corev1.Pod) bool) (*corev1.Pod, error) {
 	var found *corev1.Pod
 	err := wait.PollUntilContextTimeout(ctx, blocksPoll, calicoSettle, true, func(ctx context.Context) (bool, error) {
 		// An error (the API server busy) is asked again, like pods not running yet.
 		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + app})
 		for _, pod := range podsOrNone(list, err) {
-			recorded := slices.ContainsFunc(known, func(p env.Pod) bool { return p.UID == string(pod.UID) })
+			recorded := slices.ContainsFunc(known, func(p layout.Pod) bool { return p.UID == string(pod.UID) })
 			if !recorded && pod.DeletionTimestamp == nil && pod.Status.PodIP != "" && ok(&pod) {
 				found = &pod
 				return true, nil
@@ -376,14 +377,14 @@ func podRunning(pod *corev1.Pod) bool { return pod.Status.Phase == corev1.PodRun
 // scaleBack scales Deployment app in the sample namespace back to replicas, making the
 // ReplicaSet remove pod (the new one, nil when none came), and returns when pod was gone.
 func scaleBack(ctx context.Context, client kubernetes.Interface, app string, pod *corev1.Pod, replicas int32) (time.Time, error) {
-	pods := client.CoreV1().Pods(env.SampleNamespace)
+	pods := client.CoreV1().Pods(layout.SampleNamespace)
 	if pod != nil {
 		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"-1000"}}}`, deletionCost)
 		if _, err := pods.Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return time.Time{}, fmt.Errorf("marking %s the pod to remove: %w", pod.Name, err)
 		}
 	}
-	if err := scaleDeployment(ctx, client, env.SampleNamespace, app, replicas); err != nil {
+	if err := scaleDeployment(ctx, client, layout.SampleNamespace, app, replicas); err != nil {
 		return time.Time{}, fmt.Errorf("scaling %s back to %d: %w", app, replicas, err)
 	}
 	if pod == nil {
@@ -459,7 +460,7 @@ func (c *blocksRun) readRemotes(ctx context.Context) map[string]status.DevicePee
 	var wg sync.WaitGroup
 	for i, n := range c.remotes {
 		wg.Go(func() {
-			if d, err := status.ReadDevicePeers(ctx, c.rec, n, env.CalicoCluster, c.names[n.Cluster]); err == nil {
+			if d, err := status.ReadDevicePeers(ctx, c.rec, n, layout.CalicoCluster, c.names[n.Cluster]); err == nil {
 				read[i] = &d
 			}
 		})
@@ -492,12 +493,12 @@ func (c *blocksRun) settle(ctx context.Context, when string, want int) []string 
 		return same, nil
 	})
 	if err != nil {
-		return []string{fmt.Sprintf("%s: the IPAM blocks of %s and the remote nodes' %s did not settle within %s: %s", when, env.CalicoCluster, c.device, releaseWithin, pending)}
+		return []string{fmt.Sprintf("%s: the IPAM blocks of %s and the remote nodes' %s did not settle within %s: %s", when, layout.CalicoCluster, c.device, releaseWithin, pending)}
 	}
 	before := c.settled
 	c.settled = devices
 	if want < 0 {
-		fmt.Fprintf(c.l.Out(), "  %s: the %d remote nodes' %s agree with %s's IPAM blocks\n", when, len(devices), c.device, env.CalicoCluster)
+		fmt.Fprintf(c.l.Out(), "  %s: the %d remote nodes' %s agree with %s's IPAM blocks\n", when, len(devices), c.device, layout.CalicoCluster)
 		return nil
 	}
 	var made, problems []string
@@ -517,7 +518,7 @@ func (c *blocksRun) settle(ctx context.Context, when string, want int) []string 
 func (c *blocksRun) agreed(ctx context.Context) (map[string]status.DevicePeers, string) {
 	blocks, err := status.IPAMBlocks(ctx, c.rec)
 	if err != nil {
-		return nil, fmt.Sprintf("reading %s's IPAM blocks: %v", env.CalicoCluster, err)
+		return nil, fmt.Sprintf("reading %s's IPAM blocks: %v", layout.CalicoCluster, err)
 	}
 	if r := releasable(blocks); len(r) > 0 {
 		return nil, fmt.Sprintf("empty blocks to be released: %s", strings.Join(r, ", "))

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/calicoipam"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
@@ -37,13 +37,13 @@ func deleted(b *calicoipam.Block) *calicoipam.Block {
 
 // The pools the scenario names are the Calico-way cluster's.
 func TestTheScenariosPoolsAreTheCalicoClustersPools(t *testing.T) {
-	for _, name := range []string{env.PodsPool, env.FluentdPool} {
+	for _, name := range []string{layout.PodsPool, layout.FluentdPool} {
 		if !poolCIDR(name).IsValid() {
-			t.Errorf("%s has no pool %s: %v", env.CalicoCluster, name, env.IPPoolsOf(env.CalicoCluster))
+			t.Errorf("%s has no pool %s: %v", layout.CalicoCluster, name, layout.IPPoolsOf(layout.CalicoCluster))
 		}
 	}
-	if poolCIDR(env.PodsPool).Overlaps(poolCIDR(env.FluentdPool)) {
-		t.Errorf("pools %s (%s) and %s (%s) overlap", env.PodsPool, poolCIDR(env.PodsPool), env.FluentdPool, poolCIDR(env.FluentdPool))
+	if poolCIDR(layout.PodsPool).Overlaps(poolCIDR(layout.FluentdPool)) {
+		t.Errorf("pools %s (%s) and %s (%s) overlap", layout.PodsPool, poolCIDR(layout.PodsPool), layout.FluentdPool, poolCIDR(layout.FluentdPool))
 	}
 }
 

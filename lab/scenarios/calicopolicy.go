@@ -25,6 +25,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/podlog"
 )
 
@@ -67,22 +68,22 @@ const (
 var networkPolicies = schema.FromAPIVersionAndKind(calico.APIv3, "NetworkPolicy").GroupVersion().WithResource("networkpolicies")
 
 // forwarderSource is what the forwarders' set in aws stands for.
-var forwarderSource = netset.Source{Cluster: env.ForwarderCluster, Namespace: env.SampleNamespace, Name: env.ForwarderName}
+var forwarderSource = netset.Source{Cluster: layout.ForwarderCluster, Namespace: layout.SampleNamespace, Name: layout.ForwarderName}
 
 // calicoRun is one run of the scenario.
 type calicoRun struct {
 	l   *env.Lab
-	rec *env.Record
+	rec *layout.Record
 	// aws is a dynamic client of aws, where fluentd, the policy and the forwarders' set are.
 	aws                 dynamic.Interface
-	forwarders, fluentd []env.Pod
+	forwarders, fluentd []layout.Pod
 	applied             time.Time
 }
 
 // checkCalicoPolicy runs the scenario and returns the problems.
 func checkCalicoPolicy(ctx context.Context, l *env.Lab) []string {
 	fmt.Fprintf(l.Out(), "Calico policy (%s's NetworkPolicy %s in %s, through %s; Felix enforces it on %s)\n",
-		policyDoc, policyName, env.FluentdCluster, calico.APIv3, env.FluentdName)
+		policyDoc, policyName, layout.FluentdCluster, calico.APIv3, layout.FluentdName)
 	if !l.NodesRun() {
 		fmt.Fprintf(l.Out(), "  skipped: %s\n", nodesSkipped(l.Record()))
 		return nil
@@ -100,7 +101,7 @@ func checkCalicoPolicy(ctx context.Context, l *env.Lab) []string {
 }
 
 // nodesSkipped says why the lab runs without nodes.
-func nodesSkipped(rec *env.Record) string {
+func nodesSkipped(rec *layout.Record) string {
 	if rec.Nodes != nil && rec.Nodes.Skipped != "" {
 		return rec.Nodes.Skipped
 	}
@@ -110,12 +111,12 @@ func nodesSkipped(rec *env.Record) string {
 // newCalicoRun starts a run on the pods the lab recorded.
 func newCalicoRun(l *env.Lab) (*calicoRun, error) {
 	rec := l.Record()
-	c := &calicoRun{l: l, rec: rec, forwarders: rec.PodsOf(env.ForwarderCluster, env.ForwarderName), fluentd: rec.PodsOf(env.FluentdCluster, env.FluentdName)}
+	c := &calicoRun{l: l, rec: rec, forwarders: rec.PodsOf(layout.ForwarderCluster, layout.ForwarderName), fluentd: rec.PodsOf(layout.FluentdCluster, layout.FluentdName)}
 	if len(c.forwarders) == 0 || len(c.fluentd) == 0 {
-		return nil, fmt.Errorf("%d %s pods in %s, %d %s pods in %s: none to check", len(c.forwarders), env.ForwarderName, env.ForwarderCluster, len(c.fluentd), env.FluentdName, env.FluentdCluster)
+		return nil, fmt.Errorf("%d %s pods in %s, %d %s pods in %s: none to check", len(c.forwarders), layout.ForwarderName, layout.ForwarderCluster, len(c.fluentd), layout.FluentdName, layout.FluentdCluster)
 	}
 	var err error
-	c.aws, err = dynamic.NewForConfig(l.Cluster(env.FluentdCluster).Config)
+	c.aws, err = dynamic.NewForConfig(l.Cluster(layout.FluentdCluster).Config)
 	return c, err
 }
 
@@ -140,10 +141,10 @@ func (c *calicoRun) applyPolicy(ctx context.Context) []string {
 	}
 	how, err := createOrUpdate(ctx, c.aws.Resource(networkPolicies).Namespace(policy.GetNamespace()), policy)
 	if err != nil {
-		return []string{fmt.Sprintf("%s: applying NetworkPolicy %s/%s: %v", env.FluentdCluster, policy.GetNamespace(), policy.GetName(), err)}
+		return []string{fmt.Sprintf("%s: applying NetworkPolicy %s/%s: %v", layout.FluentdCluster, policy.GetNamespace(), policy.GetName(), err)}
 	}
 	c.applied = time.Now()
-	fmt.Fprintf(c.l.Out(), "  %s NetworkPolicy %s/%s in %s (%s), as %s writes it\n", how, policy.GetNamespace(), policy.GetName(), env.FluentdCluster, calico.APIv3, policyDoc)
+	fmt.Fprintf(c.l.Out(), "  %s NetworkPolicy %s/%s in %s (%s), as %s writes it\n", how, policy.GetNamespace(), policy.GetName(), layout.FluentdCluster, calico.APIv3, policyDoc)
 	return nil
 }
 
@@ -203,9 +204,9 @@ func (c *calicoRun) admitted(ctx context.Context, when string, from time.Time) [
 }
 
 // logged counts the requests of client that fluentd's pods logged in [from, to).
-func (c *calicoRun) logged(client env.Pod, from, to time.Time) (int, error) {
+func (c *calicoRun) logged(client layout.Pod, from, to time.Time) (int, error) {
 	counts, err := (&failover{client: client, pods: c.fluentd}).served(from, to)
-	return counts[env.FluentdCluster], err
+	return counts[layout.FluentdCluster], err
 }
 
 // forwarderSet reads the forwarders' GlobalNetworkSet in aws through api.
@@ -221,18 +222,18 @@ func (c *calicoRun) forwarderSet(ctx context.Context, api string) (*unstructured
 // label, for strangerFor, and expects none of its requests to reach fluentd: each times out.
 // The pod is deleted afterwards.
 func (c *calicoRun) refuseStranger(ctx context.Context) []string {
-	client := c.l.Cluster(env.ForwarderCluster).Client
-	d, err := client.AppsV1().Deployments(env.SampleNamespace).Get(ctx, env.ForwarderName, metav1.GetOptions{})
+	client := c.l.Cluster(layout.ForwarderCluster).Client
+	d, err := client.AppsV1().Deployments(layout.SampleNamespace).Get(ctx, layout.ForwarderName, metav1.GetOptions{})
 	if err != nil {
-		return []string{fmt.Sprintf("%s: reading Deployment %s: %v", env.ForwarderCluster, env.ForwarderName, err)}
+		return []string{fmt.Sprintf("%s: reading Deployment %s: %v", layout.ForwarderCluster, layout.ForwarderName, err)}
 	}
-	pods := client.CoreV1().Pods(env.SampleNamespace)
+	pods := client.CoreV1().Pods(layout.SampleNamespace)
 	// One an earlier run left.
 	if err := deletePod(ctx, pods, strangerName); err != nil {
 		return []string{err.Error()}
 	}
 	if _, err := pods.Create(ctx, strangerPod(&d.Spec.Template, c.forwarders[0].Node), metav1.CreateOptions{}); err != nil {
-		return []string{fmt.Sprintf("%s: creating pod %s: %v", env.ForwarderCluster, strangerName, err)}
+		return []string{fmt.Sprintf("%s: creating pod %s: %v", layout.ForwarderCluster, strangerName, err)}
 	}
 	defer func() {
 		if err := deletePod(context.WithoutCancel(ctx), pods, strangerName); err != nil {
@@ -246,7 +247,7 @@ func (c *calicoRun) refuseStranger(ctx context.Context) []string {
 	if err := sleepUntil(ctx, time.Now().Add(strangerFor)); err != nil {
 		return []string{err.Error()}
 	}
-	return c.strangerRefused(c.rec.PodOf(env.ForwarderCluster, pod), pod.CreationTimestamp.Time, time.Now())
+	return c.strangerRefused(c.rec.PodOf(layout.ForwarderCluster, pod), pod.CreationTimestamp.Time, time.Now())
 }
 
 // strangerPod is a pod of the forwarders' template, on node, with only the name label: it sends
@@ -263,7 +264,7 @@ func strangerPod(forwarders *corev1.PodTemplateSpec, node string) *corev1.Pod {
 
 // strangerRefused checks the stranger's requests in [from, to): fluentd logged none, and the
 // stranger's own log has at least two attempts, all timed out.
-func (c *calicoRun) strangerRefused(stranger env.Pod, from, to time.Time) []string {
+func (c *calicoRun) strangerRefused(stranger layout.Pod, from, to time.Time) []string {
 	served, err := c.logged(stranger, from, to)
 	if err != nil {
 		return []string{fmt.Sprintf("reading fluentd's logs: %v", err)}
@@ -274,7 +275,7 @@ func (c *calicoRun) strangerRefused(stranger env.Pod, from, to time.Time) []stri
 	}
 	timedOut, example := timeouts(attempts)
 	fmt.Fprintf(c.l.Out(), "  refused: %s (%s on %s, without %s): fluentd logged %d of its requests in %s; it logged %d attempts, %d timed out (%s)\n",
-		stranger.Name, stranger.IP, stranger.Node, env.PolicyLabel, served, to.Sub(from).Round(time.Second), len(attempts), timedOut, example)
+		stranger.Name, stranger.IP, stranger.Node, layout.PolicyLabel, served, to.Sub(from).Round(time.Second), len(attempts), timedOut, example)
 	var problems []string
 	if served > 0 {
 		problems = append(problems, fmt.Sprintf("fluentd logged %d requests of %s (%s), which is in no set: the policy let it in", served, stranger.Name, stranger.IP))
@@ -302,17 +303,17 @@ func timeouts(attempts []podlog.Record) (n int, example string) {
 // scaleForwarders adds a forwarder, times how soon fluentd logs its first request, and removes
 // it again.
 func (c *calicoRun) scaleForwarders(ctx context.Context) []string {
-	client := c.l.Cluster(env.ForwarderCluster).Client
-	d, err := client.AppsV1().Deployments(env.SampleNamespace).Get(ctx, env.ForwarderName, metav1.GetOptions{})
+	client := c.l.Cluster(layout.ForwarderCluster).Client
+	d, err := client.AppsV1().Deployments(layout.SampleNamespace).Get(ctx, layout.ForwarderName, metav1.GetOptions{})
 	if err != nil {
-		return []string{fmt.Sprintf("%s: reading Deployment %s: %v", env.ForwarderCluster, env.ForwarderName, err)}
+		return []string{fmt.Sprintf("%s: reading Deployment %s: %v", layout.ForwarderCluster, layout.ForwarderName, err)}
 	}
 	replicas := ptr.Deref(d.Spec.Replicas, 1)
-	if err := scaleDeployment(ctx, client, env.SampleNamespace, env.ForwarderName, replicas+1); err != nil {
-		return []string{fmt.Sprintf("%s: scaling %s to %d: %v", env.ForwarderCluster, env.ForwarderName, replicas+1, err)}
+	if err := scaleDeployment(ctx, client, layout.SampleNamespace, layout.ForwarderName, replicas+1); err != nil {
+		return []string{fmt.Sprintf("%s: scaling %s to %d: %v", layout.ForwarderCluster, layout.ForwarderName, replicas+1, err)}
 	}
 	var problems []string
-	pod, err := waitNewPod(ctx, client.CoreV1().Pods(env.SampleNamespace), env.ForwarderName, c.forwarders, podReady)
+	pod, err := waitNewPod(ctx, client.CoreV1().Pods(layout.SampleNamespace), layout.ForwarderName, c.forwarders, podReady)
 	if err != nil {
 		problems = []string{err.Error()}
 	} else {
@@ -341,7 +342,7 @@ func readySince(pod *corev1.Pod) time.Time {
 // timeAdmission waits for fluentd to log the new forwarder's first request, within admitWithin
 // of the pod's Running, and prints how long after it that was.
 func (c *calicoRun) timeAdmission(ctx context.Context, pod *corev1.Pod) []string {
-	p := c.rec.PodOf(env.ForwarderCluster, pod)
+	p := c.rec.PodOf(layout.ForwarderCluster, pod)
 	running, created := readySince(pod), pod.CreationTimestamp.Time
 	deadline := running.Add(admitWithin)
 	first, ok, err := (&failover{client: p}).firstServed(ctx, c.fluentd, created, max(time.Until(deadline), time.Second))
@@ -351,7 +352,7 @@ func (c *calicoRun) timeAdmission(ctx context.Context, pod *corev1.Pod) []string
 	if !ok || first.After(deadline) {
 		return []string{fmt.Sprintf("fluentd logged no request of the new forwarder %s (%s on %s) within %s of its Running", p.Name, p.IP, p.Node, admitWithin)}
 	}
-	before, err := senderStats([]env.Pod{p}, created, first)
+	before, err := senderStats([]layout.Pod{p}, created, first)
 	if err != nil {
 		return []string{fmt.Sprintf("reading %s's log: %v", p.Name, err)}
 	}
@@ -364,9 +365,9 @@ func (c *calicoRun) timeAdmission(ctx context.Context, pod *corev1.Pod) []string
 // new one, nil when none came), and expects its address to leave the set in aws within
 // admitWithin of its end, and the forwarders to be the recorded ones again.
 func (c *calicoRun) removeForwarder(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, replicas int32) []string {
-	gone, err := scaleBack(ctx, client, env.ForwarderName, pod, replicas)
+	gone, err := scaleBack(ctx, client, layout.ForwarderName, pod, replicas)
 	if err != nil {
-		return []string{fmt.Sprintf("%s: %v", env.ForwarderCluster, err)}
+		return []string{fmt.Sprintf("%s: %v", layout.ForwarderCluster, err)}
 	}
 	if pod == nil {
 		return nil
@@ -375,14 +376,14 @@ func (c *calicoRun) removeForwarder(ctx context.Context, client kubernetes.Inter
 	if p := c.leftSet(ctx, pod, gone); p != "" {
 		problems = append(problems, p)
 	}
-	return append(problems, c.sameForwarders(ctx, client.CoreV1().Pods(env.SampleNamespace))...)
+	return append(problems, c.sameForwarders(ctx, client.CoreV1().Pods(layout.SampleNamespace))...)
 }
 
 // leftSet waits for the address of pod, gone at gone, to leave the forwarders' set in aws.
 func (c *calicoRun) leftSet(ctx context.Context, pod *corev1.Pod, gone time.Time) string {
 	var left time.Time
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, admitWithin, true, func(ctx context.Context) (bool, error) {
-		set, err := c.forwarderSet(ctx, env.CalicoAPI)
+		set, err := c.forwarderSet(ctx, layout.CalicoAPI)
 		// An error (the Calico API server busy) is asked again.
 		if err == nil && !setHolds(set, pod.Status.PodIP) {
 			left = time.Now()
@@ -390,10 +391,10 @@ func (c *calicoRun) leftSet(ctx context.Context, pod *corev1.Pod, gone time.Time
 		return !left.IsZero(), nil
 	})
 	if err != nil {
-		return fmt.Sprintf("%s's set %s still holds %s (%s) %s after the pod was gone", env.FluentdCluster, netset.SetName(forwarderSource), pod.Status.PodIP, pod.Name, admitWithin)
+		return fmt.Sprintf("%s's set %s still holds %s (%s) %s after the pod was gone", layout.FluentdCluster, netset.SetName(forwarderSource), pod.Status.PodIP, pod.Name, admitWithin)
 	}
 	fmt.Fprintf(c.l.Out(), "  scaled back: %s (%s) gone, its address left %s's set %s after\n",
-		pod.Name, pod.Status.PodIP, env.FluentdCluster, left.Sub(gone).Round(10*time.Millisecond))
+		pod.Name, pod.Status.PodIP, layout.FluentdCluster, left.Sub(gone).Round(10*time.Millisecond))
 	return ""
 }
 
@@ -416,9 +417,9 @@ func hostNet(ip string) string {
 // sameForwarders checks that the forwarder pods are the recorded ones: the scale-down removed
 // the new pod, none of those the status and the scenarios after this one know.
 func (c *calicoRun) sameForwarders(ctx context.Context, pods typedcorev1.PodInterface) []string {
-	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + env.ForwarderName})
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + layout.ForwarderName})
 	if err != nil {
-		return []string{fmt.Sprintf("%s: listing the %s pods: %v", env.ForwarderCluster, env.ForwarderName, err)}
+		return []string{fmt.Sprintf("%s: listing the %s pods: %v", layout.ForwarderCluster, layout.ForwarderName, err)}
 	}
 	var now, recorded []string
 	for _, p := range list.Items {
@@ -432,7 +433,7 @@ func (c *calicoRun) sameForwarders(ctx context.Context, pods typedcorev1.PodInte
 	slices.Sort(now)
 	slices.Sort(recorded)
 	if !slices.Equal(now, recorded) {
-		return []string{fmt.Sprintf("%s: the %s pods are %v after the scale-down, not %v as recorded", env.ForwarderCluster, env.ForwarderName, now, recorded)}
+		return []string{fmt.Sprintf("%s: the %s pods are %v after the scale-down, not %v as recorded", layout.ForwarderCluster, layout.ForwarderName, now, recorded)}
 	}
 	return nil
 }
@@ -479,17 +480,17 @@ func waitGone(ctx context.Context, pods typedcorev1.PodInterface, name string) (
 // release back, and records the new controller pods.
 func (c *calicoRun) bothAPIs(ctx context.Context) []string {
 	switched := time.Now()
-	if err := c.l.UpgradeUmbrella(ctx, env.FluentdCluster, "policy.calicoAPI="+calico.APICRD); err != nil {
+	if err := c.l.UpgradeUmbrella(ctx, layout.FluentdCluster, "policy.calicoAPI="+calico.APICRD); err != nil {
 		return []string{err.Error()}
 	}
 	problems := c.onCRDs(ctx, switched)
-	if err := c.l.RollbackUmbrella(ctx, env.FluentdCluster); err != nil {
+	if err := c.l.RollbackUmbrella(ctx, layout.FluentdCluster); err != nil {
 		return append(problems, err.Error())
 	}
-	if p := c.policyRolledOut(ctx, env.CalicoAPI); p != "" {
+	if p := c.policyRolledOut(ctx, layout.CalicoAPI); p != "" {
 		return append(problems, p)
 	}
-	fmt.Fprintf(c.l.Out(), "  rolled back: %s's semaphore-policy writes %s again\n", env.FluentdCluster, env.CalicoAPI)
+	fmt.Fprintf(c.l.Out(), "  rolled back: %s's semaphore-policy writes %s again\n", layout.FluentdCluster, layout.CalicoAPI)
 	if err := c.l.RecordPods(ctx); err != nil {
 		return append(problems, err.Error())
 	}
@@ -505,17 +506,17 @@ func (c *calicoRun) onCRDs(ctx context.Context, switched time.Time) []string {
 		return []string{p}
 	}
 	rolled := time.Now()
-	fmt.Fprintf(c.l.Out(), "  %s's semaphore-policy writes %s: rolled out %s after the upgrade\n", env.FluentdCluster, calico.APICRD, rolled.Sub(switched).Round(100*time.Millisecond))
+	fmt.Fprintf(c.l.Out(), "  %s's semaphore-policy writes %s: rolled out %s after the upgrade\n", layout.FluentdCluster, calico.APICRD, rolled.Sub(switched).Round(100*time.Millisecond))
 	problems := c.admitted(ctx, "with semaphore-policy on "+calico.APICRD, rolled)
 	set, err := c.forwarderSet(ctx, calico.APICRD)
 	if err != nil {
-		return append(problems, fmt.Sprintf("%s: the forwarders' set in %s: %v", env.FluentdCluster, calico.APICRD, err))
+		return append(problems, fmt.Sprintf("%s: the forwarders' set in %s: %v", layout.FluentdCluster, calico.APICRD, err))
 	}
 	nets, _, _ := unstructured.NestedStringSlice(set.Object, "spec", "nets")
 	lifted, _ := calico.LiftLabels(set.DeepCopy())
 	fmt.Fprintf(c.l.Out(), "  %s %s: nets %s, created %s, its own labels %v, as Calico reads them %v\n", calico.APICRD, set.GetName(), strings.Join(nets, ", "),
 		set.GetCreationTimestamp().Format(time.TimeOnly), set.GetLabels(), lifted.(*unstructured.Unstructured).GetLabels())
-	return append(problems, storedSetProblems(set, c.rec.PodIPs(env.ForwarderCluster, env.ForwarderName), switched)...)
+	return append(problems, storedSetProblems(set, c.rec.PodIPs(layout.ForwarderCluster, layout.ForwarderName), switched)...)
 }
 
 // storedSetProblems compares the forwarders' set as crd.projectcalico.org/v1 holds it with what
@@ -548,7 +549,7 @@ func storedSetProblems(set *unstructured.Unstructured, ips []string, switched ti
 // policyRolledOut waits until aws's semaphore-policy has rolled out, writing to api, and says
 // what it waits for when it does not in time.
 func (c *calicoRun) policyRolledOut(ctx context.Context, api string) string {
-	client := c.l.Cluster(env.FluentdCluster).Client
+	client := c.l.Cluster(layout.FluentdCluster).Client
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, calicoSettle, true, func(ctx context.Context) (bool, error) {
 		last = workloadPending(ctx, client, ownership.Policy)
@@ -558,7 +559,7 @@ func (c *calicoRun) policyRolledOut(ctx context.Context, api string) string {
 		return last == "", nil
 	})
 	if err != nil {
-		return fmt.Sprintf("%s: semaphore-policy did not roll out on %s in %s: %s", env.FluentdCluster, api, calicoSettle, last)
+		return fmt.Sprintf("%s: semaphore-policy did not roll out on %s in %s: %s", layout.FluentdCluster, api, calicoSettle, last)
 	}
 	return ""
 }
@@ -566,7 +567,7 @@ func (c *calicoRun) policyRolledOut(ctx context.Context, api string) string {
 // writesTo says how semaphore-policy's Deployment differs from one writing to api, "" when it
 // does not.
 func writesTo(ctx context.Context, client kubernetes.Interface, api string) string {
-	d, err := client.AppsV1().Deployments(env.SemaphoreNamespace).Get(ctx, ownership.Policy, metav1.GetOptions{})
+	d, err := client.AppsV1().Deployments(layout.SemaphoreNamespace).Get(ctx, ownership.Policy, metav1.GetOptions{})
 	if err != nil {
 		return err.Error()
 	}

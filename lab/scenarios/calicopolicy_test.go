@@ -19,8 +19,8 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
-	"github.com/kube-semaphore/semaphore/lab/env"
 	"github.com/kube-semaphore/semaphore/lab/guide"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/podlog"
 )
 
@@ -48,9 +48,9 @@ func TestThePolicyPageHasOneBlockOfTheNetworkPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if policy.GetAPIVersion() != calico.APIv3 || policy.GetKind() != "NetworkPolicy" || policy.GetName() != policyName || policy.GetNamespace() != env.SampleNamespace {
+	if policy.GetAPIVersion() != calico.APIv3 || policy.GetKind() != "NetworkPolicy" || policy.GetName() != policyName || policy.GetNamespace() != layout.SampleNamespace {
 		t.Errorf("%s: got %s %s %s/%s, want %s NetworkPolicy %s/%s", policyDoc, policy.GetAPIVersion(), policy.GetKind(), policy.GetNamespace(), policy.GetName(),
-			calico.APIv3, env.SampleNamespace, policyName)
+			calico.APIv3, layout.SampleNamespace, policyName)
 	}
 }
 
@@ -75,16 +75,16 @@ func TestTimeouts(t *testing.T) {
 // The stranger is a forwarder as their Deployment's template makes them, on the node given, without the
 // policy label (in no set) and without the forwarders' spread.
 func TestStrangerPodIsAForwarderWithoutThePolicyLabel(t *testing.T) {
-	ctr := corev1.Container{Name: env.ForwarderName, Image: "sample", Args: []string{"send", "-url", "http://fluentd.sys-log.svc.cluster.aws:8889/", "-interval", "1s"}}
+	ctr := corev1.Container{Name: layout.ForwarderName, Image: "sample", Args: []string{"send", "-url", "http://fluentd.sys-log.svc.cluster.aws:8889/", "-interval", "1s"}}
 	template := &corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/name": env.ForwarderName, env.PolicyLabel: env.ForwarderName}},
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/name": layout.ForwarderName, layout.PolicyLabel: layout.ForwarderName}},
 		Spec: corev1.PodSpec{
 			Containers:                []corev1.Container{ctr},
 			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname}},
 		},
 	}
 	pod := strangerPod(template, "gcp-node-0")
-	if _, ok := pod.Labels[env.PolicyLabel]; ok || pod.Name != strangerName || pod.Labels["app.kubernetes.io/name"] != strangerName {
+	if _, ok := pod.Labels[layout.PolicyLabel]; ok || pod.Name != strangerName || pod.Labels["app.kubernetes.io/name"] != strangerName {
 		t.Errorf("pod %s has labels %v, want only app.kubernetes.io/name=%s", pod.Name, pod.Labels, strangerName)
 	}
 	if len(pod.Spec.Containers) != 1 || strings.Join(pod.Spec.Containers[0].Args, " ") != strings.Join(ctr.Args, " ") {

@@ -12,6 +12,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/internal/tooling/mixin"
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/promapi"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
@@ -105,7 +106,7 @@ func scrapedFor(ctx context.Context, base string, d, timeout time.Duration) bool
 
 // runQueries runs queries and returns the problems, and the queries let off: those without
 // data that read only components that do not run in the lab. It prints how many have data.
-func runQueries(ctx context.Context, l *env.Lab, rec *env.Record, queries []mixin.Query) (problems, letOff []string) {
+func runQueries(ctx context.Context, l *env.Lab, rec *layout.Record, queries []mixin.Query) (problems, letOff []string) {
 	running := map[string]bool{}
 	for _, c := range rec.Controllers {
 		running[c.Component] = true

@@ -17,6 +17,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
@@ -51,7 +52,7 @@ func listClusterObjects(ctx context.Context, l *env.Lab, cluster string) (*clust
 		return nil, err
 	}
 	o.slices = eps.Items
-	pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: env.PolicyLabel})
+	pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: layout.PolicyLabel})
 	if err != nil {
 		return nil, err
 	}
@@ -74,12 +75,12 @@ func (m meshSize) String() string {
 func (o *clusterObjects) size() meshSize {
 	var m meshSize
 	for _, s := range o.services {
-		if _, ok := mirror.SourceOf(s.Labels); ok && s.Namespace == env.SemaphoreNamespace {
+		if _, ok := mirror.SourceOf(s.Labels); ok && s.Namespace == layout.SemaphoreNamespace {
 			m.mirrors++
 		}
 	}
 	for _, s := range o.slices {
-		if s.Namespace == env.SemaphoreNamespace && s.Labels[global.LabelCluster] != "" {
+		if s.Namespace == layout.SemaphoreNamespace && s.Labels[global.LabelCluster] != "" {
 			m.globalSlices++
 		}
 	}
@@ -93,7 +94,7 @@ func (o *clusterObjects) size() meshSize {
 func meshDrift(ctx context.Context, l *env.Lab) ([]string, meshSize, error) {
 	objects := map[string]*clusterObjects{}
 	var size meshSize
-	for _, name := range env.ClusterNames() {
+	for _, name := range layout.ClusterNames() {
 		o, err := listClusterObjects(ctx, l, name)
 		if err != nil {
 			return nil, size, fmt.Errorf("%s: %w", name, err)
@@ -103,13 +104,13 @@ func meshDrift(ctx context.Context, l *env.Lab) ([]string, meshSize, error) {
 		size.mirrors, size.globalSlices, size.sets = size.mirrors+n.mirrors, size.globalSlices+n.globalSlices, size.sets+n.sets
 	}
 	var drift []string
-	for _, local := range env.ClusterNames() {
-		for _, remote := range env.RemotesOf(local) {
+	for _, local := range layout.ClusterNames() {
+		for _, remote := range layout.RemotesOf(local) {
 			drift = append(drift, mirrorDrift(local, objects[local], remote, objects[remote])...)
 			drift = append(drift, setDrift(local, objects[local], remote, objects[remote])...)
 		}
 		// A global service's slices come from every cluster, the local one too.
-		for _, source := range env.ClusterNames() {
+		for _, source := range layout.ClusterNames() {
 			drift = append(drift, globalDrift(local, objects[local], source, objects[source])...)
 		}
 	}
@@ -151,13 +152,13 @@ func sliceEndpoints(s discoveryv1.EndpointSlice) []string {
 func mirrorDrift(local string, lo *clusterObjects, remote string, ro *clusterObjects) []string {
 	mirrors := map[string]*corev1.Service{}
 	for i, s := range lo.services {
-		if src, ok := mirror.SourceOf(s.Labels); ok && s.Namespace == env.SemaphoreNamespace && src.Cluster == remote {
+		if src, ok := mirror.SourceOf(s.Labels); ok && s.Namespace == layout.SemaphoreNamespace && src.Cluster == remote {
 			mirrors[s.Name] = &lo.services[i]
 		}
 	}
 	var drift []string
 	for i, svc := range ro.services {
-		if svc.Labels[env.MirrorLabel] != "true" {
+		if svc.Labels[layout.MirrorLabel] != "true" {
 			continue
 		}
 		src := mirror.Source{Cluster: remote, Namespace: svc.Namespace, Name: svc.Name}
@@ -168,10 +169,10 @@ func mirrorDrift(local string, lo *clusterObjects, remote string, ro *clusterObj
 			drift = append(drift, fmt.Sprintf("%s: no mirror of %s", local, src))
 			continue
 		}
-		if change, _ := mirror.UpdateService(mirror.Service(src, env.SemaphoreNamespace, &ro.services[i]), m); change != mirror.NoChange {
+		if change, _ := mirror.UpdateService(mirror.Service(src, layout.SemaphoreNamespace, &ro.services[i]), m); change != mirror.NoChange {
 			drift = append(drift, fmt.Sprintf("%s: mirror %s differs from %s (ports, type)", local, name, src))
 		}
-		want, got := endpointsOf(ro.slices, svc.Namespace, svc.Name), endpointsOf(lo.slices, env.SemaphoreNamespace, name)
+		want, got := endpointsOf(ro.slices, svc.Namespace, svc.Name), endpointsOf(lo.slices, layout.SemaphoreNamespace, name)
 		if !slices.Equal(want, got) {
 			drift = append(drift, fmt.Sprintf("%s: mirror %s has endpoints %v, %s has %v", local, name, got, src, want))
 		}
@@ -189,12 +190,12 @@ func globalDrift(local string, lo *clusterObjects, source string, so *clusterObj
 	present := map[string]bool{}
 	copies := map[string]discoveryv1.EndpointSlice{}
 	for _, s := range lo.services {
-		if s.Namespace == env.SemaphoreNamespace && s.Labels[global.LabelName] != "" {
+		if s.Namespace == layout.SemaphoreNamespace && s.Labels[global.LabelName] != "" {
 			present[s.Name] = true
 		}
 	}
 	for _, s := range lo.slices {
-		if s.Namespace == env.SemaphoreNamespace && s.Labels[global.LabelCluster] == source {
+		if s.Namespace == layout.SemaphoreNamespace && s.Labels[global.LabelCluster] == source {
 			copies[s.Name] = s
 		}
 	}
@@ -233,7 +234,7 @@ func globalDrift(local string, lo *clusterObjects, source string, so *clusterObj
 func setDrift(local string, lo *clusterObjects, remote string, ro *clusterObjects) []string {
 	groups := map[netset.Source][]*corev1.Pod{}
 	for i, p := range ro.policyPods {
-		src := netset.Source{Cluster: remote, Namespace: p.Namespace, Name: p.Labels[env.PolicyLabel]}
+		src := netset.Source{Cluster: remote, Namespace: p.Namespace, Name: p.Labels[layout.PolicyLabel]}
 		groups[src] = append(groups[src], &ro.policyPods[i])
 	}
 	want := map[string][]string{}

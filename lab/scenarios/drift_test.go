@@ -13,7 +13,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 func driftService(namespace, name string, l map[string]string, port int32) corev1.Service {
@@ -38,14 +38,14 @@ func TestMirrorDriftComparesPortsAndEndpoints(t *testing.T) {
 	src := mirror.Source{Cluster: "aws", Namespace: "app", Name: "web"}
 	name := mirror.ServiceName(src)
 	remote := &clusterObjects{
-		services: []corev1.Service{driftService("app", "web", map[string]string{env.MirrorLabel: "true"}, 80)},
+		services: []corev1.Service{driftService("app", "web", map[string]string{layout.MirrorLabel: "true"}, 80)},
 		slices: []discoveryv1.EndpointSlice{driftSlice("app", "web-x", map[string]string{discoveryv1.LabelServiceName: "web"},
 			map[string]bool{"198.18.1.5": true, "198.18.1.6": false})},
 	}
-	mirrored := mirror.Service(src, env.SemaphoreNamespace, &remote.services[0])
+	mirrored := mirror.Service(src, layout.SemaphoreNamespace, &remote.services[0])
 	inSync := &clusterObjects{
 		services: []corev1.Service{*mirrored},
-		slices: []discoveryv1.EndpointSlice{driftSlice(env.SemaphoreNamespace, "m", map[string]string{discoveryv1.LabelServiceName: name},
+		slices: []discoveryv1.EndpointSlice{driftSlice(layout.SemaphoreNamespace, "m", map[string]string{discoveryv1.LabelServiceName: name},
 			map[string]bool{"198.18.1.5": true, "198.18.1.6": false})},
 	}
 	if d := mirrorDrift("gcp", inSync, "aws", remote); len(d) != 0 {
@@ -53,7 +53,7 @@ func TestMirrorDriftComparesPortsAndEndpoints(t *testing.T) {
 	}
 
 	notReady := &clusterObjects{services: inSync.services, slices: []discoveryv1.EndpointSlice{
-		driftSlice(env.SemaphoreNamespace, "m", map[string]string{discoveryv1.LabelServiceName: name}, map[string]bool{"198.18.1.5": false, "198.18.1.6": false})}}
+		driftSlice(layout.SemaphoreNamespace, "m", map[string]string{discoveryv1.LabelServiceName: name}, map[string]bool{"198.18.1.5": false, "198.18.1.6": false})}}
 	if d := mirrorDrift("gcp", notReady, "aws", remote); len(d) != 1 || !strings.Contains(d[0], "198.18.1.5 (not ready)") {
 		t.Errorf("an endpoint not ready in the mirror only: %v", d)
 	}
@@ -63,7 +63,7 @@ func TestMirrorDriftComparesPortsAndEndpoints(t *testing.T) {
 	if d := mirrorDrift("gcp", inSync, "aws", &clusterObjects{}); len(d) != 1 || !strings.Contains(d[0], "no such Service") {
 		t.Errorf("a mirror of a Service gone: %v", d)
 	}
-	moved := &clusterObjects{services: []corev1.Service{driftService("app", "web", map[string]string{env.MirrorLabel: "true"}, 81)}, slices: remote.slices}
+	moved := &clusterObjects{services: []corev1.Service{driftService("app", "web", map[string]string{layout.MirrorLabel: "true"}, 81)}, slices: remote.slices}
 	if d := mirrorDrift("gcp", inSync, "aws", moved); len(d) != 1 || !strings.Contains(d[0], "differs") {
 		t.Errorf("another port: %v", d)
 	}
@@ -78,8 +78,8 @@ func TestGlobalDriftComparesEveryClustersSlices(t *testing.T) {
 		slices: []discoveryv1.EndpointSlice{driftSlice("app", "echo-a", map[string]string{discoveryv1.LabelServiceName: "echo"},
 			map[string]bool{"198.18.2.7": true})},
 	}
-	gl := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: env.SemaphoreNamespace, Name: global.ServiceName(k), Labels: global.Labels(k)}}
-	copyOf := driftSlice(env.SemaphoreNamespace, global.SliceName(k, "gcp", "echo-a"), global.SliceLabels(k, "gcp"), map[string]bool{"198.18.2.7": true})
+	gl := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: layout.SemaphoreNamespace, Name: global.ServiceName(k), Labels: global.Labels(k)}}
+	copyOf := driftSlice(layout.SemaphoreNamespace, global.SliceName(k, "gcp", "echo-a"), global.SliceLabels(k, "gcp"), map[string]bool{"198.18.2.7": true})
 	local := &clusterObjects{services: []corev1.Service{gl}, slices: []discoveryv1.EndpointSlice{copyOf}}
 	if d := globalDrift("aws", local, "gcp", source); len(d) != 0 {
 		t.Fatalf("in sync: %v", d)
@@ -100,7 +100,7 @@ func TestGlobalDriftComparesEveryClustersSlices(t *testing.T) {
 func TestSetDriftComparesNets(t *testing.T) {
 	pod := func(name, ip string) corev1.Pod {
 		return corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name, Labels: map[string]string{env.PolicyLabel: "web"}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name, Labels: map[string]string{layout.PolicyLabel: "web"}},
 			Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip},
 		}
 	}

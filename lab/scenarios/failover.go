@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/podlog"
 )
 
@@ -40,15 +41,15 @@ func readLog(path string) ([]podlog.Record, error) {
 // requests go while its cluster's echo runs, is gone, and is back.
 type failover struct {
 	l      *env.Lab
-	client env.Pod
+	client layout.Pod
 	// pods are the echo pods whose logs count, of every cluster.
-	pods []env.Pod
+	pods []layout.Pod
 }
 
 // served counts the client's requests that the echo pods logged in [from, to), by cluster.
 func (f *failover) served(from, to time.Time) (map[string]int, error) {
 	counts := map[string]int{}
-	for _, c := range env.ClusterNames() {
+	for _, c := range layout.ClusterNames() {
 		counts[c] = 0
 	}
 	for _, p := range f.pods {
@@ -85,7 +86,7 @@ type window struct {
 
 func (w window) String() string {
 	var parts []string
-	for _, c := range env.ClusterNames() {
+	for _, c := range layout.ClusterNames() {
 		parts = append(parts, fmt.Sprintf("%s %d", c, w.counts[c]))
 	}
 	return fmt.Sprintf("%s requests in %s", strings.Join(parts, ", "), w.to.Sub(w.from).Round(100*time.Millisecond))
@@ -95,22 +96,22 @@ func (w window) String() string {
 func (w window) local() bool {
 	others := 0
 	for c, n := range w.counts {
-		if c != env.GlobalCluster {
+		if c != layout.GlobalCluster {
 			others += n
 		}
 	}
-	return w.counts[env.GlobalCluster] > 0 && others == 0
+	return w.counts[layout.GlobalCluster] > 0 && others == 0
 }
 
 // remote tells whether other clusters served requests in the window, and the client's did not.
 func (w window) remote() bool {
 	others := 0
 	for c, n := range w.counts {
-		if c != env.GlobalCluster {
+		if c != layout.GlobalCluster {
 			others += n
 		}
 	}
-	return w.counts[env.GlobalCluster] == 0 && others > 0
+	return w.counts[layout.GlobalCluster] == 0 && others > 0
 }
 
 // count counts the windows of globalWindow from start on until ok accepts one, or one ends
@@ -138,7 +139,7 @@ func (f *failover) count(ctx context.Context, start time.Time, within time.Durat
 
 // firstServed waits until a request of the client logged by one of pods at or after since, and
 // returns its time.
-func (f *failover) firstServed(ctx context.Context, pods []env.Pod, since time.Time, timeout time.Duration) (time.Time, bool, error) {
+func (f *failover) firstServed(ctx context.Context, pods []layout.Pod, since time.Time, timeout time.Duration) (time.Time, bool, error) {
 	var first time.Time
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		for _, p := range pods {
@@ -197,14 +198,14 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 func checkGlobalFailover(ctx context.Context, l *env.Lab) []string {
 	rec := l.Record()
 	fmt.Fprintf(l.Out(), "Global service failover (%s/%s -> http://%s:%d/ every %s, local-first; requests as logged by each cluster's %s pods)\n",
-		env.GlobalCluster, env.GlobalClientName, env.GlobalDNSName(), env.GlobalPort, env.GlobalInterval, env.GlobalName)
+		layout.GlobalCluster, layout.GlobalClientName, layout.GlobalDNSName(), layout.GlobalPort, layout.GlobalInterval, layout.GlobalName)
 	if rec.NodesSkipped() {
 		fmt.Fprintf(l.Out(), "  skipped: %s\n", rec.Nodes.Skipped)
 		return nil
 	}
-	clients := rec.PodsOf(env.GlobalCluster, env.GlobalClientName)
+	clients := rec.PodsOf(layout.GlobalCluster, layout.GlobalClientName)
 	if len(clients) != 1 {
-		return []string{fmt.Sprintf("%s: %d %s pods, want 1", env.GlobalCluster, len(clients), env.GlobalClientName)}
+		return []string{fmt.Sprintf("%s: %d %s pods, want 1", layout.GlobalCluster, len(clients), layout.GlobalClientName)}
 	}
 	f, local, remote := echoFailover(l, clients[0])
 	problems, err := f.run(ctx, local, remote)
@@ -216,20 +217,20 @@ func checkGlobalFailover(ctx context.Context, l *env.Lab) []string {
 
 // echoFailover is the failover check of client's requests to echo: the echo pods of
 // GlobalCluster (local) and of the other clusters (remote), as the lab recorded them.
-func echoFailover(l *env.Lab, client env.Pod) (f *failover, local, remote []env.Pod) {
+func echoFailover(l *env.Lab, client layout.Pod) (f *failover, local, remote []layout.Pod) {
 	rec := l.Record()
-	for _, c := range env.ClusterNames() {
-		if c == env.GlobalCluster {
-			local = rec.PodsOf(c, env.GlobalName)
+	for _, c := range layout.ClusterNames() {
+		if c == layout.GlobalCluster {
+			local = rec.PodsOf(c, layout.GlobalName)
 		} else {
-			remote = append(remote, rec.PodsOf(c, env.GlobalName)...)
+			remote = append(remote, rec.PodsOf(c, layout.GlobalName)...)
 		}
 	}
 	return &failover{l: l, client: client, pods: append(slices.Clone(local), remote...)}, local, remote
 }
 
 // run runs the three phases of the failover check.
-func (f *failover) run(ctx context.Context, local, remote []env.Pod) ([]string, error) {
+func (f *failover) run(ctx context.Context, local, remote []layout.Pod) ([]string, error) {
 	if problems, err := f.stayLocal(ctx); err != nil || len(problems) > 0 {
 		return problems, err
 	}
@@ -251,14 +252,14 @@ func (f *failover) stayLocal(ctx context.Context) ([]string, error) {
 	}
 	fmt.Fprintf(f.l.Out(), "  local:       %s (%s after the status was good)\n", w, w.to.Sub(start).Round(100*time.Millisecond))
 	if !ok {
-		return []string{fmt.Sprintf("global service: the requests of %s do not stay in %s: %s", f.client.Name, env.GlobalCluster, w)}, nil
+		return []string{fmt.Sprintf("global service: the requests of %s do not stay in %s: %s", f.client.Name, layout.GlobalCluster, w)}, nil
 	}
 	return nil, nil
 }
 
 // failOver is the second phase: with the local echo scaled to 0 no local endpoint is ready,
 // so kube-proxy ignores the hints and sends the requests to the other clusters.
-func (f *failover) failOver(ctx context.Context, local, remote []env.Pod) ([]string, error) {
+func (f *failover) failOver(ctx context.Context, local, remote []layout.Pod) ([]string, error) {
 	down := time.Now()
 	if err := scaleGlobal(ctx, f.l, 0); err != nil {
 		return nil, err
@@ -268,7 +269,7 @@ func (f *failover) failOver(ctx context.Context, local, remote []env.Pod) ([]str
 		return nil, err
 	}
 	if !ok {
-		return []string{fmt.Sprintf("global service: no request of %s reached another cluster within 20s of %s's echo scaled to 0", f.client.Name, env.GlobalCluster)}, nil
+		return []string{fmt.Sprintf("global service: no request of %s reached another cluster within 20s of %s's echo scaled to 0", f.client.Name, layout.GlobalCluster)}, nil
 	}
 	w, ok, err := f.count(ctx, first, globalWindow, window.remote)
 	if err != nil {
@@ -280,25 +281,25 @@ func (f *failover) failOver(ctx context.Context, local, remote []env.Pod) ([]str
 		return nil, err
 	}
 	for _, a := range sent {
-		if !a.Time.Before(w.from) && slices.ContainsFunc(local, func(p env.Pod) bool { return a.Reply == "served by "+p.Name }) {
-			w.counts[env.GlobalCluster]++
+		if !a.Time.Before(w.from) && slices.ContainsFunc(local, func(p layout.Pod) bool { return a.Reply == "served by "+p.Name }) {
+			w.counts[layout.GlobalCluster]++
 			ok = false
 		}
 	}
 	failed, longest := outage(sent)
 	fmt.Fprintf(f.l.Out(), "  failed over: %s; the first one %s after %s's echo was scaled to 0; %d of %d attempts failed, for %s at most\n",
-		w, first.Sub(down).Round(10*time.Millisecond), env.GlobalCluster, failed, len(sent), longest.Round(10*time.Millisecond))
+		w, first.Sub(down).Round(10*time.Millisecond), layout.GlobalCluster, failed, len(sent), longest.Round(10*time.Millisecond))
 	var problems []string
 	if !ok {
-		problems = append(problems, fmt.Sprintf("global service: with %s's echo scaled to 0, the requests of %s do not go to the other clusters: %s", env.GlobalCluster, f.client.Name, w))
+		problems = append(problems, fmt.Sprintf("global service: with %s's echo scaled to 0, the requests of %s do not go to the other clusters: %s", layout.GlobalCluster, f.client.Name, w))
 	}
 	return append(problems, f.tooLong(longest, "failing over")...), nil
 }
 
 // failBack is the third phase: a local endpoint is ready again, and the hints hold again.
-func (f *failover) failBack(ctx context.Context, local, remote []env.Pod) ([]string, error) {
+func (f *failover) failBack(ctx context.Context, local, remote []layout.Pod) ([]string, error) {
 	up := time.Now()
-	if err := scaleGlobal(ctx, f.l, env.GlobalReplicas); err != nil {
+	if err := scaleGlobal(ctx, f.l, layout.GlobalReplicas); err != nil {
 		return nil, err
 	}
 	back, readyAt, err := waitGlobalPods(ctx, f.l, local)
@@ -311,7 +312,7 @@ func (f *failover) failBack(ctx context.Context, local, remote []env.Pod) ([]str
 		return nil, err
 	}
 	if !ok {
-		return []string{fmt.Sprintf("global service: no request of %s reached %s's echo within 20s of its pods being ready again", f.client.Name, env.GlobalCluster)}, nil
+		return []string{fmt.Sprintf("global service: no request of %s reached %s's echo within 20s of its pods being ready again", f.client.Name, layout.GlobalCluster)}, nil
 	}
 	w, ok, err := f.count(ctx, first, 5*time.Second, window.local)
 	if err != nil {
@@ -323,10 +324,10 @@ func (f *failover) failBack(ctx context.Context, local, remote []env.Pod) ([]str
 	}
 	failed, longest := outage(sent)
 	fmt.Fprintf(f.l.Out(), "  back:        %s; %s's echo ready %s after it was scaled to %d, the first request to it %s after that; %d of %d attempts failed\n",
-		w, env.GlobalCluster, readyAt.Sub(up).Round(10*time.Millisecond), env.GlobalReplicas, first.Sub(readyAt).Round(10*time.Millisecond), failed, len(sent))
+		w, layout.GlobalCluster, readyAt.Sub(up).Round(10*time.Millisecond), layout.GlobalReplicas, first.Sub(readyAt).Round(10*time.Millisecond), failed, len(sent))
 	var problems []string
 	if !ok {
-		problems = append(problems, fmt.Sprintf("global service: with %s's echo back, the requests of %s do not stay in %s: %s", env.GlobalCluster, f.client.Name, env.GlobalCluster, w))
+		problems = append(problems, fmt.Sprintf("global service: with %s's echo back, the requests of %s do not stay in %s: %s", layout.GlobalCluster, f.client.Name, layout.GlobalCluster, w))
 	}
 	return append(problems, f.tooLong(longest, "failing back")...), nil
 }
@@ -341,35 +342,35 @@ func (f *failover) tooLong(longest time.Duration, while string) []string {
 
 // scaleGlobal scales GlobalCluster's echo to replicas.
 func scaleGlobal(ctx context.Context, l *env.Lab, replicas int32) error {
-	return scaleDeployment(ctx, l.Cluster(env.GlobalCluster).Client, env.SampleNamespace, env.GlobalName, replicas)
+	return scaleDeployment(ctx, l.Cluster(layout.GlobalCluster).Client, layout.SampleNamespace, layout.GlobalName, replicas)
 }
 
 // waitGlobalPods waits until GlobalCluster's echo has GlobalReplicas ready pods, none of old,
 // records them in the state in place of old, and returns them and when the first was seen
 // ready (the Pods' conditions have their times in seconds only).
-func waitGlobalPods(ctx context.Context, l *env.Lab, old []env.Pod) ([]env.Pod, time.Time, error) {
+func waitGlobalPods(ctx context.Context, l *env.Lab, old []layout.Pod) ([]layout.Pod, time.Time, error) {
 	rec := l.Record()
-	var pods []env.Pod
+	var pods []layout.Pod
 	var firstReady time.Time
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		// An error (the API server busy) is asked again, like pods not ready yet.
-		list, err := l.Cluster(env.GlobalCluster).Client.CoreV1().Pods(env.SampleNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + env.GlobalName})
+		list, err := l.Cluster(layout.GlobalCluster).Client.CoreV1().Pods(layout.SampleNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + layout.GlobalName})
 		pods = nil
 		for _, pod := range podsOrNone(list, err) {
-			if pod.DeletionTimestamp != nil || !podReady(&pod) || slices.ContainsFunc(old, func(p env.Pod) bool { return p.UID == string(pod.UID) }) {
+			if pod.DeletionTimestamp != nil || !podReady(&pod) || slices.ContainsFunc(old, func(p layout.Pod) bool { return p.UID == string(pod.UID) }) {
 				continue
 			}
-			pods = append(pods, rec.PodOf(env.GlobalCluster, &pod))
+			pods = append(pods, rec.PodOf(layout.GlobalCluster, &pod))
 		}
 		if len(pods) > 0 && firstReady.IsZero() {
 			firstReady = time.Now()
 		}
-		return len(pods) == int(env.GlobalReplicas), nil
+		return len(pods) == int(layout.GlobalReplicas), nil
 	})
 	if err != nil {
-		return nil, firstReady, fmt.Errorf("%s's echo is not back with %d ready pods: %w", env.GlobalCluster, env.GlobalReplicas, err)
+		return nil, firstReady, fmt.Errorf("%s's echo is not back with %d ready pods: %w", layout.GlobalCluster, layout.GlobalReplicas, err)
 	}
-	l.ReplacePods(env.GlobalCluster, env.GlobalName, pods)
+	l.ReplacePods(layout.GlobalCluster, layout.GlobalName, pods)
 	return pods, firstReady, nil
 }
 

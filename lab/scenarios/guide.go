@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // checkGuide runs the getting-started guide's last section, its check of every cluster, as
@@ -14,7 +15,7 @@ func checkGuide(ctx context.Context, l *env.Lab) []string {
 	if !l.NodesRun() {
 		return nil // no pods, no controllers: nothing for its check to pass
 	}
-	fmt.Fprintf(l.Out(), "The getting-started guide's check (%s, section %q; output in %s)\n", env.GuideFile, env.GuideCheckSection, l.Path("logs", "guide-check.log"))
+	fmt.Fprintf(l.Out(), "The getting-started guide's check (%s, section %q; output in %s)\n", layout.GuideFile, layout.GuideCheckSection, l.Path("logs", "guide-check.log"))
 	if err := l.RunGuideCheck(ctx); err != nil {
 		return []string{fmt.Sprintf("the guide's check: %v", err)}
 	}

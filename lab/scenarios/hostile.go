@@ -15,6 +15,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
@@ -79,7 +80,7 @@ type hostileRun struct {
 
 // checkHostileRemote runs the scenario and returns the problems.
 func checkHostileRemote(ctx context.Context, l *env.Lab) []string {
-	fmt.Fprintf(l.Out(), "Hostile remote (%s towards %s, with %s's admin credentials)\n", env.HostileRemote, env.HostileConsumer, env.HostileRemote)
+	fmt.Fprintf(l.Out(), "Hostile remote (%s towards %s, with %s's admin credentials)\n", layout.HostileRemote, layout.HostileConsumer, layout.HostileRemote)
 	rec := l.Record()
 	if rec.NodesSkipped() {
 		fmt.Fprintln(l.Out(), "  skipped: no nodes, so no controllers run")
@@ -124,32 +125,32 @@ func checkHostileRemote(ctx context.Context, l *env.Lab) []string {
 }
 
 // newHostileRun picks the addresses the scenario claims and publishes.
-func newHostileRun(l *env.Lab, rec *env.Record) (*hostileRun, error) {
-	remoteRange := netip.MustParsePrefix(env.SpecOf(env.HostileRemote).PodCIDR)
-	consumerPods := rec.PodIPs(env.ForwarderCluster, env.ForwarderName)
-	if len(consumerPods) == 0 || env.ForwarderCluster != env.HostileConsumer {
-		return nil, fmt.Errorf("no %s pod in %s whose address to claim", env.ForwarderName, env.HostileConsumer)
+func newHostileRun(l *env.Lab, rec *layout.Record) (*hostileRun, error) {
+	remoteRange := netip.MustParsePrefix(layout.SpecOf(layout.HostileRemote).PodCIDR)
+	consumerPods := rec.PodIPs(layout.ForwarderCluster, layout.ForwarderName)
+	if len(consumerPods) == 0 || layout.ForwarderCluster != layout.HostileConsumer {
+		return nil, fmt.Errorf("no %s pod in %s whose address to claim", layout.ForwarderName, layout.HostileConsumer)
 	}
 	var foreign string
 	for _, n := range rec.Nodes.Nodes {
-		if n.Name == env.NodeName(env.HostileRemote, 0) {
+		if n.Name == layout.NodeName(layout.HostileRemote, 0) {
 			foreign = cmp.Or(n.ExternalIP, n.InternalIP) // the address it publishes
 		}
 	}
-	port, err := l.ListenPort(env.HostileRemote, env.HostileConsumer)
+	port, err := l.ListenPort(layout.HostileRemote, layout.HostileConsumer)
 	if err != nil {
 		return nil, err
 	}
 	h := &hostileRun{
-		l: l, remote: env.HostileRemote, consumer: env.HostileConsumer, admin: l.Cluster(env.HostileRemote).Client,
-		nodes: hostileNodes(remoteRange, netip.MustParsePrefix(env.SpecOf(env.HostileConsumer).PodCIDR),
-			env.NodePodCIDR(env.HostileRemote, env.NodesPerCluster-1), foreign, port),
+		l: l, remote: layout.HostileRemote, consumer: layout.HostileConsumer, admin: l.Cluster(layout.HostileRemote).Client,
+		nodes: hostileNodes(remoteRange, netip.MustParsePrefix(layout.SpecOf(layout.HostileConsumer).PodCIDR),
+			layout.NodePodCIDR(layout.HostileRemote, layout.NodesPerCluster-1), foreign, port),
 		keys:           map[string]string{},
-		services:       hostileServiceNames(env.HostileMirrorCap, hostileOverCap),
+		services:       hostileServiceNames(layout.HostileMirrorCap, hostileOverCap),
 		claim:          consumerPods[0],
-		honestEndpoint: env.AddrAdd(remoteRange.Addr(), 250).String(),
-		honestPod:      env.AddrAdd(remoteRange.Addr(), 249).String(),
-		hostNetworkIP:  env.AddrAdd(remoteRange.Addr(), 252).String(),
+		honestEndpoint: layout.AddrAdd(remoteRange.Addr(), 250).String(),
+		honestPod:      layout.AddrAdd(remoteRange.Addr(), 249).String(),
+		hostNetworkIP:  layout.AddrAdd(remoteRange.Addr(), 252).String(),
 	}
 	for _, p := range rec.Pods {
 		if slices.Contains([]string{h.honestEndpoint, h.honestPod, h.hostNetworkIP}, p.IP) {
@@ -186,7 +187,7 @@ func (h *hostileRun) waitFor(ctx context.Context, what string, check func(ctx co
 }
 
 // consumers are the clusters that read the hostile remote: all the others.
-func (h *hostileRun) consumers() []string { return env.RemotesOf(h.remote) }
+func (h *hostileRun) consumers() []string { return layout.RemotesOf(h.remote) }
 
 // expect is what the consumers must show.
 type expect int

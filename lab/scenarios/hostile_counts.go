@@ -14,7 +14,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/promapi"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
@@ -154,7 +154,7 @@ func (h *hostileRun) memory(ctx context.Context, over time.Duration) []string {
 	limit := map[string]int64{}
 	for _, res := range r {
 		v, _ := strconv.ParseFloat(fmt.Sprint(res.Value[1]), 64)
-		i := slices.IndexFunc(rec.Controllers, func(c env.Controller) bool { return c.Admin == res.Metric["instance"] })
+		i := slices.IndexFunc(rec.Controllers, func(c layout.Controller) bool { return c.Admin == res.Metric["instance"] })
 		if i < 0 {
 			continue
 		}

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/node"
 	"github.com/kube-semaphore/semaphore/lab/podlog"
 	"github.com/kube-semaphore/semaphore/lab/status"
@@ -29,7 +29,7 @@ import (
 // floodAddrs are the endpoint of a flooded EndpointSlice at its i-th update: in the remote's
 // range, so that the mirrors follow each one.
 func floodAddrs(i int) []string {
-	return []string{env.AddrAdd(netip.MustParsePrefix(env.SpecOf(env.HostileRemote).PodCIDR).Addr(), 200+i%2).String()}
+	return []string{layout.AddrAdd(netip.MustParsePrefix(layout.SpecOf(layout.HostileRemote).PodCIDR).Addr(), 200+i%2).String()}
 }
 
 // floodResult counts the flood's updates, how often the consumers were looked at meanwhile,
@@ -114,7 +114,7 @@ func (h *hostileRun) floodInShare(ctx context.Context, d time.Duration) (r flood
 	if err != nil {
 		return r, err
 	}
-	args := []string{FloodCommand, h.l.Cluster(h.remote).DirectKubeconfig, d.String(), env.HostileNamespace}
+	args := []string{FloodCommand, h.l.Cluster(h.remote).DirectKubeconfig, d.String(), layout.HostileNamespace}
 	for _, n := range h.services {
 		if strings.HasPrefix(n, "svc-") {
 			args = append(args, n)
@@ -265,7 +265,7 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 }
 
 // senderStats reads the logs of pods and returns the statistics of their attempts in the window.
-func senderStats(pods []env.Pod, from, to time.Time) (trafficStats, error) {
+func senderStats(pods []layout.Pod, from, to time.Time) (trafficStats, error) {
 	var all []podlog.Record
 	for _, p := range pods {
 		records, err := readLog(p.Log)
@@ -280,18 +280,18 @@ func senderStats(pods []env.Pod, from, to time.Time) (trafficStats, error) {
 // trafficDuring compares the honest traffic during the flood with the traffic before the
 // scenario, and returns the problems: a forwarder's request that failed during the flood, or
 // none that fluentd logged, and whatever the lab's traffic part finds.
-func (h *hostileRun) trafficDuring(rec *env.Record, start, from, to time.Time) []string {
-	forwarders := rec.PodsOf(env.ForwarderCluster, env.ForwarderName)
+func (h *hostileRun) trafficDuring(rec *layout.Record, start, from, to time.Time) []string {
+	forwarders := rec.PodsOf(layout.ForwarderCluster, layout.ForwarderName)
 	var problems []string
 	for _, s := range []struct {
 		what string
-		pods []env.Pod
+		pods []layout.Pod
 		// between tells whether the traffic goes to another cluster: the echo client's is
 		// served by its own cluster's echo, local-first, and is shown only.
 		between bool
 	}{
-		{fmt.Sprintf("%s/%s -> %s's %s", env.ForwarderCluster, env.ForwarderName, env.FluentdCluster, env.FluentdName), forwarders, true},
-		{fmt.Sprintf("%s/%s -> %s (local-first)", env.GlobalCluster, env.GlobalClientName, env.GlobalName), rec.PodsOf(env.GlobalCluster, env.GlobalClientName), false},
+		{fmt.Sprintf("%s/%s -> %s's %s", layout.ForwarderCluster, layout.ForwarderName, layout.FluentdCluster, layout.FluentdName), forwarders, true},
+		{fmt.Sprintf("%s/%s -> %s (local-first)", layout.GlobalCluster, layout.GlobalClientName, layout.GlobalName), rec.PodsOf(layout.GlobalCluster, layout.GlobalClientName), false},
 	} {
 		before, err1 := senderStats(s.pods, start.Add(-hostileBaseline), start)
 		during, err2 := senderStats(s.pods, from, to)
@@ -305,20 +305,20 @@ func (h *hostileRun) trafficDuring(rec *env.Record, start, from, to time.Time) [
 		}
 	}
 	served := 0
-	for _, f := range rec.PodsOf(env.FluentdCluster, env.FluentdName) {
+	for _, f := range rec.PodsOf(layout.FluentdCluster, layout.FluentdName) {
 		records, err := readLog(f.Log)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("reading fluentd's log: %v", err))
 		}
 		for _, r := range records {
-			if r.Msg == "request" && !r.Time.Before(from) && r.Time.Before(to) && slices.ContainsFunc(forwarders, func(p env.Pod) bool { return p.IP == r.Client }) {
+			if r.Msg == "request" && !r.Time.Before(from) && r.Time.Before(to) && slices.ContainsFunc(forwarders, func(p layout.Pod) bool { return p.IP == r.Client }) {
 				served++
 			}
 		}
 	}
-	fmt.Fprintf(h.l.Out(), "  %s logged %d requests of the forwarders during the flood\n", env.FluentdName, served)
+	fmt.Fprintf(h.l.Out(), "  %s logged %d requests of the forwarders during the flood\n", layout.FluentdName, served)
 	if served == 0 {
-		problems = append(problems, fmt.Sprintf("%s logged no request of the forwarders during the flood", env.FluentdName))
+		problems = append(problems, fmt.Sprintf("%s logged no request of the forwarders during the flood", layout.FluentdName))
 	}
 	return append(problems, status.TrafficProblems(rec)...)
 }

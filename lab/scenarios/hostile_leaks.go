@@ -19,7 +19,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
@@ -42,11 +42,11 @@ func (h *hostileRun) leaks(ctx context.Context, e expect) []string {
 func (h *hostileRun) mirrorLeaks(ctx context.Context, cluster string, e expect) []string {
 	client := h.l.Cluster(cluster).Client
 	ours := labels.Set{ownership.ManagedBy: ownership.ServiceMirror}.String()
-	svcs, err := client.CoreV1().Services(env.SemaphoreNamespace).List(ctx, metav1.ListOptions{LabelSelector: ours})
+	svcs, err := client.CoreV1().Services(layout.SemaphoreNamespace).List(ctx, metav1.ListOptions{LabelSelector: ours})
 	if err != nil {
 		return []string{fmt.Sprintf("%s: listing the mirrors: %v", cluster, err)}
 	}
-	slicesList, err := client.DiscoveryV1().EndpointSlices(env.SemaphoreNamespace).List(ctx, metav1.ListOptions{LabelSelector: ours})
+	slicesList, err := client.DiscoveryV1().EndpointSlices(layout.SemaphoreNamespace).List(ctx, metav1.ListOptions{LabelSelector: ours})
 	if err != nil {
 		return []string{fmt.Sprintf("%s: listing the mirrors' EndpointSlices: %v", cluster, err)}
 	}
@@ -54,26 +54,26 @@ func (h *hostileRun) mirrorLeaks(ctx context.Context, cluster string, e expect) 
 	var got []string
 	for _, s := range svcs.Items {
 		src, ok := mirror.SourceOf(s.Labels)
-		if !ok || src.Cluster != h.remote || src.Namespace != env.HostileNamespace {
+		if !ok || src.Cluster != h.remote || src.Namespace != layout.HostileNamespace {
 			continue
 		}
 		got = append(got, src.Name)
-		if len(s.Annotations[env.HostileLabel+"-filler"]) > 0 {
+		if len(s.Annotations[layout.HostileLabel+"-filler"]) > 0 {
 			problems = append(problems, fmt.Sprintf("%s: mirror %s carries the remote Service's %d-byte annotation", cluster, s.Name, hostileAnnotationBytes))
 		}
 	}
 	slices.Sort(got)
-	first := mirroredFirst(h.services, env.HostileMirrorCap)
+	first := mirroredFirst(h.services, layout.HostileMirrorCap)
 	if beyond := slices.DeleteFunc(slices.Clone(got), func(n string) bool { return slices.Contains(first, n) }); len(beyond) > 0 {
-		problems = append(problems, fmt.Sprintf("%s: mirrors of %s's Services beyond the first %d: %s", cluster, h.remote, env.HostileMirrorCap, most(beyond, 4)))
+		problems = append(problems, fmt.Sprintf("%s: mirrors of %s's Services beyond the first %d: %s", cluster, h.remote, layout.HostileMirrorCap, most(beyond, 4)))
 	}
 	switch e {
 	case expectScenario:
 		if !slices.Equal(got, first) {
-			problems = append(problems, fmt.Sprintf("%s: %d mirrors of %s's Services in %s, want the first %d by name", cluster, len(got), h.remote, env.HostileNamespace, env.HostileMirrorCap))
+			problems = append(problems, fmt.Sprintf("%s: %d mirrors of %s's Services in %s, want the first %d by name", cluster, len(got), h.remote, layout.HostileNamespace, layout.HostileMirrorCap))
 		}
 		if got, want := mirrorEndpoints(slicesList.Items, h.remote, "endpoints"), []string{h.honestEndpoint}; !slices.Equal(got, want) {
-			problems = append(problems, fmt.Sprintf("%s: the mirror of %s/%s/endpoints holds %v, want %v (what is not refused)", cluster, h.remote, env.HostileNamespace, got, want))
+			problems = append(problems, fmt.Sprintf("%s: the mirror of %s/%s/endpoints holds %v, want %v (what is not refused)", cluster, h.remote, layout.HostileNamespace, got, want))
 		}
 	case expectGone:
 		if len(got) > 0 {
@@ -129,7 +129,7 @@ func sliceSource(l map[string]string) string {
 func mirrorEndpoints(items []discoveryv1.EndpointSlice, remote, name string) []string {
 	var out []string
 	for _, s := range items {
-		if src, ok := mirror.SourceOf(s.Labels); !ok || src != (mirror.Source{Cluster: remote, Namespace: env.HostileNamespace, Name: name}) {
+		if src, ok := mirror.SourceOf(s.Labels); !ok || src != (mirror.Source{Cluster: remote, Namespace: layout.HostileNamespace, Name: name}) {
 			continue
 		}
 		for _, e := range s.Endpoints {
@@ -149,7 +149,7 @@ func (h *hostileRun) setLeaks(ctx context.Context, cluster string, e expect) []s
 		return []string{fmt.Sprintf("%s: listing the network sets: %v", cluster, err)}
 	}
 	problems := netSetLeaks(cluster, h.remote, sets, h.refused)
-	name := netset.SetName(netset.Source{Cluster: h.remote, Namespace: env.HostileNamespace, Name: env.HostileNamespace})
+	name := netset.SetName(netset.Source{Cluster: h.remote, Namespace: layout.HostileNamespace, Name: layout.HostileNamespace})
 	i := slices.IndexFunc(sets, func(s status.NetSet) bool { return s.Name == name })
 	switch want := []string{h.honestPod + "/32"}; {
 	case e == expectScenario && i < 0:
@@ -198,13 +198,13 @@ func (h *hostileRun) claims() []netip.Prefix {
 func (h *hostileRun) wireguardLeaks(ctx context.Context, e expect) []string {
 	rec := h.l.Record()
 	device := peers.DeviceName(h.remote)
-	remoteRange := netip.MustParsePrefix(env.SpecOf(h.remote).PodCIDR)
+	remoteRange := netip.MustParsePrefix(layout.SpecOf(h.remote).PodCIDR)
 	var problems []string
 	for _, n := range rec.Nodes.Nodes {
 		if n.Cluster != h.consumer {
 			continue
 		}
-		ci := slices.IndexFunc(rec.Controllers, func(c env.Controller) bool { return c.Component == env.WireGuardComponent && c.Node == n.Name })
+		ci := slices.IndexFunc(rec.Controllers, func(c layout.Controller) bool { return c.Component == layout.WireGuardComponent && c.Node == n.Name })
 		if ci < 0 {
 			problems = append(problems, fmt.Sprintf("%s: semaphore-wireguard does not run", n.Name))
 			continue
@@ -303,7 +303,7 @@ func routeLeaks(node, out, device string, remoteRange netip.Prefix, claims []net
 
 // scrapeSkips are an agent's semaphore_wg_skipped_peers of remote by reason (not_annotated, a
 // node that does not peer with this cluster at all, left out), the zero ones too.
-func scrapeSkips(ctx context.Context, c env.Controller, remote string) (map[string]float64, error) {
+func scrapeSkips(ctx context.Context, c layout.Controller, remote string) (map[string]float64, error) {
 	ss, err := status.Scrape(ctx, c.Admin, "semaphore_wg_", 2*time.Second)
 	if err != nil {
 		return nil, err

@@ -22,7 +22,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // fakeNode is a Node of the hostile remote that no kubelet runs, annotated for the consumer as
@@ -44,12 +44,12 @@ type fakeNode struct {
 // remote's WireGuard port for the consumer. Every node but one breaks one rule; the last
 // breaks none and is skipped only because the remote has more nodes than its peer limit.
 func hostileNodes(remoteRange, consumerRange, taken netip.Prefix, foreign string, port int) []fakeNode {
-	network := netip.MustParsePrefix(env.SpecOf(env.HostileRemote).Network.CIDR).Addr()
-	addr := func(i int) string { return env.AddrAdd(network, 200+i).String() }
+	network := netip.MustParsePrefix(layout.SpecOf(layout.HostileRemote).Network.CIDR).Addr()
+	addr := func(i int) string { return layout.AddrAdd(network, 200+i).String() }
 	endpoint := func(a string) string { return net.JoinHostPort(a, strconv.Itoa(port)) }
 	// Single addresses inside the remote's range and inside a real node's pod CIDR: the one
 	// overlap a node may have (an address borrowed from another node's IPAM block).
-	single := func(i int) string { return netip.PrefixFrom(env.AddrAdd(remoteRange.Addr(), 240+i), 32).String() }
+	single := func(i int) string { return netip.PrefixFrom(layout.AddrAdd(remoteRange.Addr(), 240+i), 32).String() }
 	metadata := netip.MustParseAddr("169.254.169.254")
 	nodes := []fakeNode{
 		{Name: "half-low", PodCIDR: "0.0.0.0/1", Want: addrguard.ReasonTooWide, Claim: "pod CIDR 0.0.0.0/1"},
@@ -84,7 +84,7 @@ func (f fakeNode) nodeObject(consumer string, key wgtypes.Key) *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   f.Name,
-			Labels: map[string]string{env.HostileLabel: "true"},
+			Labels: map[string]string{layout.HostileLabel: "true"},
 			Annotations: map[string]string{
 				peers.PubKeyAnnotation(consumer):   key.String(),
 				peers.EndpointAnnotation(consumer): f.Endpoint,
@@ -94,7 +94,7 @@ func (f fakeNode) nodeObject(consumer string, key wgtypes.Key) *corev1.Node {
 			PodCIDR:       f.PodCIDR,
 			PodCIDRs:      []string{f.PodCIDR},
 			Unschedulable: true,
-			Taints:        []corev1.Taint{{Key: env.HostileLabel, Value: "true", Effect: corev1.TaintEffectNoSchedule}},
+			Taints:        []corev1.Taint{{Key: layout.HostileLabel, Value: "true", Effect: corev1.TaintEffectNoSchedule}},
 		},
 		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: f.Address}}},
 	}
@@ -147,11 +147,11 @@ func hostileServiceNames(limit, over int) []string {
 // EndpointSlice).
 func hostileService(name string) *corev1.Service {
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.HostileNamespace, Labels: map[string]string{env.MirrorLabel: "true", env.HostileLabel: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: layout.HostileNamespace, Labels: map[string]string{layout.MirrorLabel: "true", layout.HostileLabel: "true"}},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}},
 	}
 	if name == "big-annotation" {
-		svc.Annotations = map[string]string{env.HostileLabel + "-filler": strings.Repeat("x", hostileAnnotationBytes)}
+		svc.Annotations = map[string]string{layout.HostileLabel + "-filler": strings.Repeat("x", hostileAnnotationBytes)}
 	}
 	return svc
 }
@@ -159,8 +159,8 @@ func hostileService(name string) *corev1.Service {
 // hostileSlice is an EndpointSlice of service, named name, with one ready endpoint per address.
 func hostileSlice(name, service string, addrs ...string) *discoveryv1.EndpointSlice {
 	s := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.HostileNamespace, Labels: map[string]string{
-			discoveryv1.LabelServiceName: service, discoveryv1.LabelManagedBy: "semaphore-lab", env.HostileLabel: "true",
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: layout.HostileNamespace, Labels: map[string]string{
+			discoveryv1.LabelServiceName: service, discoveryv1.LabelManagedBy: "semaphore-lab", layout.HostileLabel: "true",
 		}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](80), Protocol: ptr.To(corev1.ProtocolTCP)}},
@@ -175,7 +175,7 @@ func hostileSlice(name, service string, addrs ...string) *discoveryv1.EndpointSl
 // to node, which runs no kubelet: its status is what the lab writes (hostilePodStatus).
 func hostilePod(name, node string, hostNetwork bool) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.HostileNamespace, Labels: map[string]string{env.PolicyLabel: env.HostileNamespace, env.HostileLabel: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: layout.HostileNamespace, Labels: map[string]string{layout.PolicyLabel: layout.HostileNamespace, layout.HostileLabel: "true"}},
 		Spec: corev1.PodSpec{
 			NodeName:                     node,
 			HostNetwork:                  hostNetwork,
@@ -206,7 +206,7 @@ func (h *hostileRun) create(ctx context.Context) error {
 			return err
 		}
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: env.HostileNamespace, Labels: map[string]string{env.HostileLabel: "true"}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: layout.HostileNamespace, Labels: map[string]string{layout.HostileLabel: "true"}}}
 	if _, err := h.admin.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return err
 	}
@@ -259,18 +259,18 @@ func (h *hostileRun) createNode(ctx context.Context, f fakeNode) error {
 func (h *hostileRun) createServices(ctx context.Context) error {
 	c := h.admin
 	for _, name := range h.services {
-		if _, err := c.CoreV1().Services(env.HostileNamespace).Create(ctx, hostileService(name), metav1.CreateOptions{}); err != nil {
+		if _, err := c.CoreV1().Services(layout.HostileNamespace).Create(ctx, hostileService(name), metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("service %s: %w", name, err)
 		}
 		addrs := floodAddrs(0)
 		if name == "endpoints" {
 			addrs = h.endpointAddrs()
 		}
-		if _, err := c.DiscoveryV1().EndpointSlices(env.HostileNamespace).Create(ctx, hostileSlice(name, name, addrs...), metav1.CreateOptions{}); err != nil {
+		if _, err := c.DiscoveryV1().EndpointSlices(layout.HostileNamespace).Create(ctx, hostileSlice(name, name, addrs...), metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("EndpointSlice %s: %w", name, err)
 		}
 	}
-	_, h.metadataErr = c.DiscoveryV1().EndpointSlices(env.HostileNamespace).Create(ctx, hostileSlice("endpoints-metadata", "endpoints", metadataAddr), metav1.CreateOptions{})
+	_, h.metadataErr = c.DiscoveryV1().EndpointSlices(layout.HostileNamespace).Create(ctx, hostileSlice("endpoints-metadata", "endpoints", metadataAddr), metav1.CreateOptions{})
 	return nil
 }
 
@@ -287,11 +287,11 @@ func (h *hostileRun) endpointAddrs() []string {
 func (h *hostileRun) printCreated() {
 	out := h.l.Out()
 	fmt.Fprintf(out, "  created in %s: %d fake Nodes annotated for %s, %d mirrored Services (the cap is %d), 3 pods labelled for semaphore-policy\n",
-		h.remote, len(h.nodes), h.consumer, len(h.services), env.HostileMirrorCap)
+		h.remote, len(h.nodes), h.consumer, len(h.services), layout.HostileMirrorCap)
 	for _, f := range h.nodes {
 		fmt.Fprintf(out, "    node %-32s pod CIDR %-16s endpoint %-22s %s\n", f.Name, f.PodCIDR, f.Endpoint, f.Claim)
 	}
-	fmt.Fprintf(out, "    Service %s/endpoints: endpoints %s (%s is %s's pod %s)\n", env.HostileNamespace, strings.Join(h.endpointAddrs(), ", "), h.claim, h.consumer, env.ForwarderName)
+	fmt.Fprintf(out, "    Service %s/endpoints: endpoints %s (%s is %s's pod %s)\n", layout.HostileNamespace, strings.Join(h.endpointAddrs(), ", "), h.claim, h.consumer, layout.ForwarderName)
 	if h.metadataErr != nil {
 		fmt.Fprintf(out, "    an EndpointSlice with %s: refused by %s's API server (%v), as a conforming one does\n", metadataAddr, h.remote, firstLine(h.metadataErr.Error()))
 	} else {
@@ -311,7 +311,7 @@ func (h *hostileRun) createPod(ctx context.Context, name, ip string, hostNetwork
 	var pod *corev1.Pod
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		var err error
-		pod, err = h.admin.CoreV1().Pods(env.HostileNamespace).Create(ctx, hostilePod(name, h.nodes[0].Name, hostNetwork), metav1.CreateOptions{})
+		pod, err = h.admin.CoreV1().Pods(layout.HostileNamespace).Create(ctx, hostilePod(name, h.nodes[0].Name, hostNetwork), metav1.CreateOptions{})
 		if apierrors.IsForbidden(err) {
 			return false, nil // no ServiceAccount yet
 		}
@@ -321,12 +321,12 @@ func (h *hostileRun) createPod(ctx context.Context, name, ip string, hostNetwork
 		return err
 	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		pod, err := h.admin.CoreV1().Pods(env.HostileNamespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		pod, err := h.admin.CoreV1().Pods(layout.HostileNamespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		pod.Status = hostilePodStatus(ip, h.nodes[0].Address)
-		_, err = h.admin.CoreV1().Pods(env.HostileNamespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		_, err = h.admin.CoreV1().Pods(layout.HostileNamespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 		return err
 	})
 }
@@ -339,13 +339,13 @@ func (h *hostileRun) cleanUp(ctx context.Context) error {
 	}
 	h.cleaned = true
 	c := h.admin
-	selector := metav1.ListOptions{LabelSelector: env.HostileLabel + "=true"}
+	selector := metav1.ListOptions{LabelSelector: layout.HostileLabel + "=true"}
 	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
 	var errs []error
-	if err := c.CoreV1().Pods(env.HostileNamespace).DeleteCollection(ctx, now, selector); err != nil && !apierrors.IsNotFound(err) {
+	if err := c.CoreV1().Pods(layout.HostileNamespace).DeleteCollection(ctx, now, selector); err != nil && !apierrors.IsNotFound(err) {
 		errs = append(errs, err)
 	}
-	if err := c.CoreV1().Namespaces().Delete(ctx, env.HostileNamespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if err := c.CoreV1().Namespaces().Delete(ctx, layout.HostileNamespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		errs = append(errs, err)
 	}
 	if err := c.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, selector); err != nil {
@@ -355,7 +355,7 @@ func (h *hostileRun) cleanUp(ctx context.Context) error {
 		return err
 	}
 	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, hostileSettle, true, func(ctx context.Context) (bool, error) {
-		_, err := c.CoreV1().Namespaces().Get(ctx, env.HostileNamespace, metav1.GetOptions{})
+		_, err := c.CoreV1().Namespaces().Get(ctx, layout.HostileNamespace, metav1.GetOptions{})
 		nodes, lerr := c.CoreV1().Nodes().List(ctx, selector)
 		return apierrors.IsNotFound(err) && lerr == nil && len(nodes.Items) == 0, nil
 	})

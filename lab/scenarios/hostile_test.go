@@ -19,7 +19,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/podlog"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
@@ -28,10 +28,10 @@ import (
 // range of each remote, and the node's own pod CIDR and address as local.
 func consumerGuard() *addrguard.Guard {
 	g := addrguard.New(addrguard.Ranges{
-		"aws":   {netip.MustParsePrefix(env.SpecOf("aws").PodCIDR)},
-		"merit": {netip.MustParsePrefix(env.SpecOf("merit").PodCIDR)},
+		"aws":   {netip.MustParsePrefix(layout.SpecOf("aws").PodCIDR)},
+		"merit": {netip.MustParsePrefix(layout.SpecOf("merit").PodCIDR)},
 	})
-	g.SetLocal("node", []netip.Prefix{env.NodePodCIDR("gcp", 0), netip.MustParsePrefix("198.19.0.21/32")})
+	g.SetLocal("node", []netip.Prefix{layout.NodePodCIDR("gcp", 0), netip.MustParsePrefix("198.19.0.21/32")})
 	return g
 }
 
@@ -57,31 +57,31 @@ func publicKey(t *testing.T) wgtypes.Key {
 // node, is skipped by the consumer's rule for the reason the scenario expects of it, and the
 // remote's real nodes remain its only peers: the scenario tests what it means to.
 func TestEveryFakeNodeIsSkippedForItsOwnReasonAndTheRealNodesStayPeers(t *testing.T) {
-	remoteRange := netip.MustParsePrefix(env.SpecOf(env.HostileRemote).PodCIDR)
-	fakes := hostileNodes(remoteRange, netip.MustParsePrefix(env.SpecOf(env.HostileConsumer).PodCIDR),
-		env.NodePodCIDR(env.HostileRemote, env.NodesPerCluster-1), "198.19.3.31", 51822)
+	remoteRange := netip.MustParsePrefix(layout.SpecOf(layout.HostileRemote).PodCIDR)
+	fakes := hostileNodes(remoteRange, netip.MustParsePrefix(layout.SpecOf(layout.HostileConsumer).PodCIDR),
+		layout.NodePodCIDR(layout.HostileRemote, layout.NodesPerCluster-1), "198.19.3.31", 51822)
 	var nodes []peers.Node
 	var want []string
-	for i := range env.NodesPerCluster {
-		name := env.NodeName(env.HostileRemote, i)
-		addr := env.AddrAdd(netip.MustParseAddr("198.19.0.30"), i+1).String()
-		honest := fakeNode{Name: name, PodCIDR: env.NodePodCIDR(env.HostileRemote, i).String(), Address: addr, Endpoint: addr + ":51822"}
-		nodes = append(nodes, asPeer(honest.nodeObject(env.HostileConsumer, publicKey(t))))
+	for i := range layout.NodesPerCluster {
+		name := layout.NodeName(layout.HostileRemote, i)
+		addr := layout.AddrAdd(netip.MustParseAddr("198.19.0.30"), i+1).String()
+		honest := fakeNode{Name: name, PodCIDR: layout.NodePodCIDR(layout.HostileRemote, i).String(), Address: addr, Endpoint: addr + ":51822"}
+		nodes = append(nodes, asPeer(honest.nodeObject(layout.HostileConsumer, publicKey(t))))
 		want = append(want, name)
 	}
 	reasons := map[string]string{}
 	for _, f := range fakes {
-		n := f.nodeObject(env.HostileConsumer, publicKey(t))
-		if n.Labels[env.HostileLabel] != "true" || !n.Spec.Unschedulable || n.Labels[corev1.LabelOSStable] != "" {
+		n := f.nodeObject(layout.HostileConsumer, publicKey(t))
+		if n.Labels[layout.HostileLabel] != "true" || !n.Spec.Unschedulable || n.Labels[corev1.LabelOSStable] != "" {
 			t.Errorf("node %s: labels %v, unschedulable %v: the cleanup must find it and no pod may land there", n.Name, n.Labels, n.Spec.Unschedulable)
 		}
-		if !strings.HasPrefix(n.Name, hostileNodePrefix) || n.Name < env.NodeName(env.HostileRemote, env.NodesPerCluster-1) {
+		if !strings.HasPrefix(n.Name, hostileNodePrefix) || n.Name < layout.NodeName(layout.HostileRemote, layout.NodesPerCluster-1) {
 			t.Errorf("node %s sorts before the real nodes: the peer limit would keep it instead of one of them", n.Name)
 		}
 		nodes = append(nodes, asPeer(n))
 		reasons[f.Name] = f.Want
 	}
-	got, skipped := peers.Desired(env.HostileConsumer, nodes, peers.Rules{Guard: consumerGuard().For(env.HostileRemote), MaxPeers: env.NodesPerCluster})
+	got, skipped := peers.Desired(layout.HostileConsumer, nodes, peers.Rules{Guard: consumerGuard().For(layout.HostileRemote), MaxPeers: layout.NodesPerCluster})
 	var names []string
 	for _, p := range got {
 		names = append(names, p.Node)
@@ -113,7 +113,7 @@ func TestEveryFakeNodeIsSkippedForItsOwnReasonAndTheRealNodesStayPeers(t *testin
 // The hostile Service's endpoints are refused for the reasons the scenario counts, but for
 // the honest one; the metadata address too, should an API server accept it.
 func TestHostileEndpointsAreRefusedForTheirReasons(t *testing.T) {
-	guard := consumerGuard().For(env.HostileRemote)
+	guard := consumerGuard().For(layout.HostileRemote)
 	eps := append(hostileEndpoints("198.18.2.5", "198.18.3.250"), hostileAddr{metadataAddr, addrguard.ReasonSpecial})
 	for _, e := range eps {
 		err := guard.Addr(netip.MustParseAddr(e.Addr))
@@ -130,16 +130,16 @@ func TestHostileEndpointsAreRefusedForTheirReasons(t *testing.T) {
 // Of the hostile Services, the consumer mirrors the first HostileMirrorCap by name, which hold
 // the big one and the one with the hostile endpoints.
 func TestTheFirstServicesByNameAreTheMirroredOnes(t *testing.T) {
-	names := hostileServiceNames(env.HostileMirrorCap, hostileOverCap)
-	if len(names) != env.HostileMirrorCap+hostileOverCap || !slices.IsSorted(names) {
+	names := hostileServiceNames(layout.HostileMirrorCap, hostileOverCap)
+	if len(names) != layout.HostileMirrorCap+hostileOverCap || !slices.IsSorted(names) {
 		t.Fatalf("%d Services, sorted %v: %v", len(names), slices.IsSorted(names), names)
 	}
-	first := mirroredFirst(names, env.HostileMirrorCap)
-	if len(first) != env.HostileMirrorCap || !slices.Contains(first, "big-annotation") || !slices.Contains(first, "endpoints") {
-		t.Errorf("mirrored %v: want %d, the big one and the hostile endpoints' among them", first, env.HostileMirrorCap)
+	first := mirroredFirst(names, layout.HostileMirrorCap)
+	if len(first) != layout.HostileMirrorCap || !slices.Contains(first, "big-annotation") || !slices.Contains(first, "endpoints") {
+		t.Errorf("mirrored %v: want %d, the big one and the hostile endpoints' among them", first, layout.HostileMirrorCap)
 	}
-	if big := hostileService("big-annotation"); len(big.Annotations[env.HostileLabel+"-filler"]) != hostileAnnotationBytes {
-		t.Errorf("the big Service's annotation has %d bytes", len(big.Annotations[env.HostileLabel+"-filler"]))
+	if big := hostileService("big-annotation"); len(big.Annotations[layout.HostileLabel+"-filler"]) != hostileAnnotationBytes {
+		t.Errorf("the big Service's annotation has %d bytes", len(big.Annotations[layout.HostileLabel+"-filler"]))
 	}
 }
 

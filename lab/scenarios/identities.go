@@ -13,6 +13,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/remote"
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
@@ -41,7 +42,7 @@ func checkIdentities(ctx context.Context, l *env.Lab) []string {
 
 // podIdentities are who controller c is locally and in each remote, with the credentials in
 // its container, and the problems: nil seen when its container cannot be found.
-func podIdentities(ctx context.Context, l *env.Lab, c env.Controller) (seen, problems []string) {
+func podIdentities(ctx context.Context, l *env.Lab, c layout.Controller) (seen, problems []string) {
 	root, err := status.ContainerRoot(c.PodUID)
 	if err != nil {
 		return nil, []string{fmt.Sprintf("%s %s: %v", c.Component, c.Where(), err)}
@@ -51,13 +52,13 @@ func podIdentities(ctx context.Context, l *env.Lab, c env.Controller) (seen, pro
 	switch user, err := whoAmI(ctx, inClusterConfig(root, local.Host, local.CAData)); {
 	case err != nil:
 		problems = append(problems, fmt.Sprintf("%s in %s: local identity: %v", c.Component, c.Cluster, err))
-	case !strings.HasPrefix(user, "system:serviceaccount:"+env.SemaphoreNamespace+":"):
+	case !strings.HasPrefix(user, "system:serviceaccount:"+layout.SemaphoreNamespace+":"):
 		problems = append(problems, fmt.Sprintf("%s in %s is %s locally, not a ServiceAccount of the umbrella release", c.Component, c.Cluster, user))
 	default:
 		seen = append(seen, c.Cluster+": "+user)
 	}
-	for _, r := range env.RemotesOf(c.Cluster) {
-		want := "system:serviceaccount:" + env.RemoteNamespace + ":semaphore-remote-" + c.Cluster
+	for _, r := range layout.RemotesOf(c.Cluster) {
+		want := "system:serviceaccount:" + layout.RemoteNamespace + ":semaphore-remote-" + c.Cluster
 		cfg, err := remoteConfig(root, remote.KubeconfigPath(c.RemotesDir, r), l.Cluster(r).Config.Host)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s in %s: kubeconfig of %s: %v", c.Component, c.Cluster, r, err))

@@ -18,6 +18,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mcs"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mcscontroller"
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/podlog"
 )
 
@@ -35,12 +36,12 @@ const migrationSettle = time.Minute
 func checkMigration(ctx context.Context, l *env.Lab) []string {
 	rec := l.Record()
 	fmt.Fprintf(l.Out(), "From a global service to a ServiceExport (%s/%s, %s's %s sending every %s)\n",
-		env.SampleNamespace, env.GlobalName, env.GlobalCluster, env.GlobalClientName, env.GlobalInterval)
+		layout.SampleNamespace, layout.GlobalName, layout.GlobalCluster, layout.GlobalClientName, layout.GlobalInterval)
 	if rec.NodesSkipped() {
 		fmt.Fprintf(l.Out(), "  skipped: %s\n", rec.Nodes.Skipped)
 		return nil
 	}
-	m := &migration{l: l, start: time.Now(), clients: rec.PodsOf(env.GlobalCluster, env.GlobalClientName)}
+	m := &migration{l: l, start: time.Now(), clients: rec.PodsOf(layout.GlobalCluster, layout.GlobalClientName)}
 	for _, step := range []func(context.Context) error{m.preferSameZone, m.export, m.rollClient, m.dropGlobal} {
 		if err := step(ctx); err != nil {
 			return []string{fmt.Sprintf("migration: %v", err)}
@@ -52,7 +53,7 @@ func checkMigration(ctx context.Context, l *env.Lab) []string {
 	// The import is local first, as the global service was: the same failover, through it.
 	fmt.Fprintf(l.Out(), "  failover through the import (trafficDistribution PreferSameZone):\n")
 	client := m.clients[len(m.clients)-1]
-	l.ReplacePods(env.GlobalCluster, env.GlobalClientName, []env.Pod{client})
+	l.ReplacePods(layout.GlobalCluster, layout.GlobalClientName, []layout.Pod{client})
 	f, local, remote := echoFailover(l, client)
 	problems, err := f.run(ctx, local, remote)
 	if err != nil {
@@ -69,21 +70,21 @@ func checkMigration(ctx context.Context, l *env.Lab) []string {
 // the clusterset.local name.
 func (m *migration) restoreGlobal(ctx context.Context) error {
 	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"true",%q:%q}}}`, global.LabelGlobalService, global.LabelRoutingStrategy, global.LocalFirst)
-	for _, name := range env.ClusterNames() {
+	for _, name := range layout.ClusterNames() {
 		services := m.l.Cluster(name).Client.CoreV1().Services(migrationKey.Namespace)
 		if _, err := services.Patch(ctx, migrationKey.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("labelling %s global again in %s: %w", migrationKey, name, err)
 		}
 	}
-	mirrors := m.l.Cluster(env.GlobalCluster).Client.CoreV1().Services(env.SemaphoreNamespace)
+	mirrors := m.l.Cluster(layout.GlobalCluster).Client.CoreV1().Services(layout.SemaphoreNamespace)
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, migrationSettle, true, func(ctx context.Context) (bool, error) {
-		_, err := mirrors.Get(ctx, global.ServiceName(env.GlobalKey), metav1.GetOptions{})
+		_, err := mirrors.Get(ctx, global.ServiceName(layout.GlobalKey), metav1.GetOptions{})
 		return err == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("the global Service %s is not back in %s %s after the label", global.ServiceName(env.GlobalKey), env.GlobalCluster, migrationSettle)
+		return fmt.Errorf("the global Service %s is not back in %s %s after the label", global.ServiceName(layout.GlobalKey), layout.GlobalCluster, migrationSettle)
 	}
-	fmt.Fprintf(m.l.Out(), "  and back: echo labelled global again, its global Service back in %s (the client stays on clusterset.local)\n", env.GlobalCluster)
+	fmt.Fprintf(m.l.Out(), "  and back: echo labelled global again, its global Service back in %s (the client stays on clusterset.local)\n", layout.GlobalCluster)
 	return nil
 }
 
@@ -92,7 +93,7 @@ func (m *migration) restoreGlobal(ctx context.Context) error {
 // says the same to the global Service).
 func (m *migration) preferSameZone(ctx context.Context) error {
 	patch := fmt.Appendf(nil, `{"spec":{"trafficDistribution":%q}}`, corev1.ServiceTrafficDistributionPreferSameZone)
-	for _, name := range env.ClusterNames() {
+	for _, name := range layout.ClusterNames() {
 		services := m.l.Cluster(name).Client.CoreV1().Services(migrationKey.Namespace)
 		if _, err := services.Patch(ctx, migrationKey.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("%s in %s: %w", migrationKey, name, err)
@@ -106,7 +107,7 @@ func (m *migration) preferSameZone(ctx context.Context) error {
 type migration struct {
 	l        *env.Lab
 	start    time.Time
-	clients  []env.Pod
+	clients  []layout.Pod
 	newFirst time.Time
 }
 
@@ -115,13 +116,13 @@ type migration struct {
 const migrationOverlap = 3 * time.Second
 
 // migrationKey is the exported Service: the global service's.
-var migrationKey = mcs.Key{Namespace: env.GlobalKey.Namespace, Name: env.GlobalKey.Name}
+var migrationKey = mcs.Key{Namespace: layout.GlobalKey.Namespace, Name: layout.GlobalKey.Name}
 
 // export creates echo's ServiceExport in every cluster and waits until GlobalCluster imports it
 // with the ready endpoints of all of them, each labelled with its cluster's ID (env.ClusterID:
 // merit's ClusterProperty, the others' names).
 func (m *migration) export(ctx context.Context) error {
-	for _, name := range env.ClusterNames() {
+	for _, name := range layout.ClusterNames() {
 		client, err := mcscontroller.NewClient(m.l.Cluster(name).Config)
 		if err != nil {
 			return err
@@ -132,12 +133,12 @@ func (m *migration) export(ctx context.Context) error {
 		}
 	}
 	var want []string
-	for _, name := range env.ClusterNames() {
-		want = append(want, env.ClusterID(name))
+	for _, name := range layout.ClusterNames() {
+		want = append(want, layout.ClusterID(name))
 	}
 	slices.Sort(want)
 	exported := time.Now()
-	slicesOf := m.l.Cluster(env.GlobalCluster).Client.DiscoveryV1().EndpointSlices(migrationKey.Namespace)
+	slicesOf := m.l.Cluster(layout.GlobalCluster).Client.DiscoveryV1().EndpointSlices(migrationKey.Namespace)
 	var from []string
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, migrationSettle, true, func(ctx context.Context) (bool, error) {
 		list, err := slicesOf.List(ctx, metav1.ListOptions{LabelSelector: mcsv1beta1.LabelServiceName + "=" + migrationKey.Name})
@@ -148,10 +149,10 @@ func (m *migration) export(ctx context.Context) error {
 		return slices.Equal(from, want), nil
 	})
 	if err != nil {
-		return fmt.Errorf("%s imports %s from %v, want %v (the clusters' IDs), %s after the exports", env.GlobalCluster, migrationKey, from, want, migrationSettle)
+		return fmt.Errorf("%s imports %s from %v, want %v (the clusters' IDs), %s after the exports", layout.GlobalCluster, migrationKey, from, want, migrationSettle)
 	}
 	fmt.Fprintf(m.l.Out(), "  exported in %v: %s imports it from all of them, source clusters %v (their IDs), %s after the exports\n",
-		env.ClusterNames(), env.GlobalCluster, from, time.Since(exported).Round(10*time.Millisecond))
+		layout.ClusterNames(), layout.GlobalCluster, from, time.Since(exported).Round(10*time.Millisecond))
 	return nil
 }
 
@@ -173,17 +174,17 @@ func readySources(list []discoveryv1.EndpointSlice) []string {
 // rollClient points the client's Deployment at the clusterset.local name and waits until the
 // new pod's requests are served and the old pod is gone.
 func (m *migration) rollClient(ctx context.Context) error {
-	client := m.l.Cluster(env.GlobalCluster).Client
-	url := fmt.Sprintf("http://%s.%s.svc.clusterset.local:%d/", migrationKey.Name, migrationKey.Namespace, env.GlobalPort)
-	deployments := client.AppsV1().Deployments(env.SampleNamespace)
-	d, err := deployments.Get(ctx, env.GlobalClientName, metav1.GetOptions{})
+	client := m.l.Cluster(layout.GlobalCluster).Client
+	url := fmt.Sprintf("http://%s.%s.svc.clusterset.local:%d/", migrationKey.Name, migrationKey.Namespace, layout.GlobalPort)
+	deployments := client.AppsV1().Deployments(layout.SampleNamespace)
+	d, err := deployments.Get(ctx, layout.GlobalClientName, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
 	args := d.Spec.Template.Spec.Containers[0].Args
 	i := slices.Index(args, "-url")
 	if i < 0 || i+1 >= len(args) {
-		return fmt.Errorf("%s's arguments %v have no -url", env.GlobalClientName, args)
+		return fmt.Errorf("%s's arguments %v have no -url", layout.GlobalClientName, args)
 	}
 	args[i+1] = url
 	// The old pod sends until the new one has run for a while, as a client's rollout would have
@@ -194,12 +195,12 @@ func (m *migration) rollClient(ctx context.Context) error {
 		return err
 	}
 	rolled := time.Now()
-	pods := client.CoreV1().Pods(env.SampleNamespace)
-	pod, err := waitNewPod(ctx, pods, env.GlobalClientName, m.clients, podRunning)
+	pods := client.CoreV1().Pods(layout.SampleNamespace)
+	pod, err := waitNewPod(ctx, pods, layout.GlobalClientName, m.clients, podRunning)
 	if err != nil {
 		return err
 	}
-	p := m.l.Record().PodOf(env.GlobalCluster, pod)
+	p := m.l.Record().PodOf(layout.GlobalCluster, pod)
 	m.clients = append(m.clients, p)
 	first, err := m.firstSuccess(ctx, p)
 	if err != nil {
@@ -217,7 +218,7 @@ func (m *migration) rollClient(ctx context.Context) error {
 }
 
 // firstSuccess waits for p's first request that did not fail, and returns its time.
-func (m *migration) firstSuccess(ctx context.Context, p env.Pod) (time.Time, error) {
+func (m *migration) firstSuccess(ctx context.Context, p layout.Pod) (time.Time, error) {
 	var first time.Time
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, migrationSettle, true, func(context.Context) (bool, error) {
 		records, err := readLog(p.Log)
@@ -239,22 +240,22 @@ func (m *migration) firstSuccess(ctx context.Context, p env.Pod) (time.Time, err
 // global Service is gone, then lets the client send for two more windows.
 func (m *migration) dropGlobal(ctx context.Context) error {
 	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:null,%q:null}}}`, global.LabelGlobalService, global.LabelRoutingStrategy)
-	for _, name := range env.ClusterNames() {
+	for _, name := range layout.ClusterNames() {
 		services := m.l.Cluster(name).Client.CoreV1().Services(migrationKey.Namespace)
 		if _, err := services.Patch(ctx, migrationKey.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("unlabelling %s in %s: %w", migrationKey, name, err)
 		}
 	}
 	dropped := time.Now()
-	mirrors := m.l.Cluster(env.GlobalCluster).Client.CoreV1().Services(env.SemaphoreNamespace)
+	mirrors := m.l.Cluster(layout.GlobalCluster).Client.CoreV1().Services(layout.SemaphoreNamespace)
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, migrationSettle, true, func(ctx context.Context) (bool, error) {
-		_, err := mirrors.Get(ctx, global.ServiceName(env.GlobalKey), metav1.GetOptions{})
+		_, err := mirrors.Get(ctx, global.ServiceName(layout.GlobalKey), metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
-		return fmt.Errorf("the global Service %s is still in %s %s after the label went", global.ServiceName(env.GlobalKey), env.GlobalCluster, migrationSettle)
+		return fmt.Errorf("the global Service %s is still in %s %s after the label went", global.ServiceName(layout.GlobalKey), layout.GlobalCluster, migrationSettle)
 	}
-	fmt.Fprintf(m.l.Out(), "  global label removed: %s's global Service gone %s later\n", env.GlobalCluster, time.Since(dropped).Round(10*time.Millisecond))
+	fmt.Fprintf(m.l.Out(), "  global label removed: %s's global Service gone %s later\n", layout.GlobalCluster, time.Since(dropped).Round(10*time.Millisecond))
 	return sleepUntil(ctx, time.Now().Add(2*globalWindow))
 }
 

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // checkWithPlugin runs `kubectl semaphore check` in every cluster, as a user would, and expects
@@ -28,7 +29,7 @@ func checkWithPlugin(ctx context.Context, l *env.Lab) []string {
 		return nil
 	}
 	var problems []string
-	for _, cluster := range env.ClusterNames() {
+	for _, cluster := range layout.ClusterNames() {
 		results, code, err := l.PluginCheck(ctx, cluster, false)
 		switch {
 		case err != nil:
@@ -53,8 +54,8 @@ func checkWithPlugin(ctx context.Context, l *env.Lab) []string {
 // remote, within 30 seconds.
 func checkRevokedToken(ctx context.Context, l *env.Lab) []string {
 	secret := "semaphore-remote-gcp-token"
-	if err := l.Cluster("aws").Client.CoreV1().Secrets(env.RemoteNamespace).Delete(ctx, secret, metav1.DeleteOptions{}); err != nil {
-		return []string{fmt.Sprintf("revoking gcp's token in aws (deleting Secret %s/%s): %v", env.RemoteNamespace, secret, err)}
+	if err := l.Cluster("aws").Client.CoreV1().Secrets(layout.RemoteNamespace).Delete(ctx, secret, metav1.DeleteOptions{}); err != nil {
+		return []string{fmt.Sprintf("revoking gcp's token in aws (deleting Secret %s/%s): %v", layout.RemoteNamespace, secret, err)}
 	}
 	start := time.Now()
 	var last string

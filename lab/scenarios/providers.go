@@ -12,6 +12,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // largeBody is the body posted between providers: far larger than any path's MTU, so that it
@@ -28,14 +29,14 @@ func checkProviders(ctx context.Context, l *env.Lab) []string {
 		return nil
 	}
 	fmt.Fprintf(l.Out(), "Between providers (a %d KiB POST from an echo pod of each cluster to one of each other cluster)\n", largeBody>>10)
-	before, err := env.ReadInternetCounters()
+	before, err := layout.ReadInternetCounters()
 	if err != nil {
 		return []string{err.Error()}
 	}
 	var problems []string
 	rec := l.Record()
-	for _, from := range env.ClusterNames() {
-		for _, to := range env.RemotesOf(from) {
+	for _, from := range layout.ClusterNames() {
+		for _, to := range layout.RemotesOf(from) {
 			took, err := postBetween(ctx, rec, from, to)
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("%s -> %s: %v", from, to, err))
@@ -45,7 +46,7 @@ func checkProviders(ctx context.Context, l *env.Lab) []string {
 			fmt.Fprintf(l.Out(), "  %-6s -> %-6s %d bytes received in %v\n", from, to, largeBody, took.Round(time.Millisecond))
 		}
 	}
-	after, err := env.ReadInternetCounters()
+	after, err := layout.ReadInternetCounters()
 	if err != nil {
 		return append(problems, err.Error())
 	}
@@ -55,7 +56,7 @@ func checkProviders(ctx context.Context, l *env.Lab) []string {
 		problems = append(problems, "the internet carried no WireGuard packet while the pods posted to each other")
 	}
 	if after.Cleartext > 0 {
-		problems = append(problems, fmt.Sprintf("the internet carried %d packets with a pod's address (%s) in clear", after.Cleartext, env.PodsCIDR))
+		problems = append(problems, fmt.Sprintf("the internet carried %d packets with a pod's address (%s) in clear", after.Cleartext, layout.PodsCIDR))
 	}
 	return problems
 }
@@ -63,7 +64,7 @@ func checkProviders(ctx context.Context, l *env.Lab) []string {
 // postBetween posts largeBody from inside an echo pod of cluster from to an echo pod of
 // cluster to, by its address, and checks that all of it arrived. A tunnel not up yet (merit's,
 // until its next keepalive) is given a few tries.
-func postBetween(ctx context.Context, rec *env.Record, from, to string) (time.Duration, error) {
+func postBetween(ctx context.Context, rec *layout.Record, from, to string) (time.Duration, error) {
 	src, dst := echoPod(rec, from), echoPod(rec, to)
 	if src == nil || dst == nil {
 		return 0, fmt.Errorf("no echo pod in %s or %s", from, to)
@@ -73,7 +74,7 @@ func postBetween(ctx context.Context, rec *env.Record, from, to string) (time.Du
 		return 0, err
 	}
 	client := testbed.HTTPClientInNetns(netns)
-	url := "http://" + net.JoinHostPort(dst.IP, strconv.Itoa(int(env.GlobalPort))) + "/"
+	url := "http://" + net.JoinHostPort(dst.IP, strconv.Itoa(int(layout.GlobalPort))) + "/"
 	want := fmt.Sprintf("received %d bytes", largeBody)
 	var last error
 	for attempt := 0; attempt < 6; attempt++ {
@@ -114,9 +115,9 @@ func post(ctx context.Context, client *http.Client, url string) (string, error) 
 }
 
 // echoPod is a pod of the global service's echo in cluster, or nil.
-func echoPod(rec *env.Record, cluster string) *env.Pod {
+func echoPod(rec *layout.Record, cluster string) *layout.Pod {
 	for i, p := range rec.Pods {
-		if p.Cluster == cluster && p.App == env.GlobalName && p.IP != "" {
+		if p.Cluster == cluster && p.App == layout.GlobalName && p.IP != "" {
 			return &rec.Pods[i]
 		}
 	}

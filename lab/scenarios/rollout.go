@@ -11,6 +11,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/rollout"
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // rolloutTimeout bounds each rollout during the outage: a pod is replaced in seconds here, so
@@ -25,11 +26,11 @@ func checkRolloutDuringOutage(ctx context.Context, l *env.Lab) []string {
 	c := l.Cluster("gcp").Client
 	restartedAt := time.Now().UTC().Format(time.RFC3339)
 	patch := fmt.Appendf(nil, `{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`, restartedAt)
-	ds, deploy := env.WireGuardComponent, "semaphore-service-mirror"
-	if _, err := c.AppsV1().DaemonSets(env.SemaphoreNamespace).Patch(ctx, ds, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	ds, deploy := layout.WireGuardComponent, "semaphore-service-mirror"
+	if _, err := c.AppsV1().DaemonSets(layout.SemaphoreNamespace).Patch(ctx, ds, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return []string{fmt.Sprintf("restarting DaemonSet %s in gcp: %v", ds, err)}
 	}
-	if _, err := c.AppsV1().Deployments(env.SemaphoreNamespace).Patch(ctx, deploy, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := c.AppsV1().Deployments(layout.SemaphoreNamespace).Patch(ctx, deploy, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return []string{fmt.Sprintf("restarting Deployment %s in gcp: %v", deploy, err)}
 	}
 	start := time.Now()
@@ -53,14 +54,14 @@ func checkRolloutDuringOutage(ctx context.Context, l *env.Lab) []string {
 // it is), as `kubectl rollout status` waits for: a DaemonSet for semaphore-wireguard, a
 // Deployment for the others.
 func workloadPending(ctx context.Context, client kubernetes.Interface, component string) string {
-	if component == env.WireGuardComponent {
-		d, err := client.AppsV1().DaemonSets(env.SemaphoreNamespace).Get(ctx, component, metav1.GetOptions{})
+	if component == layout.WireGuardComponent {
+		d, err := client.AppsV1().DaemonSets(layout.SemaphoreNamespace).Get(ctx, component, metav1.GetOptions{})
 		if err != nil {
 			return err.Error()
 		}
 		return rollout.DaemonSetPending(d)
 	}
-	d, err := client.AppsV1().Deployments(env.SemaphoreNamespace).Get(ctx, component, metav1.GetOptions{})
+	d, err := client.AppsV1().Deployments(layout.SemaphoreNamespace).Get(ctx, component, metav1.GetOptions{})
 	if err != nil {
 		return err.Error()
 	}

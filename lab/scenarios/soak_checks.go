@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/promapi"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
@@ -81,7 +82,7 @@ func inSync(ctx context.Context, l *env.Lab, when string) []string {
 // handshakes of a replaced wireguard pod may take a keepalive or two), for up to a minute.
 func pluginPasses(ctx context.Context, l *env.Lab) []string {
 	var problems []string
-	for _, cluster := range env.ClusterNames() {
+	for _, cluster := range layout.ClusterNames() {
 		deadline := time.Now().Add(time.Minute)
 		for {
 			results, code, err := l.PluginCheck(ctx, cluster, false)
@@ -116,14 +117,14 @@ func (s *soakRun) removeWorkloads(ctx context.Context, l *env.Lab) []string {
 
 // deleteNamespace deletes namespace in every cluster and waits until it is gone.
 func deleteNamespace(ctx context.Context, l *env.Lab, namespace string) error {
-	for _, name := range env.ClusterNames() {
+	for _, name := range layout.ClusterNames() {
 		err := l.Cluster(name).Client.CoreV1().Namespaces().Delete(ctx, namespace, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	return wait.PollUntilContextTimeout(ctx, time.Second, soakSettle, true, func(ctx context.Context) (bool, error) {
-		for _, name := range env.ClusterNames() {
+		for _, name := range layout.ClusterNames() {
 			_, err := l.Cluster(name).Client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
 			if !apierrors.IsNotFound(err) {
 				return false, nil

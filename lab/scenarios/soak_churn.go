@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // churn changes the clusters until d has passed, cutting remotes and deleting controller pods
@@ -38,7 +38,7 @@ func (s *soakRun) churn(ctx context.Context, d time.Duration) {
 			restore = nil
 		}
 		if restore == nil && now.After(nextCut) {
-			remote := env.ClusterNames()[cuts%len(env.ClusterSpecs)]
+			remote := layout.ClusterNames()[cuts%len(layout.ClusterSpecs)]
 			restore, restoreAt = s.cut(remote), now.Add(soakCutFor)
 			cuts++
 			nextCut = nextCut.Add(soakCutEvery)
@@ -59,10 +59,10 @@ func (s *soakRun) churn(ctx context.Context, d time.Duration) {
 // addresses: nodes and pods leave their networks translated) to remote's API server at its
 // published address, and returns what restores them.
 func (s *soakRun) cut(remote string) (restore func()) {
-	api := env.SpecOf(remote).PublicAPIAddr
+	api := layout.SpecOf(remote).PublicAPIAddr
 	var rules [][]string
-	for _, other := range env.RemotesOf(remote) {
-		for _, src := range env.PublicAddrs(env.SpecOf(other), s.l.Record().Nodes.Nodes) {
+	for _, other := range layout.RemotesOf(remote) {
+		for _, src := range layout.PublicAddrs(layout.SpecOf(other), s.l.Record().Nodes.Nodes) {
 			rules = append(rules, []string{"INPUT", "-s", src, "-d", api, "-j", "DROP"})
 		}
 	}
@@ -75,7 +75,7 @@ func (s *soakRun) cut(remote string) (restore func()) {
 		added = append(added, r)
 	}
 	s.count("remote cuts")
-	s.l.Logf("soak: %s cut off from %s", remote, strings.Join(env.RemotesOf(remote), " and "))
+	s.l.Logf("soak: %s cut off from %s", remote, strings.Join(layout.RemotesOf(remote), " and "))
 	return func() {
 		for _, r := range added {
 			if err := internetIptables(append([]string{"-D"}, r...)...); err != nil {
@@ -88,7 +88,7 @@ func (s *soakRun) cut(remote string) (restore func()) {
 
 // internetIptables runs iptables in the lab's internet.
 func internetIptables(args ...string) error {
-	out, err := exec.Command("ip", append([]string{"netns", "exec", env.InternetNetns, "iptables", "-w"}, args...)...).CombinedOutput()
+	out, err := exec.Command("ip", append([]string{"netns", "exec", layout.InternetNetns, "iptables", "-w"}, args...)...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
@@ -97,7 +97,7 @@ func internetIptables(args ...string) error {
 
 // createWorkloads creates soakApp and soakBatch in every cluster.
 func (s *soakRun) createWorkloads(ctx context.Context) error {
-	for _, name := range env.ClusterNames() {
+	for _, name := range layout.ClusterNames() {
 		c := s.l.Cluster(name)
 		for _, w := range []struct {
 			name     string
@@ -109,7 +109,7 @@ func (s *soakRun) createWorkloads(ctx context.Context) error {
 				ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}},
 				PeriodSeconds: 1,
 			}
-			if err := s.l.CreateSampleDeployment(ctx, c, soakNamespace, w.name, w.replicas, map[string]string{env.PolicyLabel: w.name}, nil, ctr); err != nil {
+			if err := s.l.CreateSampleDeployment(ctx, c, soakNamespace, w.name, w.replicas, map[string]string{layout.PolicyLabel: w.name}, nil, ctr); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 		}
@@ -119,7 +119,7 @@ func (s *soakRun) createWorkloads(ctx context.Context) error {
 
 // change makes one random change in a random cluster.
 func (s *soakRun) change(ctx context.Context) {
-	cluster := env.ClusterNames()[s.rng.IntN(len(env.ClusterSpecs))]
+	cluster := layout.ClusterNames()[s.rng.IntN(len(layout.ClusterSpecs))]
 	c := s.l.Cluster(cluster).Client
 	var what string
 	var err error
@@ -131,7 +131,7 @@ func (s *soakRun) change(ctx context.Context) {
 	case op == 2 && len(s.services[cluster]) < soakMaxServices:
 		s.serial++
 		name := fmt.Sprintf("soak-%d", s.serial)
-		svc := soakService(name, map[string]string{env.MirrorLabel: "true"})
+		svc := soakService(name, map[string]string{layout.MirrorLabel: "true"})
 		if _, err = c.CoreV1().Services(soakNamespace).Create(ctx, svc, metav1.CreateOptions{}); err == nil {
 			s.services[cluster] = append(s.services[cluster], name)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/promapi"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
@@ -31,7 +32,7 @@ const (
 
 // podFootprint is what a controller pod runs and holds.
 type podFootprint struct {
-	env.Controller
+	layout.Controller
 	Goroutines float64
 	RSS        float64 // bytes
 	// Heap is the Go heap in use (bytes): what the program holds, of RSS.

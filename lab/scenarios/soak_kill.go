@@ -9,14 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
 // soakVictims are the controllers the soak deletes a pod of, in turn: a cluster's component.
 var soakVictims = []struct{ component, cluster string }{
-	{"semaphore-service-mirror", "aws"}, {"semaphore-policy", "gcp"}, {env.WireGuardComponent, "merit"},
-	{"semaphore-service-mirror", "gcp"}, {"semaphore-policy", "merit"}, {env.WireGuardComponent, "aws"},
-	{"semaphore-service-mirror", "merit"}, {"semaphore-policy", "aws"}, {env.WireGuardComponent, "gcp"},
+	{"semaphore-service-mirror", "aws"}, {"semaphore-policy", "gcp"}, {layout.WireGuardComponent, "merit"},
+	{"semaphore-service-mirror", "gcp"}, {"semaphore-policy", "merit"}, {layout.WireGuardComponent, "aws"},
+	{"semaphore-service-mirror", "merit"}, {"semaphore-policy", "aws"}, {layout.WireGuardComponent, "gcp"},
 }
 
 // kill deletes the i-th victim's pod (the Lease holder when the component elects one) and, in
@@ -24,7 +25,7 @@ var soakVictims = []struct{ component, cluster string }{
 func (s *soakRun) kill(ctx context.Context, i int) {
 	v := soakVictims[i%len(soakVictims)]
 	rec := s.l.Record()
-	var victim *env.Controller
+	var victim *layout.Controller
 	for _, c := range rec.Controllers {
 		if c.Component != v.component || c.Cluster != v.cluster {
 			continue
@@ -38,7 +39,7 @@ func (s *soakRun) kill(ctx context.Context, i int) {
 		return
 	}
 	client := s.l.Cluster(v.cluster).Client
-	if err := client.CoreV1().Pods(env.SemaphoreNamespace).Delete(ctx, victim.PodName, metav1.DeleteOptions{}); err != nil {
+	if err := client.CoreV1().Pods(layout.SemaphoreNamespace).Delete(ctx, victim.PodName, metav1.DeleteOptions{}); err != nil {
 		s.problem("deleting %s's pod %s in %s: %v", v.component, victim.PodName, v.cluster, err)
 		return
 	}
@@ -50,7 +51,7 @@ func (s *soakRun) kill(ctx context.Context, i int) {
 			s.waitTakeover(ctx, *victim)
 		}
 		err := wait.PollUntilContextTimeout(ctx, time.Second, soakSettle, true, func(ctx context.Context) (bool, error) {
-			pod, err := client.CoreV1().Pods(env.SemaphoreNamespace).Get(ctx, victim.PodName, metav1.GetOptions{})
+			pod, err := client.CoreV1().Pods(layout.SemaphoreNamespace).Get(ctx, victim.PodName, metav1.GetOptions{})
 			gone := apierrors.IsNotFound(err) || (err == nil && string(pod.UID) != victim.PodUID)
 			return gone && workloadPending(ctx, client, v.component) == "", nil
 		})
@@ -69,7 +70,7 @@ func (s *soakRun) kill(ctx context.Context, i int) {
 
 // waitTakeover waits until another pod than victim holds victim's Lease, and says how long
 // that took: the leader failover.
-func (s *soakRun) waitTakeover(ctx context.Context, victim env.Controller) {
+func (s *soakRun) waitTakeover(ctx context.Context, victim layout.Controller) {
 	start := time.Now()
 	holder := ""
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, soakSettle, true, func(ctx context.Context) (bool, error) {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // handshakeInterval is WireGuard's REKEY_TIMEOUT: how long a peer waits for the answer to a
@@ -23,7 +23,7 @@ const probeEvery = 200 * time.Millisecond
 // tunnelPair is two workload pods on nodes of different clusters: pinging from one to the
 // other crosses the tunnel between their nodes.
 type tunnelPair struct {
-	from, to env.Pod
+	from, to layout.Pod
 	netns    string // from's network namespace
 }
 
@@ -47,15 +47,15 @@ type tunnelProbe struct {
 // tunnelPairs is one pair for every two nodes of different clusters that both run a workload
 // pod (not a controller, which an upgrade replaces, nor a pod on its node's network, whose
 // address no tunnel carries): the first pod by name of each node.
-func tunnelPairs(rec *env.Record) []tunnelPair {
+func tunnelPairs(rec *layout.Record) []tunnelPair {
 	nodeIPs := map[string]bool{}
 	for _, n := range rec.Nodes.Nodes {
 		nodeIPs[n.InternalIP] = true
 	}
-	byNode := map[string]env.Pod{}
+	byNode := map[string]layout.Pod{}
 	for _, p := range rec.Pods {
 		a, err := netip.ParseAddr(p.IP)
-		if err != nil || !a.Is4() || nodeIPs[p.IP] || p.Namespace == env.SemaphoreNamespace {
+		if err != nil || !a.Is4() || nodeIPs[p.IP] || p.Namespace == layout.SemaphoreNamespace {
 			continue
 		}
 		if q, ok := byNode[p.Node]; !ok || p.Name < q.Name {
@@ -79,7 +79,7 @@ func tunnelPairs(rec *env.Record) []tunnelPair {
 // startTunnelProbe finds the pairs whose ping is answered now (a few tries each; a Calico
 // policy or a pod gone since it was recorded leaves a pair out, as skipped says) and starts
 // pinging them.
-func startTunnelProbe(rec *env.Record) (probe *tunnelProbe, skipped []string) {
+func startTunnelProbe(rec *layout.Record) (probe *tunnelProbe, skipped []string) {
 	probe = &tunnelProbe{stop: make(chan struct{})}
 	for _, p := range tunnelPairs(rec) {
 		netns, err := testbed.PodNetns(p.from.UID)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 func TestLongestGapIsTheLongestSilenceLessTheProbeInterval(t *testing.T) {
@@ -29,17 +29,17 @@ func TestLongestGapIsTheLongestSilenceLessTheProbeInterval(t *testing.T) {
 }
 
 func TestTunnelPairsJoinOneWorkloadPodPerNodeAcrossClusters(t *testing.T) {
-	rec := &env.Record{
-		Nodes: &env.Nodes{Nodes: []env.Node{
+	rec := &layout.Record{
+		Nodes: &layout.Nodes{Nodes: []layout.Node{
 			{Name: "aws-0", Cluster: "aws", InternalIP: "10.0.0.1"},
 			{Name: "gcp-0", Cluster: "gcp", InternalIP: "10.1.0.1"},
 			{Name: "gcp-1", Cluster: "gcp", InternalIP: "10.1.0.2"},
 		}},
-		Pods: []env.Pod{
+		Pods: []layout.Pod{
 			{Cluster: "aws", Namespace: "logs", Name: "fluentd-b", Node: "aws-0", IP: "100.64.0.3"},
 			{Cluster: "aws", Namespace: "logs", Name: "fluentd-a", Node: "aws-0", IP: "100.64.0.2"},
-			{Cluster: "aws", Namespace: env.SemaphoreNamespace, Name: "a-mirror", Node: "aws-0", IP: "100.64.0.9"},
-			{Cluster: "aws", Namespace: env.SemaphoreNamespace, Name: "a-wireguard", Node: "aws-0", IP: "10.0.0.1"},
+			{Cluster: "aws", Namespace: layout.SemaphoreNamespace, Name: "a-mirror", Node: "aws-0", IP: "100.64.0.9"},
+			{Cluster: "aws", Namespace: layout.SemaphoreNamespace, Name: "a-wireguard", Node: "aws-0", IP: "10.0.0.1"},
 			{Cluster: "gcp", Namespace: "logs", Name: "forwarder", Node: "gcp-0", IP: "100.65.0.2"},
 			{Cluster: "gcp", Namespace: "kube-system", Name: "a-host-pod", Node: "gcp-1", IP: "10.1.0.2"},
 		},

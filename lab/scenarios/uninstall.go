@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // uninstalled is the cluster the uninstall scenario uninstalls; consumer reads it.
@@ -69,7 +70,7 @@ func expectNothingLeft(ctx context.Context, l *env.Lab) []string {
 		}
 		if len(left) == 0 {
 			fmt.Fprintf(l.Out(), "  %-6s nothing left %s after the uninstall: no object of a component, nothing in %s or %s, no device, route, key or annotation of ours on its nodes\n",
-				uninstalled, time.Since(start).Round(100*time.Millisecond), env.SemaphoreNamespace, env.RemoteNamespace)
+				uninstalled, time.Since(start).Round(100*time.Millisecond), layout.SemaphoreNamespace, layout.RemoteNamespace)
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
@@ -81,7 +82,7 @@ func restartAgents(ctx context.Context, l *env.Lab, clusters []string) []string 
 			return []string{err.Error()}
 		}
 		old[cluster] = uids
-		pods := l.Cluster(cluster).Client.CoreV1().Pods(env.SemaphoreNamespace)
+		pods := l.Cluster(cluster).Client.CoreV1().Pods(layout.SemaphoreNamespace)
 		if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: agentSelector}); err != nil {
 			return []string{fmt.Sprintf("%s: deleting the semaphore-wireguard pods: %v", cluster, err)}
 		}
@@ -89,7 +90,7 @@ func restartAgents(ctx context.Context, l *env.Lab, clusters []string) []string 
 	for _, cluster := range clusters {
 		err := wait.PollUntilContextTimeout(ctx, time.Second, unreachableSettle, true, func(ctx context.Context) (bool, error) {
 			uids, err := agentPods(ctx, l, cluster)
-			return err == nil && len(uids) == env.NodesPerCluster && !slices.ContainsFunc(uids, func(u string) bool { return slices.Contains(old[cluster], u) }), nil
+			return err == nil && len(uids) == layout.NodesPerCluster && !slices.ContainsFunc(uids, func(u string) bool { return slices.Contains(old[cluster], u) }), nil
 		})
 		if err != nil {
 			return []string{fmt.Sprintf("%s: the semaphore-wireguard pods were not all replaced and ready in %s", cluster, unreachableSettle)}
@@ -105,12 +106,12 @@ func restartAgents(ctx context.Context, l *env.Lab, clusters []string) []string 
 }
 
 // agentSelector selects semaphore-wireguard's pods.
-const agentSelector = "app.kubernetes.io/name=" + env.WireGuardComponent
+const agentSelector = "app.kubernetes.io/name=" + layout.WireGuardComponent
 
 // agentPods are the UIDs of cluster's semaphore-wireguard pods that run and are ready, not
 // being deleted.
 func agentPods(ctx context.Context, l *env.Lab, cluster string) ([]string, error) {
-	list, err := l.Cluster(cluster).Client.CoreV1().Pods(env.SemaphoreNamespace).List(ctx, metav1.ListOptions{LabelSelector: agentSelector})
+	list, err := l.Cluster(cluster).Client.CoreV1().Pods(layout.SemaphoreNamespace).List(ctx, metav1.ListOptions{LabelSelector: agentSelector})
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +129,7 @@ func agentPods(ctx context.Context, l *env.Lab, cluster string) ([]string, error
 func waitRollout(ctx context.Context, l *env.Lab, cluster string) string {
 	var last string
 	for start := time.Now(); time.Since(start) < unreachableSettle; time.Sleep(time.Second) {
-		if last = workloadPending(ctx, l.Cluster(cluster).Client, env.WireGuardComponent); last == "" {
+		if last = workloadPending(ctx, l.Cluster(cluster).Client, layout.WireGuardComponent); last == "" {
 			return ""
 		}
 	}
@@ -170,8 +171,8 @@ func namesUnreachable(results []env.PluginResult, cluster, remote string) string
 	if failure == "" {
 		return fmt.Sprintf("%s: the handshakes with %s do not fail yet", cluster, remote)
 	}
-	for i := range env.NodesPerCluster {
-		if node := env.NodeName(remote, i); !strings.Contains(failure, node) {
+	for i := range layout.NodesPerCluster {
+		if node := layout.NodeName(remote, i); !strings.Contains(failure, node) {
 			return fmt.Sprintf("%s: the handshakes check does not name %s: %s", cluster, node, failure)
 		}
 	}

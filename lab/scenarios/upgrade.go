@@ -16,6 +16,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
@@ -67,11 +68,11 @@ func checkUpgrade(ctx context.Context, l *env.Lab) []string {
 	}
 	fmt.Fprintf(l.Out(), "  every cluster upgraded to %s in %s, the mesh ready\n", this.Version, to.Sub(from).Round(time.Second))
 	problems = append(problems, rewrittenSince(ctx, l, before)...)
-	sent, err := senderStats(l.Record().PodsOf(env.ForwarderCluster, env.ForwarderName), from, to)
+	sent, err := senderStats(l.Record().PodsOf(layout.ForwarderCluster, layout.ForwarderName), from, to)
 	if err != nil {
 		return append(problems, fmt.Sprintf("reading the forwarders' logs: %v", err))
 	}
-	fmt.Fprintf(l.Out(), "  %s/%s -> %s's %s during the upgrade: %s\n", env.ForwarderCluster, env.ForwarderName, env.FluentdCluster, env.FluentdName, sent)
+	fmt.Fprintf(l.Out(), "  %s/%s -> %s's %s during the upgrade: %s\n", layout.ForwarderCluster, layout.ForwarderName, layout.FluentdCluster, layout.FluentdName, sent)
 	if sent.Sent == 0 || sent.Failed > 0 {
 		problems = append(problems, fmt.Sprintf("the forwarders during the upgrade: %s; want requests and none failed", sent))
 	}
@@ -81,7 +82,7 @@ func checkUpgrade(ctx context.Context, l *env.Lab) []string {
 // upgradeAll upgrades every cluster's umbrella release to rel, one after the other, and waits
 // until the mesh is ready with it.
 func upgradeAll(ctx context.Context, l *env.Lab, rel env.Release) []string {
-	for _, cluster := range env.ClusterNames() {
+	for _, cluster := range layout.ClusterNames() {
 		if err := l.UpgradeUmbrellaTo(ctx, cluster, rel); err != nil {
 			return []string{fmt.Sprintf("%s: helm upgrade to %s: %v", cluster, rel.Version, err)}
 		}
@@ -113,7 +114,7 @@ func settle(ctx context.Context, l *env.Lab, when string) []string {
 // writtenState is the resourceVersion of every mirror Service and EndpointSlice and every
 // GlobalNetworkSet of the components in every cluster, by cluster, kind and name.
 func writtenState(ctx context.Context, l *env.Lab) (map[string]string, error) {
-	sets, err := calico.Resource(env.CalicoAPI)
+	sets, err := calico.Resource(layout.CalicoAPI)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +127,7 @@ func writtenState(ctx context.Context, l *env.Lab) (map[string]string, error) {
 		{sets, ownership.Policy},
 	}
 	out := map[string]string{}
-	for _, cluster := range env.ClusterNames() {
+	for _, cluster := range layout.ClusterNames() {
 		dyn, err := dynamic.NewForConfig(l.Cluster(cluster).Config)
 		if err != nil {
 			return nil, err

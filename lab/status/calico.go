@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/calicoipam"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // What the status expects of the Calico-way cluster (env.CalicoCluster): calico-ipam allocates
@@ -113,8 +113,8 @@ func (c calicoIPAM) podsOf(node string) string {
 
 // podsColumn is what the status says of where node n's pods' addresses come from: its pod
 // CIDR, or in the Calico-way cluster its IPAM blocks and the addresses it borrowed.
-func podsColumn(n env.Node, ipam calicoIPAM) string {
-	if n.Cluster != env.CalicoCluster {
+func podsColumn(n layout.Node, ipam calicoIPAM) string {
+	if n.Cluster != layout.CalicoCluster {
 		return n.PodCIDR
 	}
 	return ipam.podsOf(n.Name)
@@ -123,8 +123,8 @@ func podsColumn(n env.Node, ipam calicoIPAM) string {
 // wantAllowedIPs are the allowed IPs a device for remote must give the peer for node: the
 // node's pod CIDR, or in the Calico-way cluster its peerPrefixes; none (false) when the
 // Calico-way cluster's blocks could not be read.
-func wantAllowedIPs(rec *env.Record, ipam calicoIPAM, remote, node string) ([]string, bool) {
-	if remote == env.CalicoCluster {
+func wantAllowedIPs(rec *layout.Record, ipam calicoIPAM, remote, node string) ([]string, bool) {
+	if remote == layout.CalicoCluster {
 		return ipam.peerPrefixes(node), ipam.err == nil
 	}
 	for _, n := range rec.Nodes.Nodes {

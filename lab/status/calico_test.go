@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/calicoipam"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // block is an IPAMBlock as calico-ipam writes it: cidr affine to node, with each address of
@@ -50,11 +50,11 @@ func TestPodsColumnNamesBlocksAndBorrowedAddresses(t *testing.T) {
 		"aws-node-1": "blocks 198.18.1.0/26,198.18.1.64/26,198.18.1.192/26",
 		"aws-node-2": "blocks 198.18.1.128/26; borrowed 198.18.1.200,198.18.1.201 from 198.18.1.192/26 (aws-node-1)",
 	} {
-		if got := podsColumn(env.Node{Name: node, Cluster: "aws", PodCIDR: "198.18.1.0/25"}, ipam); got != want {
+		if got := podsColumn(layout.Node{Name: node, Cluster: "aws", PodCIDR: "198.18.1.0/25"}, ipam); got != want {
 			t.Errorf("pods of %s: %q, want %q", node, got, want)
 		}
 	}
-	if got := podsColumn(env.Node{Name: "gcp-node-1", Cluster: "gcp", PodCIDR: "198.18.2.0/25"}, ipam); got != "198.18.2.0/25" {
+	if got := podsColumn(layout.Node{Name: "gcp-node-1", Cluster: "gcp", PodCIDR: "198.18.2.0/25"}, ipam); got != "198.18.2.0/25" {
 		t.Errorf("pods of gcp-node-1: %q, want its pod CIDR", got)
 	}
 }
@@ -73,14 +73,14 @@ func TestBlockOf(t *testing.T) {
 // Without aws's blocks the status expects nothing of aws's peers, and still of the others'.
 func TestUnreadBlocksExpectNothingOfCalico(t *testing.T) {
 	ipam := calicoIPAM{err: errors.New("connection refused")}
-	rec := &env.Record{Nodes: &env.Nodes{Nodes: []env.Node{{Name: "gcp-node-1", Cluster: "gcp", PodCIDR: "198.18.2.0/25"}}}}
+	rec := &layout.Record{Nodes: &layout.Nodes{Nodes: []layout.Node{{Name: "gcp-node-1", Cluster: "gcp", PodCIDR: "198.18.2.0/25"}}}}
 	if want, known := wantAllowedIPs(rec, ipam, "aws", "aws-node-1"); known {
 		t.Errorf("aws-node-1's allowed IPs known (%v) without blocks", want)
 	}
 	if want, known := wantAllowedIPs(rec, ipam, "gcp", "gcp-node-1"); !known || !slices.Equal(want, []string{"198.18.2.0/25"}) {
 		t.Errorf("gcp-node-1's allowed IPs %v (known %v), want its pod CIDR", want, known)
 	}
-	if got := podsColumn(env.Node{Name: "aws-node-1", Cluster: "aws"}, ipam); got != "IPAM blocks unread" {
+	if got := podsColumn(layout.Node{Name: "aws-node-1", Cluster: "aws"}, ipam); got != "IPAM blocks unread" {
 		t.Errorf("pods of aws-node-1 without blocks: %q", got)
 	}
 }

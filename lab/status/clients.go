@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // How the status reads the lab: the clusters through their direct kubeconfigs (never cut), the
@@ -46,11 +46,11 @@ func listWithSlices[T any](ctx context.Context, kubeconfig, selector string, of 
 		return nil, err
 	}
 	opts := metav1.ListOptions{LabelSelector: selector}
-	svcs, err := client.CoreV1().Services(env.SemaphoreNamespace).List(ctx, opts)
+	svcs, err := client.CoreV1().Services(layout.SemaphoreNamespace).List(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	eps, err := client.DiscoveryV1().EndpointSlices(env.SemaphoreNamespace).List(ctx, opts)
+	eps, err := client.DiscoveryV1().EndpointSlices(layout.SemaphoreNamespace).List(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

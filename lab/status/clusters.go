@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // clustersStatus lists the clusters and the registry.
 type clustersStatus struct{ printOnly }
 
-func (clustersStatus) print(w io.Writer, rec *env.Record) {
+func (clustersStatus) print(w io.Writer, rec *layout.Record) {
 	section(w, fmt.Sprintf("Clusters (kubectl --kubeconfig %s --context <cluster>)", rec.Kubeconfig))
 	tw := table(w)
 	for _, c := range rec.Clusters {
@@ -18,6 +18,6 @@ func (clustersStatus) print(w io.Writer, rec *env.Record) {
 	}
 	tw.Flush()
 	if rec.Registry != "" {
-		fmt.Fprintf(w, "  registry %s: images %s/..., charts oci://%s/%s/...\n", rec.Registry, env.ImagesRepo, rec.Registry, env.ChartsRepo)
+		fmt.Fprintf(w, "  registry %s: images %s/..., charts oci://%s/%s/...\n", rec.Registry, layout.ImagesRepo, rec.Registry, layout.ChartsRepo)
 	}
 }

@@ -13,12 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-semaphore/semaphore/internal/ownership"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // ControllerStatus is one controller's readiness.
 type ControllerStatus struct {
-	env.Controller
+	layout.Controller
 	Ready  bool
 	Detail string // the failing checks of /readyz, or the error reaching it
 	// Leader tells whether the pod holds its Lease (with Lease set).
@@ -34,7 +34,7 @@ type controllersStatus struct {
 	controllers []ControllerStatus // as rec.Controllers
 }
 
-func (c *controllersStatus) collect(ctx context.Context, rec *env.Record) {
+func (c *controllersStatus) collect(ctx context.Context, rec *layout.Record) {
 	c.controllers = make([]ControllerStatus, len(rec.Controllers))
 	var wg sync.WaitGroup
 	for i, ctl := range rec.Controllers {
@@ -68,14 +68,14 @@ func (c *controllersStatus) collect(ctx context.Context, rec *env.Record) {
 
 // problems: every controller runs in every cluster, is ready, and exactly one replica of each
 // that elects a leader leads. Without nodes no controller runs, and that is no problem.
-func (c *controllersStatus) problems(rec *env.Record) []string {
+func (c *controllersStatus) problems(rec *layout.Record) []string {
 	if rec.NodesSkipped() {
 		return nil
 	}
 	var problems []string
 	for _, component := range []string{ownership.ServiceMirror, ownership.Policy} {
-		for _, cluster := range env.ClusterNames() {
-			if !slices.ContainsFunc(rec.Controllers, func(ctl env.Controller) bool {
+		for _, cluster := range layout.ClusterNames() {
+			if !slices.ContainsFunc(rec.Controllers, func(ctl layout.Controller) bool {
 				return ctl.Component == component && ctl.Cluster == cluster
 			}) {
 				problems = append(problems, fmt.Sprintf("%s does not run in %s", component, cluster))
@@ -105,7 +105,7 @@ func (c *controllersStatus) problems(rec *env.Record) []string {
 	return problems
 }
 
-func (c *controllersStatus) print(w io.Writer, _ *env.Record) {
+func (c *controllersStatus) print(w io.Writer, _ *layout.Record) {
 	section(w, "Controllers")
 	tw := table(w)
 	for _, ctl := range c.controllers {
@@ -131,7 +131,7 @@ func (c *controllersStatus) print(w io.Writer, _ *env.Record) {
 }
 
 // readiness asks a controller's /readyz.
-func readiness(ctx context.Context, c env.Controller) ControllerStatus {
+func readiness(ctx context.Context, c layout.Controller) ControllerStatus {
 	s := ControllerStatus{Controller: c}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -162,8 +162,8 @@ func readiness(ctx context.Context, c env.Controller) ControllerStatus {
 
 // LeaseHolder is the holder of Lease lease in cluster's semaphore namespace ("" when it cannot
 // be read).
-func LeaseHolder(ctx context.Context, rec *env.Record, cluster, lease string) string {
-	i := slices.IndexFunc(rec.Clusters, func(cl env.ClusterRecord) bool { return cl.Name == cluster })
+func LeaseHolder(ctx context.Context, rec *layout.Record, cluster, lease string) string {
+	i := slices.IndexFunc(rec.Clusters, func(cl layout.ClusterRecord) bool { return cl.Name == cluster })
 	if i < 0 {
 		return ""
 	}
@@ -171,7 +171,7 @@ func LeaseHolder(ctx context.Context, rec *env.Record, cluster, lease string) st
 	if err != nil {
 		return ""
 	}
-	l, err := client.CoordinationV1().Leases(env.SemaphoreNamespace).Get(ctx, lease, metav1.GetOptions{})
+	l, err := client.CoordinationV1().Leases(layout.SemaphoreNamespace).Get(ctx, lease, metav1.GetOptions{})
 	if err != nil || l.Spec.HolderIdentity == nil {
 		return ""
 	}

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // dnsNames are the names each cluster's CoreDNS must resolve, by cluster: the mirrors there.
-func dnsNames(rec *env.Record) map[string][]expectedMirror {
+func dnsNames(rec *layout.Record) map[string][]expectedMirror {
 	out := map[string][]expectedMirror{}
 	for _, m := range expectedMirrors(rec) {
 		out[m.Cluster] = append(out[m.Cluster], m)
@@ -31,15 +31,15 @@ type DNSAnswer struct {
 }
 
 // lookup asks server, from its cluster's provider network, for name.
-func lookup(ctx context.Context, server env.DNSServer, name string) DNSAnswer {
+func lookup(ctx context.Context, server layout.DNSServer, name string) DNSAnswer {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	addrs, err := testbed.LookupHostInNetns(ctx, env.VPCNetns(server.Cluster), server.Addr, name)
+	addrs, err := testbed.LookupHostInNetns(ctx, layout.VPCNetns(server.Cluster), server.Addr, name)
 	return DNSAnswer{Cluster: server.Cluster, Server: server.Addr, Name: name, Addrs: addrs, Err: err}
 }
 
 // lookupAll asks every server for each of its names, all at once.
-func lookupAll(ctx context.Context, servers []env.DNSServer, names func(env.DNSServer) []string) []DNSAnswer {
+func lookupAll(ctx context.Context, servers []layout.DNSServer, names func(layout.DNSServer) []string) []DNSAnswer {
 	var out []DNSAnswer
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -75,9 +75,9 @@ type dnsStatus struct {
 	answers []DNSAnswer // sorted by cluster and name
 }
 
-func (d *dnsStatus) collect(ctx context.Context, rec *env.Record) {
+func (d *dnsStatus) collect(ctx context.Context, rec *layout.Record) {
 	names := dnsNames(rec)
-	d.answers = lookupAll(ctx, rec.DNS, func(server env.DNSServer) []string {
+	d.answers = lookupAll(ctx, rec.DNS, func(server layout.DNSServer) []string {
 		var out []string
 		for _, m := range names[server.Cluster] {
 			out = append(out, m.DNSName())
@@ -97,7 +97,7 @@ func (d *dnsStatus) answer(cluster, name string) DNSAnswer {
 
 // problems: every name resolves to the ClusterIP of its mirror (a missing mirror is the
 // mirrors' problem).
-func (d *dnsStatus) problems(rec *env.Record) []string {
+func (d *dnsStatus) problems(rec *layout.Record) []string {
 	if rec.NodesSkipped() {
 		return nil
 	}
@@ -115,7 +115,7 @@ func (d *dnsStatus) problems(rec *env.Record) []string {
 }
 
 // print prints a section for every cluster whose CoreDNS has names to resolve.
-func (d *dnsStatus) print(w io.Writer, rec *env.Record) {
+func (d *dnsStatus) print(w io.Writer, rec *layout.Record) {
 	for _, server := range rec.DNS {
 		names := dnsNames(rec)[server.Cluster]
 		if len(names) == 0 {
@@ -133,13 +133,13 @@ func (d *dnsStatus) print(w io.Writer, rec *env.Record) {
 			}
 			for _, want := range names {
 				if m, ok := d.mirrors.find(server.Cluster, want.Name()); ok && want.DNSName() == a.Name && slices.Equal(a.Addrs, []string{m.ClusterIP}) {
-					answer += fmt.Sprintf("\t(the ClusterIP of %s/%s)", env.SemaphoreNamespace, m.Name)
+					answer += fmt.Sprintf("\t(the ClusterIP of %s/%s)", layout.SemaphoreNamespace, m.Name)
 				}
 			}
 			fmt.Fprintf(tw, "  %s\t-> %s\n", a.Name, answer)
 		}
 		tw.Flush()
 		host, _, _ := net.SplitHostPort(server.Addr)
-		fmt.Fprintf(w, "  try: ip netns exec %s dig @%s +short %s\n", env.VPCNetns(server.Cluster), host, names[0].DNSName())
+		fmt.Fprintf(w, "  try: ip netns exec %s dig @%s +short %s\n", layout.VPCNetns(server.Cluster), host, names[0].DNSName())
 	}
 }

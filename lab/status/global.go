@@ -17,7 +17,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // GlobalEndpoint is one endpoint of a global Service's EndpointSlices.
@@ -106,14 +106,14 @@ func listGlobalSource(ctx context.Context, kubeconfig string) ([]GlobalSource, e
 	if err != nil {
 		return nil, err
 	}
-	svc, err := client.CoreV1().Services(env.SampleNamespace).Get(ctx, env.GlobalName, metav1.GetOptions{})
+	svc, err := client.CoreV1().Services(layout.SampleNamespace).Get(ctx, layout.GlobalName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	epSlices, err := client.DiscoveryV1().EndpointSlices(env.SampleNamespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + env.GlobalName})
+	epSlices, err := client.DiscoveryV1().EndpointSlices(layout.SampleNamespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + layout.GlobalName})
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +142,7 @@ type globalMetrics struct {
 }
 
 // scrapeGlobalMetrics reads the global-service gauges of every service-mirror replica, by cluster.
-func scrapeGlobalMetrics(ctx context.Context, rec *env.Record) map[string]globalMetrics {
+func scrapeGlobalMetrics(ctx context.Context, rec *layout.Record) map[string]globalMetrics {
 	out := map[string]globalMetrics{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -185,13 +185,13 @@ type globalStatus struct {
 	metrics  map[string]globalMetrics
 }
 
-func (g *globalStatus) collect(ctx context.Context, rec *env.Record) {
+func (g *globalStatus) collect(ctx context.Context, rec *layout.Record) {
 	var wg sync.WaitGroup
 	wg.Go(func() { g.services = listInEveryCluster(ctx, rec, listGlobalServices) })
 	wg.Go(func() { g.sources = listInEveryCluster(ctx, rec, listGlobalSource) })
 	wg.Go(func() { g.metrics = scrapeGlobalMetrics(ctx, rec) })
 	wg.Go(func() {
-		g.dns = lookupAll(ctx, rec.DNS, func(env.DNSServer) []string { return []string{env.GlobalDNSName()} })
+		g.dns = lookupAll(ctx, rec.DNS, func(layout.DNSServer) []string { return []string{layout.GlobalDNSName()} })
 	})
 	wg.Wait()
 	slices.SortFunc(g.dns, func(a, b DNSAnswer) int { return strings.Compare(a.Cluster, b.Cluster) })
@@ -203,9 +203,9 @@ func (g *globalStatus) collect(ctx context.Context, rec *env.Record) {
 // none of them, the global name resolving to it, and the controllers counting the local zones
 // and no conflict. Without nodes no controller runs: echo's Services must be there, with
 // slices and no endpoint.
-func (g *globalStatus) problems(rec *env.Record) []string {
+func (g *globalStatus) problems(rec *layout.Record) []string {
 	problems := append(g.sources.listProblems(rec, "echo's Service"), g.services.listProblems(rec, "global Services")...)
-	for _, c := range env.ClusterNames() {
+	for _, c := range layout.ClusterNames() {
 		if g.sources.errs[c] == nil {
 			problems = append(problems, g.sourceProblems(rec, c)...)
 		}
@@ -216,7 +216,7 @@ func (g *globalStatus) problems(rec *env.Record) []string {
 	if rec.NodesSkipped() {
 		return problems
 	}
-	name := global.ServiceName(env.GlobalKey)
+	name := global.ServiceName(layout.GlobalKey)
 	for _, a := range g.dns {
 		if got, ok := g.services.findItem(a.Cluster, func(s GlobalServiceStatus) bool { return s.Name == name }); ok {
 			problems = append(problems, a.problems(got.ClusterIP, name)...)
@@ -227,17 +227,17 @@ func (g *globalStatus) problems(rec *env.Record) []string {
 
 // serviceProblems: the global Service in cluster c, and no other, as globalServiceProblems
 // wants it; the service mirror's gauges counting c's zones and no conflict.
-func (g *globalStatus) serviceProblems(rec *env.Record, c string) []string {
+func (g *globalStatus) serviceProblems(rec *layout.Record, c string) []string {
 	var problems []string
-	name := global.ServiceName(env.GlobalKey)
+	name := global.ServiceName(layout.GlobalKey)
 	for _, got := range g.services.items[c] {
 		if got.Name != name {
-			problems = append(problems, fmt.Sprintf("%s: unexpected global Service %s/%s of %s", c, env.SemaphoreNamespace, got.Name, got.Key))
+			problems = append(problems, fmt.Sprintf("%s: unexpected global Service %s/%s of %s", c, layout.SemaphoreNamespace, got.Name, got.Key))
 		}
 	}
 	got, ok := g.services.findItem(c, func(s GlobalServiceStatus) bool { return s.Name == name })
 	if !ok {
-		return append(problems, fmt.Sprintf("%s: no global Service %s/%s of %s", c, env.SemaphoreNamespace, name, env.GlobalKey))
+		return append(problems, fmt.Sprintf("%s: no global Service %s/%s of %s", c, layout.SemaphoreNamespace, name, layout.GlobalKey))
 	}
 	problems = append(problems, globalServiceProblems(rec, c, got)...)
 	m := g.metrics[c]
@@ -256,37 +256,37 @@ func (g *globalStatus) serviceProblems(rec *env.Record, c string) []string {
 
 // sourceProblems: echo's Service in cluster c, labelled, with its ports; without nodes, with
 // its (empty) slices.
-func (g *globalStatus) sourceProblems(rec *env.Record, c string) []string {
+func (g *globalStatus) sourceProblems(rec *layout.Record, c string) []string {
 	src, ok := g.sources.findItem(c, func(GlobalSource) bool { return true })
 	switch {
 	case !ok:
-		return []string{fmt.Sprintf("%s: no Service %s/%s", c, env.SampleNamespace, env.GlobalName)}
+		return []string{fmt.Sprintf("%s: no Service %s/%s", c, layout.SampleNamespace, layout.GlobalName)}
 	case !src.Global || !src.LocalFirst:
-		return []string{fmt.Sprintf("%s: Service %s/%s is not labelled %s=true and %s=%s", c, env.SampleNamespace, env.GlobalName, global.LabelGlobalService, global.LabelRoutingStrategy, global.LocalFirst)}
-	case !slices.Equal(src.Ports, env.GlobalPorts):
-		return []string{fmt.Sprintf("%s: Service %s/%s has ports %v, want %v", c, env.SampleNamespace, env.GlobalName, src.Ports, env.GlobalPorts)}
+		return []string{fmt.Sprintf("%s: Service %s/%s is not labelled %s=true and %s=%s", c, layout.SampleNamespace, layout.GlobalName, global.LabelGlobalService, global.LabelRoutingStrategy, global.LocalFirst)}
+	case !slices.Equal(src.Ports, layout.GlobalPorts):
+		return []string{fmt.Sprintf("%s: Service %s/%s has ports %v, want %v", c, layout.SampleNamespace, layout.GlobalName, src.Ports, layout.GlobalPorts)}
 	case rec.NodesSkipped() && src.Slices == 0:
-		return []string{fmt.Sprintf("%s: Service %s/%s has no EndpointSlice yet", c, env.SampleNamespace, env.GlobalName)}
+		return []string{fmt.Sprintf("%s: Service %s/%s has no EndpointSlice yet", c, layout.SampleNamespace, layout.GlobalName)}
 	case rec.NodesSkipped() && src.Endpoints > 0:
-		return []string{fmt.Sprintf("%s: Service %s/%s has %d endpoints without nodes", c, env.SampleNamespace, env.GlobalName, src.Endpoints)}
+		return []string{fmt.Sprintf("%s: Service %s/%s has %d endpoints without nodes", c, layout.SampleNamespace, layout.GlobalName, src.Endpoints)}
 	}
 	return nil
 }
 
 // globalServiceProblems compares cluster c's global Service with what every cluster's echo
 // pods and c's zones make it.
-func globalServiceProblems(rec *env.Record, c string, got GlobalServiceStatus) []string {
+func globalServiceProblems(rec *layout.Record, c string, got GlobalServiceStatus) []string {
 	var problems []string
-	if got.Key != env.GlobalKey {
-		problems = append(problems, fmt.Sprintf("%s: global Service %s has labels of %s, want %s", c, got.Name, got.Key, env.GlobalKey))
+	if got.Key != layout.GlobalKey {
+		problems = append(problems, fmt.Sprintf("%s: global Service %s has labels of %s, want %s", c, got.Name, got.Key, layout.GlobalKey))
 	}
-	if !slices.Equal(got.Ports, env.GlobalPorts) {
-		problems = append(problems, fmt.Sprintf("%s: global Service %s has ports %v, want %v", c, got.Name, got.Ports, env.GlobalPorts))
+	if !slices.Equal(got.Ports, layout.GlobalPorts) {
+		problems = append(problems, fmt.Sprintf("%s: global Service %s has ports %v, want %v", c, got.Name, got.Ports, layout.GlobalPorts))
 	}
-	for _, from := range env.ClusterNames() {
+	for _, from := range layout.ClusterNames() {
 		addrs, notReady := got.endpointsOf(from)
 		slices.Sort(addrs)
-		switch want := rec.PodIPs(from, env.GlobalName); {
+		switch want := rec.PodIPs(from, layout.GlobalName); {
 		case got.Slices[from] == 0:
 			problems = append(problems, fmt.Sprintf("%s: global Service %s has no EndpointSlice of %s", c, got.Name, from))
 		case !slices.Equal(addrs, want):
@@ -309,20 +309,20 @@ func globalServiceProblems(rec *env.Record, c string, got GlobalServiceStatus) [
 	return problems
 }
 
-func (g *globalStatus) print(w io.Writer, rec *env.Record) {
+func (g *globalStatus) print(w io.Writer, rec *layout.Record) {
 	section(w, fmt.Sprintf("Global services (semaphore-service-mirror: %s/%s in every cluster, labelled %s=true and %s=%s)",
-		env.SampleNamespace, env.GlobalName, global.LabelGlobalService, global.LabelRoutingStrategy, global.LocalFirst))
+		layout.SampleNamespace, layout.GlobalName, global.LabelGlobalService, global.LabelRoutingStrategy, global.LocalFirst))
 	g.services.printRows(w, rec, func(c string, s GlobalServiceStatus) string {
 		var b strings.Builder
 		fmt.Fprintf(&b, "  %s\t%s\t%s\t%s\tdefinition of %s\n", c, s.Name, s.ClusterIP, strings.Join(s.Ports, ","), cmp.Or(s.DefinitionFrom, "?"))
-		for _, from := range env.ClusterNames() {
+		for _, from := range layout.ClusterNames() {
 			fmt.Fprintf(&b, "  \t  from %s\t%d slices\t%s\n", from, s.Slices[from], endpointsLine(s.Endpoints, from))
 		}
 		return b.String()
 	})
 	tw := table(w)
-	for _, c := range env.ClusterNames() {
-		line := fmt.Sprintf("  %s\t%s/%s", c, env.SampleNamespace, env.GlobalName)
+	for _, c := range layout.ClusterNames() {
+		line := fmt.Sprintf("  %s\t%s/%s", c, layout.SampleNamespace, layout.GlobalName)
 		if src, ok := g.sources.findItem(c, func(GlobalSource) bool { return true }); ok {
 			line += fmt.Sprintf("\t%s\tglobal %v, local-first %v\t%d slices, %d endpoints", strings.Join(src.Ports, ","), src.Global, src.LocalFirst, src.Slices, src.Endpoints)
 		} else if err := g.sources.errs[c]; err != nil {
@@ -348,9 +348,9 @@ func (g *globalStatus) print(w io.Writer, rec *env.Record) {
 		fmt.Fprintf(w, "  without nodes no service-mirror runs: echo's Services only, with empty slices\n")
 		return
 	}
-	if c := rec.PodsOf(env.GlobalCluster, env.GlobalClientName); len(c) > 0 {
-		fmt.Fprintf(w, "  %s/%s sends to http://%s:%d/ every %s; what it got: tail -f %s\n", env.GlobalCluster, env.GlobalClientName, env.GlobalDNSName(), env.GlobalPort, env.GlobalInterval, c[0].Log)
-		fmt.Fprintf(w, "  fail over: kubectl --kubeconfig %s --context %s -n %s scale deployment %s --replicas 0\n", rec.Kubeconfig, env.GlobalCluster, env.SampleNamespace, env.GlobalName)
+	if c := rec.PodsOf(layout.GlobalCluster, layout.GlobalClientName); len(c) > 0 {
+		fmt.Fprintf(w, "  %s/%s sends to http://%s:%d/ every %s; what it got: tail -f %s\n", layout.GlobalCluster, layout.GlobalClientName, layout.GlobalDNSName(), layout.GlobalPort, layout.GlobalInterval, c[0].Log)
+		fmt.Fprintf(w, "  fail over: kubectl --kubeconfig %s --context %s -n %s scale deployment %s --replicas 0\n", rec.Kubeconfig, layout.GlobalCluster, layout.SampleNamespace, layout.GlobalName)
 	}
 }
 

@@ -5,22 +5,22 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // The global Service is compared with every cluster's echo pods and the local zones: a local
 // endpoint hinted for other zones than the local ones, a remote one hinted for a local zone
 // or not at all, or a missing cluster are problems.
 func TestGlobalServiceProblems(t *testing.T) {
-	rec := &env.Record{Nodes: &env.Nodes{Nodes: env.LabNodes(t.TempDir())}, Pods: []env.Pod{
-		{Cluster: "aws", App: env.GlobalName, IP: "198.18.1.5"},
-		{Cluster: "gcp", App: env.GlobalName, IP: "198.18.2.5"},
-		{Cluster: "gcp", App: env.GlobalName, IP: "198.18.2.133"},
-		{Cluster: "merit", App: env.GlobalName, IP: "198.18.3.5"},
+	rec := &layout.Record{Nodes: &layout.Nodes{Nodes: layout.LabNodes(t.TempDir())}, Pods: []layout.Pod{
+		{Cluster: "aws", App: layout.GlobalName, IP: "198.18.1.5"},
+		{Cluster: "gcp", App: layout.GlobalName, IP: "198.18.2.5"},
+		{Cluster: "gcp", App: layout.GlobalName, IP: "198.18.2.133"},
+		{Cluster: "merit", App: layout.GlobalName, IP: "198.18.3.5"},
 	}}
 	good := func() GlobalServiceStatus {
 		return GlobalServiceStatus{
-			Name: "gl-sys-log-73736d-echo", Key: env.GlobalKey, Ports: env.GlobalPorts,
+			Name: "gl-sys-log-73736d-echo", Key: layout.GlobalKey, Ports: layout.GlobalPorts,
 			Slices: map[string]int{"aws": 1, "gcp": 1, "merit": 1},
 			Endpoints: []GlobalEndpoint{
 				{Cluster: "aws", Addr: "198.18.1.5", Ready: true, Zones: []string{"remote"}},

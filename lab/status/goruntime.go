@@ -7,7 +7,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/daemon"
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // goRuntime is what a controller's Go runtime runs with, from its metrics, next to the memory
@@ -18,7 +18,7 @@ type goRuntime struct {
 }
 
 // readGoRuntime reads c's runtime settings from its metrics.
-func readGoRuntime(ctx context.Context, c env.Controller) (goRuntime, error) {
+func readGoRuntime(ctx context.Context, c layout.Controller) (goRuntime, error) {
 	r := goRuntime{containerLimit: c.MemoryLimit}
 	samples, err := Scrape(ctx, c.Admin, "go_gc_", 5*time.Second)
 	if err != nil {

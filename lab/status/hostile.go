@@ -14,7 +14,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // The hostile remote's part of the status (lab/scenarios runs the scenario): while its objects
@@ -42,7 +42,7 @@ var refusalSamples = map[string]struct{ component, label, prefix string }{
 
 // Refusals scrapes every controller and sums its refusals by cluster, component,
 // remote and reason; skipped peers that are merely not annotated are no refusal.
-func Refusals(ctx context.Context, rec *env.Record) ([]RefusalCount, error) {
+func Refusals(ctx context.Context, rec *layout.Record) ([]RefusalCount, error) {
 	type key struct{ cluster, component, remote, reason string }
 	sums := map[key]*RefusalCount{}
 	var mu sync.Mutex
@@ -93,11 +93,11 @@ type hostileStatus struct {
 	err      error
 }
 
-func (s *hostileStatus) collect(ctx context.Context, rec *env.Record) {
+func (s *hostileStatus) collect(ctx context.Context, rec *layout.Record) {
 	if rec.Nodes == nil || rec.NodesSkipped() {
 		return
 	}
-	i := slices.IndexFunc(rec.Clusters, func(c env.ClusterRecord) bool { return c.Name == env.HostileRemote })
+	i := slices.IndexFunc(rec.Clusters, func(c layout.ClusterRecord) bool { return c.Name == layout.HostileRemote })
 	if i < 0 {
 		return
 	}
@@ -105,25 +105,25 @@ func (s *hostileStatus) collect(ctx context.Context, rec *env.Record) {
 	if err != nil {
 		return
 	}
-	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: env.HostileLabel + "=true"})
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: layout.HostileLabel + "=true"})
 	if err != nil {
 		return
 	}
-	_, nsErr := client.CoreV1().Namespaces().Get(ctx, env.HostileNamespace, metav1.GetOptions{})
+	_, nsErr := client.CoreV1().Namespaces().Get(ctx, layout.HostileNamespace, metav1.GetOptions{})
 	if s.nodes, s.present = len(nodes.Items), len(nodes.Items) > 0 || nsErr == nil; s.present {
 		s.refusals, s.err = Refusals(ctx, rec)
 	}
 }
 
 // problems: none; lab check asserts what the scenario must show (checkHostileRemote).
-func (s *hostileStatus) problems(*env.Record) []string { return nil }
+func (s *hostileStatus) problems(*layout.Record) []string { return nil }
 
-func (s *hostileStatus) print(w io.Writer, _ *env.Record) {
+func (s *hostileStatus) print(w io.Writer, _ *layout.Record) {
 	if !s.present {
 		return
 	}
 	section(w, fmt.Sprintf("Hostile remote (lab check's scenario: %s towards %s, %d fake Nodes and namespace %s in %s): refusals by cluster, component, remote and reason",
-		env.HostileRemote, env.HostileConsumer, s.nodes, env.HostileNamespace, env.HostileRemote))
+		layout.HostileRemote, layout.HostileConsumer, s.nodes, layout.HostileNamespace, layout.HostileRemote))
 	s.printCounts(w)
 }
 
@@ -148,7 +148,7 @@ func (s *hostileStatus) printCounts(w io.Writer) {
 }
 
 // PrintRefusals prints every count of refusals the controllers show now.
-func PrintRefusals(ctx context.Context, w io.Writer, rec *env.Record) {
+func PrintRefusals(ctx context.Context, w io.Writer, rec *layout.Record) {
 	s := &hostileStatus{present: true}
 	s.refusals, s.err = Refusals(ctx, rec)
 	s.printCounts(w)

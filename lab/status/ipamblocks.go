@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/calicoipam"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // calicoBlocks reads the IPAM blocks calico-ipam keeps in the Calico-way cluster
@@ -22,7 +22,7 @@ type calicoBlocks struct {
 }
 
 // read is the cluster's IPAM as the first caller read it, its error in err.
-func (c *calicoBlocks) read(ctx context.Context, rec *env.Record) calicoIPAM {
+func (c *calicoBlocks) read(ctx context.Context, rec *layout.Record) calicoIPAM {
 	if c == nil {
 		return readCalicoIPAM(ctx, rec)
 	}
@@ -31,18 +31,18 @@ func (c *calicoBlocks) read(ctx context.Context, rec *env.Record) calicoIPAM {
 }
 
 // readCalicoIPAM lists the Calico-way cluster's IPAM blocks from its API server.
-func readCalicoIPAM(ctx context.Context, rec *env.Record) calicoIPAM {
+func readCalicoIPAM(ctx context.Context, rec *layout.Record) calicoIPAM {
 	blocks, err := listBlocks(ctx, rec)
 	if err != nil {
-		return calicoIPAM{err: fmt.Errorf("reading %s's IPAM blocks (%s): %w", env.CalicoCluster, calicoipam.Resource.GroupResource(), err)}
+		return calicoIPAM{err: fmt.Errorf("reading %s's IPAM blocks (%s): %w", layout.CalicoCluster, calicoipam.Resource.GroupResource(), err)}
 	}
 	return newCalicoIPAM(blocks)
 }
 
-func listBlocks(ctx context.Context, rec *env.Record) ([]*calicoipam.Block, error) {
-	i := slices.IndexFunc(rec.Clusters, func(c env.ClusterRecord) bool { return c.Name == env.CalicoCluster })
+func listBlocks(ctx context.Context, rec *layout.Record) ([]*calicoipam.Block, error) {
+	i := slices.IndexFunc(rec.Clusters, func(c layout.ClusterRecord) bool { return c.Name == layout.CalicoCluster })
 	if i < 0 {
-		return nil, fmt.Errorf("the lab has not recorded cluster %s", env.CalicoCluster)
+		return nil, fmt.Errorf("the lab has not recorded cluster %s", layout.CalicoCluster)
 	}
 	cfg, err := clientConfig(rec.Clusters[i].DirectKubeconfig)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // MirrorStatus is one mirror Service.
@@ -31,7 +31,7 @@ type mirrorsStatus struct {
 	perCluster[MirrorStatus]
 }
 
-func (m *mirrorsStatus) collect(ctx context.Context, rec *env.Record) {
+func (m *mirrorsStatus) collect(ctx context.Context, rec *layout.Record) {
 	m.perCluster = listInEveryCluster(ctx, rec, listMirrors)
 }
 
@@ -42,7 +42,7 @@ func (m *mirrorsStatus) find(cluster, name string) (MirrorStatus, bool) {
 
 // problems: fluentd's mirror with its endpoints in every other cluster, and no other mirror.
 // Without nodes there is no pod to mirror: only whether the clusters can be read is checked.
-func (m *mirrorsStatus) problems(rec *env.Record) []string {
+func (m *mirrorsStatus) problems(rec *layout.Record) []string {
 	problems := m.listProblems(rec, "mirrors")
 	if rec.NodesSkipped() {
 		return problems
@@ -55,7 +55,7 @@ func (m *mirrorsStatus) problems(rec *env.Record) []string {
 		got, ok := m.find(e.Cluster, e.Name())
 		switch {
 		case !ok:
-			problems = append(problems, fmt.Sprintf("%s: no mirror %s/%s of %s", e.Cluster, env.SemaphoreNamespace, e.Name(), e.Source))
+			problems = append(problems, fmt.Sprintf("%s: no mirror %s/%s of %s", e.Cluster, layout.SemaphoreNamespace, e.Name(), e.Source))
 		case !slices.Equal(got.Ready, e.Endpoints):
 			problems = append(problems, fmt.Sprintf("%s: mirror %s has ready endpoints %v, want %v", e.Cluster, e.Name(), got.Ready, e.Endpoints))
 		}
@@ -64,15 +64,15 @@ func (m *mirrorsStatus) problems(rec *env.Record) []string {
 	for cluster, mirrors := range m.items {
 		for _, got := range mirrors {
 			if !slices.ContainsFunc(want, func(e expectedMirror) bool { return e.Cluster == cluster && e.Name() == got.Name }) {
-				problems = append(problems, fmt.Sprintf("%s: unexpected mirror %s/%s", cluster, env.SemaphoreNamespace, got.Name))
+				problems = append(problems, fmt.Sprintf("%s: unexpected mirror %s/%s", cluster, layout.SemaphoreNamespace, got.Name))
 			}
 		}
 	}
 	return problems
 }
 
-func (m *mirrorsStatus) print(w io.Writer, rec *env.Record) {
-	section(w, fmt.Sprintf("Mirrored Services (semaphore-service-mirror, namespace %s)", env.SemaphoreNamespace))
+func (m *mirrorsStatus) print(w io.Writer, rec *layout.Record) {
+	section(w, fmt.Sprintf("Mirrored Services (semaphore-service-mirror, namespace %s)", layout.SemaphoreNamespace))
 	m.printRows(w, rec, func(c string, s MirrorStatus) string {
 		eps := fmt.Sprintf("%d ready", len(s.Ready))
 		if len(s.Ready) > 0 {
@@ -126,11 +126,11 @@ func (e expectedMirror) DNSName() string {
 }
 
 // expectedMirrors are fluentd's mirrors: one in every cluster but its own.
-func expectedMirrors(rec *env.Record) []expectedMirror {
-	src := mirror.Source{Cluster: env.FluentdCluster, Namespace: env.SampleNamespace, Name: env.FluentdName}
-	eps := rec.PodIPs(env.FluentdCluster, env.FluentdName)
+func expectedMirrors(rec *layout.Record) []expectedMirror {
+	src := mirror.Source{Cluster: layout.FluentdCluster, Namespace: layout.SampleNamespace, Name: layout.FluentdName}
+	eps := rec.PodIPs(layout.FluentdCluster, layout.FluentdName)
 	var out []expectedMirror
-	for _, c := range env.RemotesOf(env.FluentdCluster) {
+	for _, c := range layout.RemotesOf(layout.FluentdCluster) {
 		out = append(out, expectedMirror{Cluster: c, Source: src, Endpoints: eps})
 	}
 	return out

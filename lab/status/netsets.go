@@ -15,7 +15,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // expectedSet is a GlobalNetworkSet the sample workloads must lead to.
@@ -32,10 +32,10 @@ func (e expectedSet) Name() string {
 
 // expectedSets are the forwarder pods' sets: one in every cluster but their own, holding the
 // pods' IPs as /32 networks, sorted by address.
-func expectedSets(rec *env.Record) []expectedSet {
-	src := netset.Source{Cluster: env.ForwarderCluster, Namespace: env.SampleNamespace, Name: env.ForwarderName}
+func expectedSets(rec *layout.Record) []expectedSet {
+	src := netset.Source{Cluster: layout.ForwarderCluster, Namespace: layout.SampleNamespace, Name: layout.ForwarderName}
 	var nets []string
-	for _, ip := range rec.PodIPs(env.ForwarderCluster, env.ForwarderName) {
+	for _, ip := range rec.PodIPs(layout.ForwarderCluster, layout.ForwarderName) {
 		nets = append(nets, ip+"/32")
 	}
 	// semaphore-policy sorts a set's nets by address.
@@ -43,7 +43,7 @@ func expectedSets(rec *env.Record) []expectedSet {
 		return netip.MustParsePrefix(a).Addr().Compare(netip.MustParsePrefix(b).Addr())
 	})
 	var out []expectedSet
-	for _, c := range env.RemotesOf(env.ForwarderCluster) {
+	for _, c := range layout.RemotesOf(layout.ForwarderCluster) {
 		out = append(out, expectedSet{Cluster: c, Source: src, Nets: nets})
 	}
 	return out
@@ -83,7 +83,7 @@ func PolicySets(ctx context.Context, cfg *rest.Config) ([]calico.GlobalNetworkSe
 	if err != nil {
 		return nil, err
 	}
-	resource, err := calico.Resource(env.CalicoAPI)
+	resource, err := calico.Resource(layout.CalicoAPI)
 	if err != nil {
 		return nil, err
 	}
@@ -107,14 +107,14 @@ type netSetsStatus struct {
 	perCluster[NetSet]
 }
 
-func (n *netSetsStatus) collect(ctx context.Context, rec *env.Record) {
+func (n *netSetsStatus) collect(ctx context.Context, rec *layout.Record) {
 	n.perCluster = listInEveryCluster(ctx, rec, ListNetworkSets)
 }
 
 // problems: the forwarders' network set with exactly their nets in every other cluster, and
 // no other set (none holds its own cluster's pods). Without nodes there are no pods, and
 // nothing to check.
-func (n *netSetsStatus) problems(rec *env.Record) []string {
+func (n *netSetsStatus) problems(rec *layout.Record) []string {
 	if rec.NodesSkipped() {
 		return nil
 	}
@@ -144,8 +144,8 @@ func (n *netSetsStatus) problems(rec *env.Record) []string {
 	return problems
 }
 
-func (n *netSetsStatus) print(w io.Writer, rec *env.Record) {
-	section(w, fmt.Sprintf("Network sets (semaphore-policy, GlobalNetworkSets %s)", env.CalicoAPI))
+func (n *netSetsStatus) print(w io.Writer, rec *layout.Record) {
+	section(w, fmt.Sprintf("Network sets (semaphore-policy, GlobalNetworkSets %s)", layout.CalicoAPI))
 	n.printRows(w, rec, func(c string, s NetSet) string {
 		src := "of " + s.Source.String()
 		if !s.SourceOK {

@@ -6,25 +6,25 @@ import (
 	"io"
 	"strings"
 
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // networkStatus is the providers' networks and what the lab's internet between them carried.
 type networkStatus struct {
-	counters env.InternetCounters
+	counters layout.InternetCounters
 	err      error
 }
 
-func (s *networkStatus) collect(_ context.Context, rec *env.Record) {
+func (s *networkStatus) collect(_ context.Context, rec *layout.Record) {
 	if rec.Nodes == nil || rec.Nodes.Skipped != "" {
 		return
 	}
-	s.counters, s.err = env.ReadInternetCounters()
+	s.counters, s.err = layout.ReadInternetCounters()
 }
 
 // problems: a pod's address seen in clear on the internet is traffic between clusters that
 // left WireGuard.
-func (s *networkStatus) problems(rec *env.Record) []string {
+func (s *networkStatus) problems(rec *layout.Record) []string {
 	if rec.Nodes == nil || rec.Nodes.Skipped != "" {
 		return nil
 	}
@@ -32,21 +32,21 @@ func (s *networkStatus) problems(rec *env.Record) []string {
 		return []string{fmt.Sprintf("the internet's counters: %v", s.err)}
 	}
 	if s.counters.Cleartext > 0 {
-		return []string{fmt.Sprintf("the internet carried %d packets with a pod's address (%s) in clear: traffic between clusters left WireGuard", s.counters.Cleartext, env.PodsCIDR)}
+		return []string{fmt.Sprintf("the internet carried %d packets with a pod's address (%s) in clear: traffic between clusters left WireGuard", s.counters.Cleartext, layout.PodsCIDR)}
 	}
 	return nil
 }
 
-func (s *networkStatus) print(w io.Writer, rec *env.Record) {
+func (s *networkStatus) print(w io.Writer, rec *layout.Record) {
 	if rec.Nodes == nil || rec.Nodes.Skipped != "" {
 		return
 	}
-	section(w, fmt.Sprintf("Networks (each provider's router is the network namespace %s<cluster>-vpc; they meet on the internet, %s)", env.NetnsPrefix, env.InternetNetns))
+	section(w, fmt.Sprintf("Networks (each provider's router is the network namespace %s<cluster>-vpc; they meet on the internet, %s)", layout.NetnsPrefix, layout.InternetNetns))
 	tw := table(w)
 	fmt.Fprintf(tw, "  cluster\tprovider\tnodes' network\tMTU\tNAT\tpublic addresses\tAPI server (private, published)\n")
-	for _, spec := range env.ClusterSpecs {
+	for _, spec := range layout.ClusterSpecs {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s, %s\n", spec.Name, spec.Network.Provider, spec.Network.CIDR, spec.Network.MTU, spec.Network.NAT,
-			strings.Join(env.PublicAddrs(spec, rec.Nodes.Nodes), " "), spec.APIAddr, spec.PublicAPIAddr)
+			strings.Join(layout.PublicAddrs(spec, rec.Nodes.Nodes), " "), spec.APIAddr, spec.PublicAPIAddr)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "  internet: forwards only UDP to the WireGuard ports and answers, accepts only TCP to the API servers; no ICMP\n")

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // perCluster is a list read from every cluster, or why a cluster could not be read.
@@ -17,7 +17,7 @@ type perCluster[T any] struct {
 }
 
 // listInEveryCluster reads list from every cluster of rec at once.
-func listInEveryCluster[T any](ctx context.Context, rec *env.Record, list func(ctx context.Context, kubeconfig string) ([]T, error)) perCluster[T] {
+func listInEveryCluster[T any](ctx context.Context, rec *layout.Record, list func(ctx context.Context, kubeconfig string) ([]T, error)) perCluster[T] {
 	out := perCluster[T]{items: map[string][]T{}, errs: map[string]error{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -43,7 +43,7 @@ func (p perCluster[T]) findItem(cluster string, match func(T) bool) (T, bool) {
 }
 
 // listProblems are the clusters whose what could not be listed.
-func (p perCluster[T]) listProblems(rec *env.Record, what string) []string {
+func (p perCluster[T]) listProblems(rec *layout.Record, what string) []string {
 	var problems []string
 	for _, c := range rec.Clusters {
 		if err := p.errs[c.Name]; err != nil {
@@ -55,7 +55,7 @@ func (p perCluster[T]) listProblems(rec *env.Record, what string) []string {
 
 // printRows prints a table of every cluster's items, one row each (row ends with a newline),
 // "(none)" for a cluster without any, or the error reading it.
-func (p perCluster[T]) printRows(w io.Writer, rec *env.Record, row func(cluster string, item T) string) {
+func (p perCluster[T]) printRows(w io.Writer, rec *layout.Record, row func(cluster string, item T) string) {
 	tw := table(w)
 	for _, c := range rec.Clusters {
 		if err := p.errs[c.Name]; err != nil {

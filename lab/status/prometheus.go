@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/promapi"
 )
 
@@ -31,14 +31,14 @@ type prometheusStatus struct {
 	prom *PromStatus
 }
 
-func (ps *prometheusStatus) collect(ctx context.Context, rec *env.Record) {
+func (ps *prometheusStatus) collect(ctx context.Context, rec *layout.Record) {
 	if rec.Prometheus != nil {
 		ps.prom = collectPrometheus(ctx, rec.Prometheus)
 	}
 }
 
 // collectPrometheus asks the lab's Prometheus for every target's up and its rule groups.
-func collectPrometheus(ctx context.Context, p *env.Prometheus) *PromStatus {
+func collectPrometheus(ctx context.Context, p *layout.Prometheus) *PromStatus {
 	s := &PromStatus{}
 	up, err := promapi.Query(ctx, p.URL, "up")
 	if err != nil {
@@ -66,7 +66,7 @@ func collectPrometheus(ctx context.Context, p *env.Prometheus) *PromStatus {
 }
 
 // problems: every controller is a target and up, and the alert rules are loaded.
-func (ps *prometheusStatus) problems(rec *env.Record) []string {
+func (ps *prometheusStatus) problems(rec *layout.Record) []string {
 	s := ps.prom
 	if rec.Prometheus == nil || s == nil {
 		return nil
@@ -92,14 +92,14 @@ func (ps *prometheusStatus) problems(rec *env.Record) []string {
 
 // print prints where Prometheus runs and how many of its targets are up, or why it does not
 // run.
-func (ps *prometheusStatus) print(w io.Writer, rec *env.Record) {
+func (ps *prometheusStatus) print(w io.Writer, rec *layout.Record) {
 	s := ps.prom
 	switch {
 	case rec.Prometheus == nil && rec.Nodes != nil && rec.Nodes.Skipped != "":
 		section(w, "Prometheus: not running (no nodes, so no controller to scrape)")
 		return
 	case rec.Prometheus == nil:
-		section(w, "Prometheus: not running ("+env.PrometheusBinary+" is missing; bash ci/promtool.sh installs it)")
+		section(w, "Prometheus: not running ("+layout.PrometheusBinary+" is missing; bash ci/promtool.sh installs it)")
 		return
 	}
 	p := rec.Prometheus

@@ -6,13 +6,13 @@ import (
 	"os"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // Show prints the status of the lab running in dir (`lab status`), and returns the command's
 // exit code: 1 when no lab runs there, or it is not up and healthy.
 func Show(ctx context.Context, dir string) int {
-	pid, rec, ok, err := env.Running(dir)
+	pid, rec, ok, err := layout.Running(dir)
 	switch {
 	case err != nil:
 		fmt.Fprintf(os.Stderr, "lab: %v\n", err)
@@ -23,7 +23,7 @@ func Show(ctx context.Context, dir string) int {
 	case !ok:
 		fmt.Printf("The lab (pid %d) in %s is not running any more; `make lab-down` (bash ci/lab down) cleans up after it.\n", pid, dir)
 		return 1
-	case rec == nil || rec.Phase == env.PhaseStarting:
+	case rec == nil || rec.Phase == layout.PhaseStarting:
 		fmt.Printf("The lab (pid %d) in %s is still starting.\n", pid, dir)
 		return 1
 	}
@@ -33,7 +33,7 @@ func Show(ctx context.Context, dir string) int {
 	s.Print(os.Stdout, rec)
 	problems := s.Problems(rec)
 	PrintProblems(os.Stdout, problems)
-	if rec.Phase != env.PhaseUp || len(problems) > 0 {
+	if rec.Phase != layout.PhaseUp || len(problems) > 0 {
 		return 1
 	}
 	return 0

@@ -17,16 +17,16 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // part is what the status shows of one part of the lab: collect reads it from the running
 // lab described by the record, problems compares it with what the lab must show, and print
 // prints its section.
 type part interface {
-	collect(ctx context.Context, rec *env.Record)
-	problems(rec *env.Record) []string
-	print(w io.Writer, rec *env.Record)
+	collect(ctx context.Context, rec *layout.Record)
+	problems(rec *layout.Record) []string
+	print(w io.Writer, rec *layout.Record)
 }
 
 // Status is what the lab looks like right now, read from the clusters, CoreDNS, the nodes,
@@ -58,7 +58,7 @@ func newStatus() *Status {
 }
 
 // Collect reads the status of the lab described by rec, every part at once.
-func Collect(ctx context.Context, rec *env.Record) *Status {
+func Collect(ctx context.Context, rec *layout.Record) *Status {
 	s := newStatus()
 	var wg sync.WaitGroup
 	for _, p := range s.parts {
@@ -69,7 +69,7 @@ func Collect(ctx context.Context, rec *env.Record) *Status {
 }
 
 // Problems compares the status with what the lab must show: every part's problems.
-func (s *Status) Problems(rec *env.Record) []string {
+func (s *Status) Problems(rec *layout.Record) []string {
 	var problems []string
 	for _, p := range s.parts {
 		problems = append(problems, p.problems(rec)...)
@@ -78,7 +78,7 @@ func (s *Status) Problems(rec *env.Record) []string {
 }
 
 // Print prints what a user of the lab wants to see and how to poke at it.
-func (s *Status) Print(w io.Writer, rec *env.Record) {
+func (s *Status) Print(w io.Writer, rec *layout.Record) {
 	up := time.Since(rec.Started).Round(time.Second)
 	fmt.Fprintf(w, "Semaphore lab: %s for %s (pid %d, directory %s)\n", rec.Phase, up, rec.PID, rec.Dir)
 	for _, p := range s.parts {
@@ -89,7 +89,7 @@ func (s *Status) Print(w io.Writer, rec *env.Record) {
 
 // WaitReady polls the status until it shows no problem, a child of the lab exits, or timeout
 // passes, and returns the last status and its problems.
-func WaitReady(ctx context.Context, rec *env.Record, timeout time.Duration, exited <-chan *env.Child) (*Status, []string) {
+func WaitReady(ctx context.Context, rec *layout.Record, timeout time.Duration, exited <-chan error) (*Status, []string) {
 	deadline := time.Now().Add(timeout)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -101,8 +101,8 @@ func WaitReady(ctx context.Context, rec *env.Record, timeout time.Duration, exit
 		}
 		select {
 		case <-ctx.Done():
-		case c := <-exited:
-			return s, append(problems, fmt.Sprintf("%s exited (%v); see %s", c.Name, c.Err, c.Log))
+		case err := <-exited:
+			return s, append(problems, err.Error())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
@@ -124,8 +124,8 @@ func PrintProblems(w io.Writer, problems []string) {
 // nothing to read or check.
 type printOnly struct{}
 
-func (printOnly) collect(context.Context, *env.Record) {}
-func (printOnly) problems(*env.Record) []string        { return nil }
+func (printOnly) collect(context.Context, *layout.Record) {}
+func (printOnly) problems(*layout.Record) []string        { return nil }
 
 func section(w io.Writer, title string) {
 	fmt.Fprintf(w, "\n%s\n", title)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/podlog"
 )
 
@@ -26,7 +26,7 @@ import (
 
 // TrafficStatus is what fluentd logged of one forwarder pod's requests.
 type TrafficStatus struct {
-	Forwarder env.Pod
+	Forwarder layout.Pod
 	// Requests is how many requests fluentd's pods logged with the forwarder's address as
 	// client; Fluentd are the pods that logged them.
 	Requests int
@@ -55,7 +55,7 @@ type TrafficLog struct {
 
 // BlockAddr is a pod of the Calico-way cluster and the IPAM block its address is from.
 type BlockAddr struct {
-	Pod   env.Pod
+	Pod   layout.Pod
 	Block IPAMBlock
 }
 
@@ -76,19 +76,19 @@ type ReachStatus struct {
 
 // collectTraffic reads fluentd's logs, the routes between the forwarders and fluentd, and
 // through blocks the IPAM blocks of fluentd's pods.
-func collectTraffic(ctx context.Context, rec *env.Record, blocks *calicoBlocks) *TrafficLog {
+func collectTraffic(ctx context.Context, rec *layout.Record, blocks *calicoBlocks) *TrafficLog {
 	if rec.Nodes == nil || rec.NodesSkipped() {
 		return nil
 	}
 	out := &TrafficLog{}
 	byClient := map[string]map[string]int{} // client -> fluentd pod -> requests
-	fluentd := rec.PodsOf(env.FluentdCluster, env.FluentdName)
+	fluentd := rec.PodsOf(layout.FluentdCluster, layout.FluentdName)
 	for _, f := range fluentd {
 		if err := readRequests(f, byClient); err != nil {
 			out.Err = err
 		}
 	}
-	forwarders := rec.PodsOf(env.ForwarderCluster, env.ForwarderName)
+	forwarders := rec.PodsOf(layout.ForwarderCluster, layout.ForwarderName)
 	for _, fw := range forwarders {
 		t := TrafficStatus{Forwarder: fw}
 		for pod, n := range byClient[fw.IP] {
@@ -108,7 +108,7 @@ func collectTraffic(ctx context.Context, rec *env.Record, blocks *calicoBlocks) 
 		out.Fluentd = blockAddrs(ipam, fluentd)
 		out.Reach = reachBlocks(rec, ipam, forwarders)
 	}
-	pods := netip.MustParsePrefix(env.SpecOf(env.ForwarderCluster).PodCIDR)
+	pods := netip.MustParsePrefix(layout.SpecOf(layout.ForwarderCluster).PodCIDR)
 	for client := range byClient {
 		if a, err := netip.ParseAddr(client); err != nil || !pods.Contains(a) {
 			out.Strangers = append(out.Strangers, client)
@@ -119,7 +119,7 @@ func collectTraffic(ctx context.Context, rec *env.Record, blocks *calicoBlocks) 
 }
 
 // blockAddrs are pods, with the block of ipam each one's address is from.
-func blockAddrs(ipam calicoIPAM, pods []env.Pod) []BlockAddr {
+func blockAddrs(ipam calicoIPAM, pods []layout.Pod) []BlockAddr {
 	var out []BlockAddr
 	for _, p := range pods {
 		a, _ := netip.ParseAddr(p.IP)
@@ -132,10 +132,10 @@ func blockAddrs(ipam calicoIPAM, pods []env.Pod) []BlockAddr {
 // reachBlocks pings, from every node of the forwarders, a pod of the Calico-way cluster on its
 // first node whose address is from a block affine to that node: the way to the blocks beside
 // the borrowed addresses fluentd's traffic takes. None when no such pod has an address.
-func reachBlocks(rec *env.Record, ipam calicoIPAM, forwarders []env.Pod) []ReachStatus {
+func reachBlocks(rec *layout.Record, ipam calicoIPAM, forwarders []layout.Pod) []ReachStatus {
 	var to *BlockAddr
 	for _, p := range rec.Pods {
-		if p.Cluster != env.CalicoCluster || p.Node != env.NodeName(env.CalicoCluster, 0) || (to != nil && p.Name >= to.Pod.Name) {
+		if p.Cluster != layout.CalicoCluster || p.Node != layout.NodeName(layout.CalicoCluster, 0) || (to != nil && p.Name >= to.Pod.Name) {
 			continue
 		}
 		a, err := netip.ParseAddr(p.IP)
@@ -165,7 +165,7 @@ func reachBlocks(rec *env.Record, ipam calicoIPAM, forwarders []env.Pod) []Reach
 }
 
 // readRequests counts the requests fluentd pod f logged, by client, into byClient.
-func readRequests(f env.Pod, byClient map[string]map[string]int) error {
+func readRequests(f layout.Pod, byClient map[string]map[string]int) error {
 	records, err := podlog.Read(f.Log)
 	if err != nil {
 		return fmt.Errorf("fluentd's log: %w", err)
@@ -196,7 +196,7 @@ func routeDevice(netns, dst string) string {
 }
 
 // TrafficProblems reads the traffic part of the status alone, and returns its problems.
-func TrafficProblems(rec *env.Record) []string {
+func TrafficProblems(rec *layout.Record) []string {
 	t := &trafficStatus{}
 	t.collect(context.Background(), rec)
 	return t.problems(rec)
@@ -208,13 +208,13 @@ type trafficStatus struct {
 	blocks *calicoBlocks // shared with the other parts of a collection; nil reads its own
 }
 
-func (s *trafficStatus) collect(ctx context.Context, rec *env.Record) {
+func (s *trafficStatus) collect(ctx context.Context, rec *layout.Record) {
 	s.log = collectTraffic(ctx, rec, s.blocks)
 }
 
 // problems: fluentd logged requests from every forwarder pod, with the pod's own address, none
 // from any other address, and each way goes through the WireGuard device of the other cluster.
-func (s *trafficStatus) problems(*env.Record) []string {
+func (s *trafficStatus) problems(*layout.Record) []string {
 	t := s.log
 	if t == nil {
 		return nil
@@ -230,10 +230,10 @@ func (s *trafficStatus) problems(*env.Record) []string {
 		if f.Requests == 0 {
 			problems = append(problems, fmt.Sprintf("fluentd logged no request from %s (%s) yet", f.Forwarder.Name, f.Forwarder.IP))
 		}
-		if want := peers.DeviceName(env.FluentdCluster); f.Device != want {
+		if want := peers.DeviceName(layout.FluentdCluster); f.Device != want {
 			problems = append(problems, fmt.Sprintf("%s routes fluentd's pods through %q, not %s", f.Forwarder.Node, f.Device, want))
 		}
-		if want := peers.DeviceName(env.ForwarderCluster); f.ReturnDevice != want {
+		if want := peers.DeviceName(layout.ForwarderCluster); f.ReturnDevice != want {
 			problems = append(problems, fmt.Sprintf("fluentd's node routes %s through %q, not %s", f.Forwarder.Name, f.ReturnDevice, want))
 		}
 	}
@@ -248,18 +248,18 @@ func (s *trafficStatus) problems(*env.Record) []string {
 		}
 	}
 	if len(t.Strangers) > 0 {
-		problems = append(problems, fmt.Sprintf("fluentd logged requests from %v, which is no address of %s's pods: translated on the way", t.Strangers, env.ForwarderCluster))
+		problems = append(problems, fmt.Sprintf("fluentd logged requests from %v, which is no address of %s's pods: translated on the way", t.Strangers, layout.ForwarderCluster))
 	}
 	return problems
 }
 
 // print prints what fluentd logged of the forwarders' requests.
-func (s *trafficStatus) print(w io.Writer, rec *env.Record) {
+func (s *trafficStatus) print(w io.Writer, rec *layout.Record) {
 	if rec.Nodes == nil {
 		return
 	}
 	section(w, fmt.Sprintf("Traffic (%s/%s pods -> http://%s.%s.svc.cluster.%s:%d/, as logged by %s/%s)",
-		env.ForwarderCluster, env.ForwarderName, env.FluentdName, env.SampleNamespace, env.FluentdCluster, env.FluentdPort, env.FluentdCluster, env.FluentdName))
+		layout.ForwarderCluster, layout.ForwarderName, layout.FluentdName, layout.SampleNamespace, layout.FluentdCluster, layout.FluentdPort, layout.FluentdCluster, layout.FluentdName))
 	if rec.Nodes.Skipped != "" {
 		fmt.Fprintf(w, "  skipped: %s\n", rec.Nodes.Skipped)
 		return

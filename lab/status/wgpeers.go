@@ -13,7 +13,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/calicoipam"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // What a scenario watches of a node's device for a remote while the remote's pod addresses
@@ -58,14 +58,14 @@ func PeerOps(changes map[string]float64) float64 {
 
 // IPAMBlocks are the IPAM blocks of the Calico-way cluster (env.CalicoCluster), as
 // calico-ipam wrote them.
-func IPAMBlocks(ctx context.Context, rec *env.Record) ([]*calicoipam.Block, error) {
+func IPAMBlocks(ctx context.Context, rec *layout.Record) ([]*calicoipam.Block, error) {
 	return listBlocks(ctx, rec)
 }
 
 // PeerNames are the nodes of remote by the public key each publishes for consumer: what names
 // the peers of consumer's devices for remote.
-func PeerNames(ctx context.Context, rec *env.Record, remote, consumer string) (map[string]string, error) {
-	i := slices.IndexFunc(rec.Clusters, func(c env.ClusterRecord) bool { return c.Name == remote })
+func PeerNames(ctx context.Context, rec *layout.Record, remote, consumer string) (map[string]string, error) {
+	i := slices.IndexFunc(rec.Clusters, func(c layout.ClusterRecord) bool { return c.Name == remote })
 	if i < 0 {
 		return nil, fmt.Errorf("the lab has not recorded cluster %s", remote)
 	}
@@ -85,8 +85,8 @@ func PeerNames(ctx context.Context, rec *env.Record, remote, consumer string) (m
 // ReadDevicePeers reads node n's device for remote: its peers' allowed IPs from the device, named
 // by names (PeerNames of remote for n's cluster), its routes from n's network namespace, and the
 // changes from the metrics of n's semaphore-wireguard.
-func ReadDevicePeers(ctx context.Context, rec *env.Record, n env.Node, remote string, names map[string]string) (DevicePeers, error) {
-	i := slices.IndexFunc(rec.Controllers, func(c env.Controller) bool { return c.Component == env.WireGuardComponent && c.Node == n.Name })
+func ReadDevicePeers(ctx context.Context, rec *layout.Record, n layout.Node, remote string, names map[string]string) (DevicePeers, error) {
+	i := slices.IndexFunc(rec.Controllers, func(c layout.Controller) bool { return c.Component == layout.WireGuardComponent && c.Node == n.Name })
 	if i < 0 {
 		return DevicePeers{}, fmt.Errorf("%s: semaphore-wireguard does not run", n.Name)
 	}

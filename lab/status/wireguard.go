@@ -13,13 +13,13 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // NodeWireGuard is what one node's semaphore-wireguard reports through its metrics, with the
 // endpoints its peers publish.
 type NodeWireGuard struct {
-	Node    env.Node
+	Node    layout.Node
 	Devices []WGDevice
 	Err     error // the metrics could not be read
 }
@@ -48,7 +48,7 @@ type WGPeer struct {
 // collectWireGuard reads every node's devices and peers from its controller's metrics, the
 // peers' allowed IPs from the devices, and the peers' endpoints and keys from their Node
 // objects.
-func collectWireGuard(ctx context.Context, rec *env.Record) []NodeWireGuard {
+func collectWireGuard(ctx context.Context, rec *layout.Record) []NodeWireGuard {
 	if rec.Nodes == nil || rec.NodesSkipped() {
 		return nil
 	}
@@ -62,8 +62,8 @@ func collectWireGuard(ctx context.Context, rec *env.Record) []NodeWireGuard {
 	var wg sync.WaitGroup
 	for i, n := range rec.Nodes.Nodes {
 		out[i].Node = n
-		ci := slices.IndexFunc(rec.Controllers, func(c env.Controller) bool {
-			return c.Component == env.WireGuardComponent && c.Node == n.Name
+		ci := slices.IndexFunc(rec.Controllers, func(c layout.Controller) bool {
+			return c.Component == layout.WireGuardComponent && c.Node == n.Name
 		})
 		if ci < 0 {
 			out[i].Err = fmt.Errorf("semaphore-wireguard does not run")
@@ -91,7 +91,7 @@ func collectWireGuard(ctx context.Context, rec *env.Record) []NodeWireGuard {
 
 // allNodeAnnotations are the annotations of every Node, by cluster and node; a cluster that
 // cannot be read has none.
-func allNodeAnnotations(ctx context.Context, rec *env.Record) map[string]map[string]map[string]string {
+func allNodeAnnotations(ctx context.Context, rec *layout.Record) map[string]map[string]map[string]string {
 	out := map[string]map[string]map[string]string{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -112,7 +112,7 @@ func allNodeAnnotations(ctx context.Context, rec *env.Record) map[string]map[str
 
 // readDevices reads node n's devices and peers from the metrics of its semaphore-wireguard c,
 // and each device's allowed IPs by public key from the device itself.
-func readDevices(ctx context.Context, n env.Node, c env.Controller) ([]WGDevice, error) {
+func readDevices(ctx context.Context, n layout.Node, c layout.Controller) ([]WGDevice, error) {
 	ss, err := Scrape(ctx, c.Admin, "semaphore_wg_", 2*time.Second)
 	if err != nil {
 		return nil, err
@@ -130,9 +130,9 @@ func readDevices(ctx context.Context, n env.Node, c env.Controller) ([]WGDevice,
 }
 
 // wgDevices are node n's devices, one per remote, from its controller's samples.
-func wgDevices(n env.Node, ss []testbed.Sample) []WGDevice {
+func wgDevices(n layout.Node, ss []testbed.Sample) []WGDevice {
 	var out []WGDevice
-	for _, r := range env.RemotesOf(n.Cluster) {
+	for _, r := range layout.RemotesOf(n.Cluster) {
 		d := WGDevice{Name: peers.DeviceName(r), Remote: r}
 		for _, s := range ss {
 			switch {
@@ -177,7 +177,7 @@ type wireguardStatus struct {
 	ipam   calicoIPAM
 }
 
-func (s *wireguardStatus) collect(ctx context.Context, rec *env.Record) {
+func (s *wireguardStatus) collect(ctx context.Context, rec *layout.Record) {
 	if rec.Nodes == nil || rec.NodesSkipped() {
 		return
 	}
@@ -190,13 +190,13 @@ func (s *wireguardStatus) collect(ctx context.Context, rec *env.Record) {
 // problems: every node runs semaphore-wireguard, whose device for each remote has every node
 // of the remote as a peer, with the allowed IPs of wantAllowedIPs, and has shaken hands with
 // each.
-func (s *wireguardStatus) problems(rec *env.Record) []string {
+func (s *wireguardStatus) problems(rec *layout.Record) []string {
 	if rec.Nodes == nil || rec.Nodes.Skipped != "" {
 		return nil
 	}
 	var problems []string
 	if s.ipam.err != nil {
-		problems = append(problems, fmt.Sprintf("the allowed IPs of %s's nodes are not checked: %v", env.CalicoCluster, s.ipam.err))
+		problems = append(problems, fmt.Sprintf("the allowed IPs of %s's nodes are not checked: %v", layout.CalicoCluster, s.ipam.err))
 	}
 	for _, n := range s.nodes {
 		if n.Err != nil {
@@ -205,8 +205,8 @@ func (s *wireguardStatus) problems(rec *env.Record) []string {
 		}
 		for _, d := range n.Devices {
 			var want, got []string
-			for i := range env.NodesPerCluster {
-				want = append(want, env.NodeName(d.Remote, i))
+			for i := range layout.NodesPerCluster {
+				want = append(want, layout.NodeName(d.Remote, i))
 			}
 			for _, p := range d.Peers {
 				got = append(got, p.Node)
@@ -231,7 +231,7 @@ func (s *wireguardStatus) problems(rec *env.Record) []string {
 }
 
 // print prints every node's devices and peers, or why the lab has no nodes.
-func (s *wireguardStatus) print(w io.Writer, rec *env.Record) {
+func (s *wireguardStatus) print(w io.Writer, rec *layout.Record) {
 	if rec.Nodes == nil {
 		return // a lab that has not got as far as its nodes
 	}
@@ -240,7 +240,7 @@ func (s *wireguardStatus) print(w io.Writer, rec *env.Record) {
 		fmt.Fprintf(w, "  skipped: %s\n", rec.Nodes.Skipped)
 		return
 	}
-	section(w, fmt.Sprintf("WireGuard (semaphore-wireguard on every node; the nodes are network namespaces %s<cluster>-<n> on their provider's network)", env.NetnsPrefix))
+	section(w, fmt.Sprintf("WireGuard (semaphore-wireguard on every node; the nodes are network namespaces %s<cluster>-<n> on their provider's network)", layout.NetnsPrefix))
 	tw := table(w)
 	fmt.Fprintf(tw, "  node\taddresses\tpods\tdevice\tpeer\tendpoint\tlast handshake\tallowed IPs\n")
 	for _, n := range s.nodes {
@@ -284,7 +284,7 @@ func handshakeAge(t time.Time) string {
 }
 
 // nodeAddresses are node's InternalIP and, behind a 1:1 NAT, its ExternalIP.
-func nodeAddresses(n env.Node) string {
+func nodeAddresses(n layout.Node) string {
 	if n.ExternalIP == "" {
 		return n.InternalIP
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/internal/tooling/images"
 	"github.com/kube-semaphore/semaphore/lab/conformance"
-	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // runSuite waits for the lab, pushes the images, builds the suite and runs it per cluster set,
@@ -68,15 +68,15 @@ func runSuite(o options) error {
 // waitForLab returns the record of the lab in dir once it is up, waiting up to wait. It fails
 // at once when the lab stops (after it ran, or when the process labPID, bringing it up,
 // exits).
-func waitForLab(ctx context.Context, dir string, wait time.Duration, labPID int) (*env.Record, error) {
+func waitForLab(ctx context.Context, dir string, wait time.Duration, labPID int) (*layout.Record, error) {
 	deadline := time.Now().Add(wait)
 	seen := false
 	for {
-		_, rec, ok, err := env.Running(dir)
+		_, rec, ok, err := layout.Running(dir)
 		switch {
 		case err != nil:
 			return nil, err
-		case ok && rec != nil && rec.Phase == env.PhaseUp:
+		case ok && rec != nil && rec.Phase == layout.PhaseUp:
 			return rec, nil
 		case ok:
 			seen = true

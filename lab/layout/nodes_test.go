@@ -1,4 +1,4 @@
-package env
+package layout
 
 import (
 	"slices"

@@ -1,6 +1,7 @@
-package env
+package layout
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,8 +9,67 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
+	"github.com/kube-semaphore/semaphore/lab/node"
 )
+
+// Pod is one pod of the lab's workloads.
+type Pod struct {
+	Cluster   string `json:"cluster"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	// App is the pod's app.kubernetes.io/name (or k8s-app) label: what it is a pod of.
+	App  string `json:"app"`
+	Node string `json:"node"`
+	IP   string `json:"ip"`
+	// Log is the file the kubelet writes the pod's (first) container's output to.
+	Log string `json:"log"`
+}
+
+// PodOf is what the record says of pod, in cluster: where it runs, and where the kubelet
+// writes its output.
+func (rec *Record) PodOf(cluster string, pod *corev1.Pod) Pod {
+	p := Pod{
+		Cluster: cluster, Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID),
+		App:  cmp.Or(pod.Labels["app.kubernetes.io/name"], pod.Labels["k8s-app"]),
+		Node: pod.Spec.NodeName, IP: pod.Status.PodIP,
+	}
+	if rec.Nodes != nil {
+		for _, n := range rec.Nodes.Nodes {
+			if n.Cluster == cluster && n.Name == pod.Spec.NodeName {
+				p.Log = PodLog(n.Dir, pod)
+			}
+		}
+	}
+	return p
+}
+
+// PodLog is where the kubelet of the node whose state is in nodeDir writes the output of pod's
+// first container: /var/log/pods/<namespace>_<name>_<uid>/<container>/0.log in the node.
+func PodLog(nodeDir string, pod *corev1.Pod) string {
+	if nodeDir == "" || len(pod.Spec.Containers) == 0 {
+		return ""
+	}
+	return filepath.Join(node.HostPath(nodeDir, "/var/log/pods"), pod.Namespace+"_"+pod.Name+"_"+string(pod.UID), pod.Spec.Containers[0].Name, "0.log")
+}
+
+// PrometheusBinary is where the Debian package (installed by ci/promtool.sh) puts Prometheus.
+const PrometheusBinary = "/usr/bin/prometheus"
+
+// Prometheus is the running Prometheus.
+type Prometheus struct {
+	URL    string `json:"url"`
+	Config string `json:"config"`
+	Log    string `json:"log"`
+	PID    int    `json:"pid"`
+	// Rules is how many rules the files of alerts/ hold: all must be loaded.
+	Rules int `json:"rules"`
+	// RuleFiles are the copies of alerts/ the configuration names.
+	RuleFiles []string `json:"ruleFiles"`
+}
 
 // Record is the run record a running lab writes to state.json: what it runs and where, which
 // `lab status` reads, and what `lab down` and the reaper need to clean up after a lab that
@@ -98,8 +158,8 @@ type Process struct {
 	Start uint64 `json:"start,omitempty"`
 }
 
-// alive reports whether p still runs (and is the same process, where that can be told).
-func (p Process) alive() bool {
+// Alive reports whether p still runs (and is the same process, where that can be told).
+func (p Process) Alive() bool {
 	if !testbed.ProcessRunning(p.PID) {
 		return false
 	}
@@ -166,29 +226,31 @@ const (
 	PhaseStopping = "stopping"
 )
 
-// recordFile is the run record, in the lab directory.
-const recordFile = "state.json"
+// RecordFile is the run record, in the lab directory.
+const RecordFile = "state.json"
 
-func saveRecord(dir string, rec *Record) error {
+// SaveRecord writes rec as dir's run record, replacing the previous one in one step.
+func SaveRecord(dir string, rec *Record) error {
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, recordFile+".tmp")
+	tmp := filepath.Join(dir, RecordFile+".tmp")
 	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(dir, recordFile))
+	return os.Rename(tmp, filepath.Join(dir, RecordFile))
 }
 
-func loadRecord(dir string) (*Record, error) {
-	data, err := os.ReadFile(filepath.Join(dir, recordFile))
+// LoadRecord reads dir's run record.
+func LoadRecord(dir string) (*Record, error) {
+	data, err := os.ReadFile(filepath.Join(dir, RecordFile))
 	if err != nil {
 		return nil, err
 	}
 	var rec Record
 	if err := json.Unmarshal(data, &rec); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, recordFile), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, RecordFile), err)
 	}
 	return &rec, nil
 }

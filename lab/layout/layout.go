@@ -1,4 +1,4 @@
-package env
+package layout
 
 import (
 	"encoding/binary"
@@ -8,9 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 )
-
-// The lab's layout: its clusters, their nodes and their addresses, which every part, the
-// status and the checks agree on.
 
 // ClusterSpec is one cluster of the lab.
 type ClusterSpec struct {
@@ -31,13 +28,13 @@ type ClusterSpec struct {
 	Network ProviderNetwork
 }
 
-// apiServiceIP is the ClusterIP of the cluster's kubernetes Service: the first of its range.
-func (c ClusterSpec) apiServiceIP() string {
+// APIServiceIP is the ClusterIP of the cluster's kubernetes Service: the first of its range.
+func (c ClusterSpec) APIServiceIP() string {
 	return AddrAdd(netip.MustParsePrefix(c.ServiceCIDR).Addr(), 1).String()
 }
 
-// dnsServiceIP is the ClusterIP of the cluster's DNS Service (kube-dns), as kubeadm picks it.
-func (c ClusterSpec) dnsServiceIP() string {
+// DNSServiceIP is the ClusterIP of the cluster's DNS Service (kube-dns), as kubeadm picks it.
+func (c ClusterSpec) DNSServiceIP() string {
 	return AddrAdd(netip.MustParsePrefix(c.ServiceCIDR).Addr(), 10).String()
 }
 

@@ -1,4 +1,4 @@
-package env
+package layout
 
 // The hostile remote (lab/scenarios): merit turns hostile towards gcp. What the environment
 // sets up for it is the limit it goes over; the status shows the scenario's objects while they
