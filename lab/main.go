@@ -38,6 +38,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/lab/env"
 	"github.com/kube-semaphore/semaphore/lab/scenarios"
+	"github.com/kube-semaphore/semaphore/lab/scenarios/hostile"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
@@ -92,8 +93,8 @@ func run(args []string) int {
 	if fs.NArg() > 0 {
 		command, rest = fs.Arg(0), fs.Args()[1:]
 	}
-	if command == scenarios.FloodCommand {
-		return scenarios.Flood(fs.Args()[1:])
+	if command == hostile.FloodCommand {
+		return hostile.Flood(fs.Args()[1:])
 	}
 	if len(rest) > 0 && command != env.ReaperCommand {
 		fs.Usage()

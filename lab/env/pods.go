@@ -195,3 +195,12 @@ func (l *Lab) controllerOf(before *layout.Record, pod *corev1.Pod, p layout.Pod)
 	c.Admin = admin
 	return c, nil
 }
+
+// RediscoverControllers records the pods again (new controller pods get a port forward) and
+// points Prometheus at the controllers that run now.
+func (l *Lab) RediscoverControllers(ctx context.Context) error {
+	if err := l.RecordPods(ctx); err != nil {
+		return err
+	}
+	return l.ReloadPrometheus(ctx)
+}

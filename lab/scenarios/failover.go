@@ -2,20 +2,18 @@ package scenarios
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-semaphore/semaphore/lab/env"
 	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/podlog"
+	"github.com/kube-semaphore/semaphore/lab/scenarios/observe"
 )
 
 // The global service's failover, timed.
@@ -28,54 +26,12 @@ const (
 	globalMaxOutage = 5 * time.Second
 )
 
-// readLog reads the records of a pod's log; a log that is gone (its pod deleted) has none.
-func readLog(path string) ([]podlog.Record, error) {
-	records, err := podlog.Read(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	return records, err
-}
-
 // failover is the check of the global service's local-first routing: where the client's
 // requests go while its cluster's echo runs, is gone, and is back.
 type failover struct {
-	l      *env.Lab
-	client layout.Pod
-	// pods are the echo pods whose logs count, of every cluster.
-	pods []layout.Pod
-}
-
-// served counts the client's requests that the echo pods logged in [from, to), by cluster.
-func (f *failover) served(from, to time.Time) (map[string]int, error) {
-	counts := map[string]int{}
-	for _, c := range layout.ClusterNames() {
-		counts[c] = 0
-	}
-	for _, p := range f.pods {
-		records, err := readLog(p.Log)
-		if err != nil {
-			return counts, err
-		}
-		for _, r := range records {
-			if r.Msg == "request" && r.Client == f.client.IP && !r.Time.Before(from) && r.Time.Before(to) {
-				counts[p.Cluster]++
-			}
-		}
-	}
-	return counts, nil
-}
-
-// attempts are the client's attempts in [from, to).
-func (f *failover) attempts(from, to time.Time) ([]podlog.Record, error) {
-	records, err := readLog(f.client.Log)
-	var out []podlog.Record
-	for _, r := range records {
-		if r.Msg == "sent" && !r.Time.Before(from) && r.Time.Before(to) {
-			out = append(out, r)
-		}
-	}
-	return out, err
+	l *env.Lab
+	// Requests are the client's, and the echo pods', of every cluster, whose logs count.
+	observe.Requests
 }
 
 // window is one window of requests counted.
@@ -120,11 +76,11 @@ func (f *failover) count(ctx context.Context, start time.Time, within time.Durat
 	for from := start; ; {
 		w := window{from: from, to: from.Add(globalWindow)}
 		// The lines of the window's last requests are written a little after them.
-		if err := sleepUntil(ctx, w.to.Add(300*time.Millisecond)); err != nil {
+		if err := observe.SleepUntil(ctx, w.to.Add(300*time.Millisecond)); err != nil {
 			return w, false, err
 		}
 		var err error
-		if w.counts, err = f.served(w.from, w.to); err != nil {
+		if w.counts, err = f.Served(w.from, w.to); err != nil {
 			return w, false, err
 		}
 		if ok(w) {
@@ -135,30 +91,6 @@ func (f *failover) count(ctx context.Context, start time.Time, within time.Durat
 		}
 		from = w.to
 	}
-}
-
-// firstServed waits until a request of the client logged by one of pods at or after since, and
-// returns its time.
-func (f *failover) firstServed(ctx context.Context, pods []layout.Pod, since time.Time, timeout time.Duration) (time.Time, bool, error) {
-	var first time.Time
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		for _, p := range pods {
-			records, err := readLog(p.Log)
-			if err != nil {
-				return false, err
-			}
-			for _, r := range records {
-				if r.Msg == "request" && r.Client == f.client.IP && !r.Time.Before(since) && (first.IsZero() || r.Time.Before(first)) {
-					first = r.Time
-				}
-			}
-		}
-		return !first.IsZero(), nil
-	})
-	if wait.Interrupted(err) {
-		return first, false, ctx.Err()
-	}
-	return first, err == nil, err
 }
 
 // outage summarizes the client's attempts: how many failed, and the longest run of failures,
@@ -179,16 +111,6 @@ func outage(attempts []podlog.Record) (failed int, longest time.Duration) {
 		}
 	}
 	return failed, longest
-}
-
-// sleepUntil sleeps until t, or until ctx is done.
-func sleepUntil(ctx context.Context, t time.Time) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(time.Until(t)):
-		return nil
-	}
 }
 
 // checkGlobalFailover checks local-first routing end to end: the client's requests reach its own
@@ -226,7 +148,7 @@ func echoFailover(l *env.Lab, client layout.Pod) (f *failover, local, remote []l
 			remote = append(remote, rec.PodsOf(c, layout.GlobalName)...)
 		}
 	}
-	return &failover{l: l, client: client, pods: append(slices.Clone(local), remote...)}, local, remote
+	return &failover{l: l, Requests: observe.Requests{Client: client, Servers: append(slices.Clone(local), remote...)}}, local, remote
 }
 
 // run runs the three phases of the failover check.
@@ -252,7 +174,7 @@ func (f *failover) stayLocal(ctx context.Context) ([]string, error) {
 	}
 	fmt.Fprintf(f.l.Out(), "  local:       %s (%s after the status was good)\n", w, w.to.Sub(start).Round(100*time.Millisecond))
 	if !ok {
-		return []string{fmt.Sprintf("global service: the requests of %s do not stay in %s: %s", f.client.Name, layout.GlobalCluster, w)}, nil
+		return []string{fmt.Sprintf("global service: the requests of %s do not stay in %s: %s", f.Client.Name, layout.GlobalCluster, w)}, nil
 	}
 	return nil, nil
 }
@@ -264,19 +186,19 @@ func (f *failover) failOver(ctx context.Context, local, remote []layout.Pod) ([]
 	if err := scaleGlobal(ctx, f.l, 0); err != nil {
 		return nil, err
 	}
-	first, ok, err := f.firstServed(ctx, remote, down, 20*time.Second)
+	first, ok, err := observe.Requests{Client: f.Client, Servers: remote}.FirstServed(ctx, down, 20*time.Second)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return []string{fmt.Sprintf("global service: no request of %s reached another cluster within 20s of %s's echo scaled to 0", f.client.Name, layout.GlobalCluster)}, nil
+		return []string{fmt.Sprintf("global service: no request of %s reached another cluster within 20s of %s's echo scaled to 0", f.Client.Name, layout.GlobalCluster)}, nil
 	}
 	w, ok, err := f.count(ctx, first, globalWindow, window.remote)
 	if err != nil {
 		return nil, err
 	}
 	// Requests to the local pods that went: their logs may be gone, the client's replies are not.
-	sent, err := f.attempts(down, w.to)
+	sent, err := f.Attempts(down, w.to)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +213,7 @@ func (f *failover) failOver(ctx context.Context, local, remote []layout.Pod) ([]
 		w, first.Sub(down).Round(10*time.Millisecond), layout.GlobalCluster, failed, len(sent), longest.Round(10*time.Millisecond))
 	var problems []string
 	if !ok {
-		problems = append(problems, fmt.Sprintf("global service: with %s's echo scaled to 0, the requests of %s do not go to the other clusters: %s", layout.GlobalCluster, f.client.Name, w))
+		problems = append(problems, fmt.Sprintf("global service: with %s's echo scaled to 0, the requests of %s do not go to the other clusters: %s", layout.GlobalCluster, f.Client.Name, w))
 	}
 	return append(problems, f.tooLong(longest, "failing over")...), nil
 }
@@ -306,19 +228,19 @@ func (f *failover) failBack(ctx context.Context, local, remote []layout.Pod) ([]
 	if err != nil {
 		return nil, err
 	}
-	f.pods = append(slices.Clone(back), remote...)
-	first, ok, err := f.firstServed(ctx, back, up, 20*time.Second)
+	f.Servers = append(slices.Clone(back), remote...)
+	first, ok, err := observe.Requests{Client: f.Client, Servers: back}.FirstServed(ctx, up, 20*time.Second)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return []string{fmt.Sprintf("global service: no request of %s reached %s's echo within 20s of its pods being ready again", f.client.Name, layout.GlobalCluster)}, nil
+		return []string{fmt.Sprintf("global service: no request of %s reached %s's echo within 20s of its pods being ready again", f.Client.Name, layout.GlobalCluster)}, nil
 	}
 	w, ok, err := f.count(ctx, first, 5*time.Second, window.local)
 	if err != nil {
 		return nil, err
 	}
-	sent, err := f.attempts(up, w.to)
+	sent, err := f.Attempts(up, w.to)
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +249,7 @@ func (f *failover) failBack(ctx context.Context, local, remote []layout.Pod) ([]
 		w, layout.GlobalCluster, readyAt.Sub(up).Round(10*time.Millisecond), layout.GlobalReplicas, first.Sub(readyAt).Round(10*time.Millisecond), failed, len(sent))
 	var problems []string
 	if !ok {
-		problems = append(problems, fmt.Sprintf("global service: with %s's echo back, the requests of %s do not stay in %s: %s", layout.GlobalCluster, f.client.Name, layout.GlobalCluster, w))
+		problems = append(problems, fmt.Sprintf("global service: with %s's echo back, the requests of %s do not stay in %s: %s", layout.GlobalCluster, f.Client.Name, layout.GlobalCluster, w))
 	}
 	return append(problems, f.tooLong(longest, "failing back")...), nil
 }
@@ -337,12 +259,12 @@ func (f *failover) tooLong(longest time.Duration, while string) []string {
 	if longest <= globalMaxOutage {
 		return nil
 	}
-	return []string{fmt.Sprintf("global service: the requests of %s failed for %s while %s (at most %s)", f.client.Name, longest.Round(10*time.Millisecond), while, globalMaxOutage)}
+	return []string{fmt.Sprintf("global service: the requests of %s failed for %s while %s (at most %s)", f.Client.Name, longest.Round(10*time.Millisecond), while, globalMaxOutage)}
 }
 
 // scaleGlobal scales GlobalCluster's echo to replicas.
 func scaleGlobal(ctx context.Context, l *env.Lab, replicas int32) error {
-	return scaleDeployment(ctx, l.Cluster(layout.GlobalCluster).Client, layout.SampleNamespace, layout.GlobalName, replicas)
+	return observe.ScaleDeployment(ctx, l.Cluster(layout.GlobalCluster).Client, layout.SampleNamespace, layout.GlobalName, replicas)
 }
 
 // waitGlobalPods waits until GlobalCluster's echo has GlobalReplicas ready pods, none of old,
@@ -356,8 +278,8 @@ func waitGlobalPods(ctx context.Context, l *env.Lab, old []layout.Pod) ([]layout
 		// An error (the API server busy) is asked again, like pods not ready yet.
 		list, err := l.Cluster(layout.GlobalCluster).Client.CoreV1().Pods(layout.SampleNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + layout.GlobalName})
 		pods = nil
-		for _, pod := range podsOrNone(list, err) {
-			if pod.DeletionTimestamp != nil || !podReady(&pod) || slices.ContainsFunc(old, func(p layout.Pod) bool { return p.UID == string(pod.UID) }) {
+		for _, pod := range observe.PodsOrNone(list, err) {
+			if pod.DeletionTimestamp != nil || !observe.PodReady(&pod) || slices.ContainsFunc(old, func(p layout.Pod) bool { return p.UID == string(pod.UID) }) {
 				continue
 			}
 			pods = append(pods, rec.PodOf(layout.GlobalCluster, &pod))
@@ -372,22 +294,4 @@ func waitGlobalPods(ctx context.Context, l *env.Lab, old []layout.Pod) ([]layout
 	}
 	l.ReplacePods(layout.GlobalCluster, layout.GlobalName, pods)
 	return pods, firstReady, nil
-}
-
-// podsOrNone are the pods of list, none when it could not be read.
-func podsOrNone(list *corev1.PodList, err error) []corev1.Pod {
-	if err != nil || list == nil {
-		return nil
-	}
-	return list.Items
-}
-
-// podReady tells whether pod is ready.
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

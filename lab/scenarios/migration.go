@@ -20,6 +20,7 @@ import (
 	"github.com/kube-semaphore/semaphore/lab/env"
 	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/podlog"
+	"github.com/kube-semaphore/semaphore/lab/scenarios/observe"
 )
 
 // migrationSettle is how long each step of the migration may take to show.
@@ -119,7 +120,7 @@ const migrationOverlap = 3 * time.Second
 var migrationKey = mcs.Key{Namespace: layout.GlobalKey.Namespace, Name: layout.GlobalKey.Name}
 
 // export creates echo's ServiceExport in every cluster and waits until GlobalCluster imports it
-// with the ready endpoints of all of them, each labelled with its cluster's ID (env.ClusterID:
+// with the ready endpoints of all of them, each labelled with its cluster's ID (layout.ClusterID:
 // merit's ClusterProperty, the others' names).
 func (m *migration) export(ctx context.Context) error {
 	for _, name := range layout.ClusterNames() {
@@ -196,7 +197,7 @@ func (m *migration) rollClient(ctx context.Context) error {
 	}
 	rolled := time.Now()
 	pods := client.CoreV1().Pods(layout.SampleNamespace)
-	pod, err := waitNewPod(ctx, pods, layout.GlobalClientName, m.clients, podRunning)
+	pod, err := observe.WaitNewPod(ctx, pods, layout.GlobalClientName, m.clients, observe.PodRunning)
 	if err != nil {
 		return err
 	}
@@ -208,7 +209,7 @@ func (m *migration) rollClient(ctx context.Context) error {
 	}
 	m.newFirst = first
 	for _, old := range m.clients[:len(m.clients)-1] {
-		if _, err := waitGone(ctx, pods, old.Name); err != nil {
+		if _, err := observe.WaitGone(ctx, pods, old.Name); err != nil {
 			return err
 		}
 	}
@@ -221,7 +222,7 @@ func (m *migration) rollClient(ctx context.Context) error {
 func (m *migration) firstSuccess(ctx context.Context, p layout.Pod) (time.Time, error) {
 	var first time.Time
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, migrationSettle, true, func(context.Context) (bool, error) {
-		records, err := readLog(p.Log)
+		records, err := observe.ReadLog(p.Log)
 		for _, r := range records {
 			if r.Msg == "sent" && !r.Failed() {
 				first = r.Time
@@ -256,7 +257,7 @@ func (m *migration) dropGlobal(ctx context.Context) error {
 		return fmt.Errorf("the global Service %s is still in %s %s after the label went", global.ServiceName(layout.GlobalKey), layout.GlobalCluster, migrationSettle)
 	}
 	fmt.Fprintf(m.l.Out(), "  global label removed: %s's global Service gone %s later\n", layout.GlobalCluster, time.Since(dropped).Round(10*time.Millisecond))
-	return sleepUntil(ctx, time.Now().Add(2*globalWindow))
+	return observe.SleepUntil(ctx, time.Now().Add(2*globalWindow))
 }
 
 // failures reads every attempt of the client's pods since the start: none may have failed but
@@ -265,7 +266,7 @@ func (m *migration) dropGlobal(ctx context.Context) error {
 func (m *migration) failures() []string {
 	var attempts, failed, warmUp []podlog.Record
 	for i, p := range m.clients {
-		records, err := readLog(p.Log)
+		records, err := observe.ReadLog(p.Log)
 		if err != nil {
 			return []string{fmt.Sprintf("reading %s's log: %v", p.Name, err)}
 		}

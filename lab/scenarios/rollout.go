@@ -7,11 +7,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/kube-semaphore/semaphore/internal/rollout"
 	"github.com/kube-semaphore/semaphore/lab/env"
 	"github.com/kube-semaphore/semaphore/lab/layout"
+	"github.com/kube-semaphore/semaphore/lab/scenarios/observe"
 )
 
 // rolloutTimeout bounds each rollout during the outage: a pod is replaced in seconds here, so
@@ -36,9 +35,9 @@ func checkRolloutDuringOutage(ctx context.Context, l *env.Lab) []string {
 	start := time.Now()
 	var last string
 	for time.Since(start) < rolloutTimeout {
-		last = workloadPending(ctx, c, ds)
+		last = observe.WorkloadPending(ctx, c, ds)
 		if last == "" {
-			last = workloadPending(ctx, c, deploy)
+			last = observe.WorkloadPending(ctx, c, deploy)
 		}
 		if last == "" {
 			fmt.Fprintf(l.Out(), "  gcp    DaemonSet %s and Deployment %s rolled out in %s while aws is unreadable from gcp\n",
@@ -48,22 +47,4 @@ func checkRolloutDuringOutage(ctx context.Context, l *env.Lab) []string {
 		time.Sleep(time.Second)
 	}
 	return []string{fmt.Sprintf("rollout in gcp while aws is unreadable from gcp did not complete in %s: %s", rolloutTimeout, last)}
-}
-
-// workloadPending says what keeps the rollout of component's workload from being complete ("" when
-// it is), as `kubectl rollout status` waits for: a DaemonSet for semaphore-wireguard, a
-// Deployment for the others.
-func workloadPending(ctx context.Context, client kubernetes.Interface, component string) string {
-	if component == layout.WireGuardComponent {
-		d, err := client.AppsV1().DaemonSets(layout.SemaphoreNamespace).Get(ctx, component, metav1.GetOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		return rollout.DaemonSetPending(d)
-	}
-	d, err := client.AppsV1().Deployments(layout.SemaphoreNamespace).Get(ctx, component, metav1.GetOptions{})
-	if err != nil {
-		return err.Error()
-	}
-	return rollout.DeploymentPending(d)
 }

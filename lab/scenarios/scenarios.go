@@ -1,16 +1,18 @@
 // Package scenarios holds what the lab does to the mesh once it is up and its status is good,
 // and what it asserts meanwhile: traffic between the providers' networks, Calico enforcing a
 // policy built on semaphore-policy's sets, WireGuard peers following calico-ipam's blocks,
-// every identity, the dashboards, a global service's failover, a
-// hostile remote, kubectl semaphore check with a revoked token and a rollout during the outage,
-// the upstream MCS conformance suite's Required specs, the global service moved to a
-// ServiceExport without a failed request, a cluster uninstalled clean and installed again (All, which `lab check` runs), and the soak (Soak, which `lab soak` runs): churn, remote cuts
-// and controller pods deleted, then the mesh compared with what the clusters hold.
+// every identity, the dashboards, a global service's failover, a hostile remote, kubectl
+// semaphore check with a revoked token and a rollout during the outage, the upstream MCS
+// conformance suite's Required specs, the global service moved to a ServiceExport without a
+// failed request, a cluster uninstalled clean and installed again (All, which `lab check`
+// runs), and the soak (Soak, which `lab soak` runs): churn, remote cuts and controller pods
+// deleted, then the mesh compared with what the clusters hold.
 //
 // Each check is a Scenario: a name and a function of the running lab (env.Lab) that prints
 // what it measured and returns the problems it found. Adding one is a new file in this
 // package and a line in All: Run runs them in that order, each on the lab the ones before
-// left.
+// left. The scenarios that grew beyond a few files are packages of their own (hostile, soak,
+// calico), and what several share is observe's.
 package scenarios
 
 import (
@@ -24,6 +26,9 @@ import (
 	"time"
 
 	"github.com/kube-semaphore/semaphore/lab/env"
+	"github.com/kube-semaphore/semaphore/lab/scenarios/calico"
+	"github.com/kube-semaphore/semaphore/lab/scenarios/hostile"
+	"github.com/kube-semaphore/semaphore/lab/scenarios/soak"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
@@ -38,8 +43,8 @@ type Scenario struct {
 var All = []Scenario{
 	{"the release's images by digest", checkReleaseImages},
 	{"between providers", checkProviders},
-	{"Calico policy", checkCalicoPolicy},
-	{"calico-ipam blocks", checkCalicoBlocks},
+	{"Calico policy", calico.CheckPolicy},
+	{"calico-ipam blocks", calico.CheckBlocks},
 	{"the getting-started guide's check", checkGuide},
 	{"unreachable peers", checkUnreachablePeers},
 	{"identities", checkIdentities},
@@ -47,7 +52,7 @@ var All = []Scenario{
 	{"global service failover", checkGlobalFailover},
 	// Before the plugin's check, which cuts gcp off aws: the honest traffic between them must
 	// flow through the hostile remote's flood.
-	{"hostile remote", checkHostileRemote},
+	{"hostile remote", hostile.Check},
 	// Before the plugin's check too, which revokes gcp's token in aws: both need every cluster
 	// to read every other.
 	{"MCS conformance (Required)", checkConformance},
@@ -58,6 +63,11 @@ var All = []Scenario{
 	// Last: it uninstalls a cluster and installs every cluster again, mending what the
 	// plugin's check broke.
 	{"uninstall", checkUninstall},
+}
+
+// Soak is the scenario of `lab soak`: the lab churned for d, then checked.
+func Soak(d time.Duration) []Scenario {
+	return []Scenario{{"soak", func(ctx context.Context, l *env.Lab) []string { return soak.Run(ctx, l, d) }}}
 }
 
 // Run runs the scenarios of list in order, printing the problems of each, and stops at the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/lab/env"
 	"github.com/kube-semaphore/semaphore/lab/layout"
+	"github.com/kube-semaphore/semaphore/lab/scenarios/observe"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
@@ -117,7 +118,7 @@ func agentPods(ctx context.Context, l *env.Lab, cluster string) ([]string, error
 	}
 	var uids []string
 	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(&p) {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && observe.PodReady(&p) {
 			uids = append(uids, string(p.UID))
 		}
 	}
@@ -129,7 +130,7 @@ func agentPods(ctx context.Context, l *env.Lab, cluster string) ([]string, error
 func waitRollout(ctx context.Context, l *env.Lab, cluster string) string {
 	var last string
 	for start := time.Now(); time.Since(start) < unreachableSettle; time.Sleep(time.Second) {
-		if last = workloadPending(ctx, l.Cluster(cluster).Client, layout.WireGuardComponent); last == "" {
+		if last = observe.WorkloadPending(ctx, l.Cluster(cluster).Client, layout.WireGuardComponent); last == "" {
 			return ""
 		}
 	}

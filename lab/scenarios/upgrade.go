@@ -17,6 +17,7 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/lab/env"
 	"github.com/kube-semaphore/semaphore/lab/layout"
+	"github.com/kube-semaphore/semaphore/lab/scenarios/observe"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
@@ -68,7 +69,7 @@ func checkUpgrade(ctx context.Context, l *env.Lab) []string {
 	}
 	fmt.Fprintf(l.Out(), "  every cluster upgraded to %s in %s, the mesh ready\n", this.Version, to.Sub(from).Round(time.Second))
 	problems = append(problems, rewrittenSince(ctx, l, before)...)
-	sent, err := senderStats(l.Record().PodsOf(layout.ForwarderCluster, layout.ForwarderName), from, to)
+	sent, err := observe.SenderStats(l.Record().PodsOf(layout.ForwarderCluster, layout.ForwarderName), from, to)
 	if err != nil {
 		return append(problems, fmt.Sprintf("reading the forwarders' logs: %v", err))
 	}
@@ -98,7 +99,7 @@ func settle(ctx context.Context, l *env.Lab, when string) []string {
 		return []string{fmt.Sprintf("%s: %v", when, err)}
 	}
 	available := time.Now()
-	if err := rediscoverControllers(ctx, l); err != nil {
+	if err := l.RediscoverControllers(ctx); err != nil {
 		return []string{fmt.Sprintf("%s: %v", when, err)}
 	}
 	found := time.Now()

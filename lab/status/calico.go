@@ -10,7 +10,7 @@ import (
 	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
-// What the status expects of the Calico-way cluster (env.CalicoCluster): calico-ipam allocates
+// What the status expects of the Calico-way cluster (layout.CalicoCluster): calico-ipam allocates
 // its pods' addresses from blocks of the IPPools the lab creates, each block affine to a node,
 // and lends addresses of a node's blocks to pods on other nodes when theirs are full. A device
 // for the cluster gives each peer what calicoipam.Prefixes gives its node, as

@@ -14,7 +14,7 @@ import (
 )
 
 // calicoBlocks reads the IPAM blocks calico-ipam keeps in the Calico-way cluster
-// (env.CalicoCluster) once for the parts of a status collection that share it; a nil one reads
+// (layout.CalicoCluster) once for the parts of a status collection that share it; a nil one reads
 // them for each caller.
 type calicoBlocks struct {
 	once sync.Once

@@ -56,7 +56,7 @@ func PeerOps(changes map[string]float64) float64 {
 	return n
 }
 
-// IPAMBlocks are the IPAM blocks of the Calico-way cluster (env.CalicoCluster), as
+// IPAMBlocks are the IPAM blocks of the Calico-way cluster (layout.CalicoCluster), as
 // calico-ipam wrote them.
 func IPAMBlocks(ctx context.Context, rec *layout.Record) ([]*calicoipam.Block, error) {
 	return listBlocks(ctx, rec)

@@ -1,4 +1,4 @@
-package scenarios
+package calico
 
 import (
 	"cmp"
@@ -17,21 +17,21 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/calicoipam"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/lab/env"
 	"github.com/kube-semaphore/semaphore/lab/layout"
+	"github.com/kube-semaphore/semaphore/lab/scenarios/observe"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
 // The calico-ipam blocks (lab check, after the Calico policy): how the nodes of the clusters
-// that read env.CalicoCluster follow its IPAM blocks (docs/calico.md). The cluster's first node
+// that read layout.CalicoCluster follow its IPAM blocks (docs/calico.md). The cluster's first node
 // claims a new block when a Deployment outgrows its blocks, and kube-controllers releases it
 // once the Deployment is gone; a third fluentd pod, on the last node, borrows an address of
-// the first node's block of env.FluentdPool, and gives it back. Each time, the scenario times
+// the first node's block of layout.FluentdPool, and gives it back. Each time, the scenario times
 // how soon every remote node's peer for the node concerned has the change, in its allowed IPs
 // and its routes, and checks that it cost each remote node exactly one peer operation. Nothing
 // else may change the blocks meanwhile: the scenario waits for the blocks to settle before it
@@ -54,21 +54,21 @@ const (
 type blocksRun struct {
 	l      *env.Lab
 	rec    *layout.Record
-	client kubernetes.Interface // of env.CalicoCluster
-	// owner holds env.FluentdPool's block, and borrower (fluentd's node) borrows from it.
+	client kubernetes.Interface // of layout.CalicoCluster
+	// owner holds layout.FluentdPool's block, and borrower (fluentd's node) borrows from it.
 	owner, borrower string
-	// remotes are the nodes of the clusters that read env.CalicoCluster, device the name of
+	// remotes are the nodes of the clusters that read layout.CalicoCluster, device the name of
 	// their device for it.
 	remotes []layout.Node
 	device  string
-	// names are the nodes of env.CalicoCluster by the key each publishes, by consumer cluster.
+	// names are the nodes of layout.CalicoCluster by the key each publishes, by consumer cluster.
 	names map[string]map[string]string
 	// settled are the remote nodes' devices when the blocks last settled, by node.
 	settled map[string]status.DevicePeers
 }
 
-// checkCalicoBlocks runs the scenario and returns the problems.
-func checkCalicoBlocks(ctx context.Context, l *env.Lab) []string {
+// CheckBlocks runs the scenario and returns the problems.
+func CheckBlocks(ctx context.Context, l *env.Lab) []string {
 	fmt.Fprintf(l.Out(), "calico-ipam blocks (%s's IPAM blocks as the %s peers of the nodes of %s)\n",
 		layout.CalicoCluster, peers.DeviceName(layout.CalicoCluster), strings.Join(layout.RemotesOf(layout.CalicoCluster), " and "))
 	if !l.NodesRun() {
@@ -135,7 +135,7 @@ func (c *blocksRun) claimAndRelease(ctx context.Context) []string {
 	return c.release(ctx, block, gone)
 }
 
-// claim runs one pod more on the first node than its blocks of env.PodsPool have free addresses,
+// claim runs one pod more on the first node than its blocks of layout.PodsPool have free addresses,
 // and expects it to claim exactly one new block, which every remote node's peer for it then
 // has.
 func (c *blocksRun) claim(ctx context.Context) (*calicoipam.Block, []string) {
@@ -227,7 +227,7 @@ func (c *blocksRun) waitChurn(ctx context.Context, replicas int) string {
 		// An error (the API server busy) is asked again.
 		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + churnName})
 		running = 0
-		for _, p := range podsOrNone(list, err) {
+		for _, p := range observe.PodsOrNone(list, err) {
 			if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && p.DeletionTimestamp == nil {
 				running++
 			}
@@ -284,8 +284,8 @@ func (c *blocksRun) release(ctx context.Context, block *calicoipam.Block, gone t
 	return c.settle(ctx, "released", 1)
 }
 
-// borrow scales fluentd (in env.CalicoCluster, on its last node) up by one pod, whose address
-// is borrowed from the first node's block of env.FluentdPool, and back, making the ReplicaSet
+// borrow scales fluentd (in layout.CalicoCluster, on its last node) up by one pod, whose address
+// is borrowed from the first node's block of layout.FluentdPool, and back, making the ReplicaSet
 // remove that pod.
 func (c *blocksRun) borrow(ctx context.Context) []string {
 	d, err := c.client.AppsV1().Deployments(layout.SampleNamespace).Get(ctx, layout.FluentdName, metav1.GetOptions{})
@@ -294,11 +294,11 @@ func (c *blocksRun) borrow(ctx context.Context) []string {
 	}
 	replicas := ptr.Deref(d.Spec.Replicas, 1)
 	up := time.Now()
-	if err := scaleDeployment(ctx, c.client, layout.SampleNamespace, layout.FluentdName, replicas+1); err != nil {
+	if err := observe.ScaleDeployment(ctx, c.client, layout.SampleNamespace, layout.FluentdName, replicas+1); err != nil {
 		return []string{fmt.Sprintf("%s: scaling %s to %d: %v", layout.FluentdCluster, layout.FluentdName, replicas+1, err)}
 	}
 	var problems []string
-	pod, err := waitNewPod(ctx, c.client.CoreV1().Pods(layout.SampleNamespace), layout.FluentdName, c.rec.PodsOf(layout.FluentdCluster, layout.FluentdName), podRunning)
+	pod, err := observe.WaitNewPod(ctx, c.client.CoreV1().Pods(layout.SampleNamespace), layout.FluentdName, c.rec.PodsOf(layout.FluentdCluster, layout.FluentdName), observe.PodRunning)
 	if err != nil {
 		problems = []string{err.Error()}
 	} else {
@@ -321,7 +321,7 @@ func (c *blocksRun) borrow(ctx context.Context) []string {
 }
 
 // lent checks that fluentd's new pod, seen running now, runs on the last node with an address
-// of the first node's block of env.FluentdPool, and waits for every remote node's peer for its
+// of the first node's block of layout.FluentdPool, and waits for every remote node's peer for its
 // node to have the address since the scale-up at up.
 func (c *blocksRun) lent(ctx context.Context, pod *corev1.Pod, up time.Time) []string {
 	seen := time.Now()
@@ -349,31 +349,6 @@ func hostPrefix(ip string) netip.Prefix {
 	return p
 }
 
-// waitNewPod waits for a pod of app that known does not hold, with an address, for which ok
-// holds (it runs, it is ready).
-func waitNewPod(ctx context.Context, pods typedcorev1.PodInterface, app string, known []layout.Pod, ok func(*corev1.Pod) bool) (*corev1.Pod, error) {
-	var found *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, blocksPoll, calicoSettle, true, func(ctx context.Context) (bool, error) {
-		// An error (the API server busy) is asked again, like pods not running yet.
-		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + app})
-		for _, pod := range podsOrNone(list, err) {
-			recorded := slices.ContainsFunc(known, func(p layout.Pod) bool { return p.UID == string(pod.UID) })
-			if !recorded && pod.DeletionTimestamp == nil && pod.Status.PodIP != "" && ok(&pod) {
-				found = &pod
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("no new %s pod within %s of the scale-up", app, calicoSettle)
-	}
-	return found, nil
-}
-
-// podRunning tells whether pod runs.
-func podRunning(pod *corev1.Pod) bool { return pod.Status.Phase == corev1.PodRunning }
-
 // scaleBack scales Deployment app in the sample namespace back to replicas, making the
 // ReplicaSet remove pod (the new one, nil when none came), and returns when pod was gone.
 func scaleBack(ctx context.Context, client kubernetes.Interface, app string, pod *corev1.Pod, replicas int32) (time.Time, error) {
@@ -384,13 +359,13 @@ func scaleBack(ctx context.Context, client kubernetes.Interface, app string, pod
 			return time.Time{}, fmt.Errorf("marking %s the pod to remove: %w", pod.Name, err)
 		}
 	}
-	if err := scaleDeployment(ctx, client, layout.SampleNamespace, app, replicas); err != nil {
+	if err := observe.ScaleDeployment(ctx, client, layout.SampleNamespace, app, replicas); err != nil {
 		return time.Time{}, fmt.Errorf("scaling %s back to %d: %w", app, replicas, err)
 	}
 	if pod == nil {
 		return time.Time{}, nil
 	}
-	return waitGone(ctx, pods, pod.Name)
+	return observe.WaitGone(ctx, pods, pod.Name)
 }
 
 // peerChange is a change every remote node's peer for node must show: prefix in its allowed

@@ -1,4 +1,4 @@
-package scenarios
+package calico
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
-	"github.com/kube-semaphore/semaphore/components/policy/calico"
+	policycalico "github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/lab/guide"
@@ -48,9 +48,9 @@ func TestThePolicyPageHasOneBlockOfTheNetworkPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if policy.GetAPIVersion() != calico.APIv3 || policy.GetKind() != "NetworkPolicy" || policy.GetName() != policyName || policy.GetNamespace() != layout.SampleNamespace {
+	if policy.GetAPIVersion() != policycalico.APIv3 || policy.GetKind() != "NetworkPolicy" || policy.GetName() != policyName || policy.GetNamespace() != layout.SampleNamespace {
 		t.Errorf("%s: got %s %s %s/%s, want %s NetworkPolicy %s/%s", policyDoc, policy.GetAPIVersion(), policy.GetKind(), policy.GetNamespace(), policy.GetName(),
-			calico.APIv3, layout.SampleNamespace, policyName)
+			policycalico.APIv3, layout.SampleNamespace, policyName)
 	}
 }
 
@@ -111,7 +111,7 @@ func TestSetHolds(t *testing.T) {
 // storedSet is the forwarders' set as crd.projectcalico.org/v1 stores it, created at created,
 // with labels on the object and annotations.
 func storedSet(created time.Time, labels, annotations map[string]string, nets ...any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": calico.APICRD, "kind": calico.Kind, "spec": map[string]any{"nets": nets}}}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": policycalico.APICRD, "kind": policycalico.Kind, "spec": map[string]any{"nets": nets}}}
 	u.SetName(netset.SetName(forwarderSource))
 	u.SetCreationTimestamp(metav1.NewTime(created))
 	u.SetLabels(labels)
@@ -131,7 +131,7 @@ func TestStoredSetProblems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inAnnotation := map[string]string{calico.MetadataAnnotation: string(meta)}
+	inAnnotation := map[string]string{policycalico.MetadataAnnotation: string(meta)}
 	for _, tc := range []struct {
 		name string
 		set  *unstructured.Unstructured

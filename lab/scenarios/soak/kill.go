@@ -1,4 +1,4 @@
-package scenarios
+package soak
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/kube-semaphore/semaphore/lab/env"
 	"github.com/kube-semaphore/semaphore/lab/layout"
+	"github.com/kube-semaphore/semaphore/lab/scenarios/observe"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
@@ -53,16 +53,16 @@ func (s *soakRun) kill(ctx context.Context, i int) {
 		err := wait.PollUntilContextTimeout(ctx, time.Second, soakSettle, true, func(ctx context.Context) (bool, error) {
 			pod, err := client.CoreV1().Pods(layout.SemaphoreNamespace).Get(ctx, victim.PodName, metav1.GetOptions{})
 			gone := apierrors.IsNotFound(err) || (err == nil && string(pod.UID) != victim.PodUID)
-			return gone && workloadPending(ctx, client, v.component) == "", nil
+			return gone && observe.WorkloadPending(ctx, client, v.component) == "", nil
 		})
 		if err != nil {
-			s.problem("%s in %s not back %s after its pod was deleted: %s", v.component, v.cluster, soakSettle, workloadPending(ctx, client, v.component))
+			s.problem("%s in %s not back %s after its pod was deleted: %s", v.component, v.cluster, soakSettle, observe.WorkloadPending(ctx, client, v.component))
 			return
 		}
 		s.l.Logf("soak: %s in %s back in %s", v.component, v.cluster, time.Since(start).Round(100*time.Millisecond))
 		s.rediscover.Lock()
 		defer s.rediscover.Unlock()
-		if err := rediscoverControllers(ctx, s.l); err != nil {
+		if err := s.l.RediscoverControllers(ctx); err != nil {
 			s.problem("finding the controllers again: %v", err)
 		}
 	})
@@ -82,13 +82,4 @@ func (s *soakRun) waitTakeover(ctx context.Context, victim layout.Controller) {
 		return
 	}
 	s.l.Logf("soak: %s in %s: %s took the Lease in %s", victim.Component, victim.Cluster, holder, time.Since(start).Round(100*time.Millisecond))
-}
-
-// rediscoverControllers records the pods again (new controller pods get a port forward) and
-// points Prometheus at the controllers that run now.
-func rediscoverControllers(ctx context.Context, l *env.Lab) error {
-	if err := l.RecordPods(ctx); err != nil {
-		return err
-	}
-	return l.ReloadPrometheus(ctx)
 }

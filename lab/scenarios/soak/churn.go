@@ -1,4 +1,4 @@
-package scenarios
+package soak
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
 	"github.com/kube-semaphore/semaphore/lab/layout"
+	"github.com/kube-semaphore/semaphore/lab/scenarios/observe"
 )
 
 // churn changes the clusters until d has passed, cutting remotes and deleting controller pods
@@ -160,7 +161,7 @@ func (s *soakRun) change(ctx context.Context) {
 
 // scale sets the replicas of workload in cluster.
 func (s *soakRun) scale(ctx context.Context, cluster, workload string, replicas int32) error {
-	return scaleDeployment(ctx, s.l.Cluster(cluster).Client, soakNamespace, workload, replicas)
+	return observe.ScaleDeployment(ctx, s.l.Cluster(cluster).Client, soakNamespace, workload, replicas)
 }
 
 // toggleGlobal creates one of the global services in cluster, or deletes it when the cluster

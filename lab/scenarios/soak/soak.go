@@ -1,4 +1,4 @@
-package scenarios
+package soak
 
 import (
 	"context"
@@ -12,21 +12,6 @@ import (
 
 	"github.com/kube-semaphore/semaphore/lab/env"
 )
-
-// The soak (`bash ci/lab soak`, `make soak`): the lab under churn for a while, then the mesh
-// must be exactly what the clusters hold, with the controllers' goroutines and memory within
-// bounds and every alert quiet. The churn, all at once:
-//   - every soakChurnEvery, one change in a random cluster: a workload scaled (pods created and
-//     deleted: in mirrored and global Services, in network sets, one set that comes and goes), a
-//     mirrored Service created, deleted or given another port, a global Service created in or
-//     deleted from the cluster;
-//   - every minute a remote cut (the other clusters' packets to its API server dropped on the
-//     lab's internet: the controllers' watches hang, as behind a lost link) for soakCutFor, and
-//     restored;
-//   - every two minutes a controller pod deleted: the leader of a Deployment's Lease, or a
-//     semaphore-wireguard pod, in turn.
-//
-// The churn's objects live in soakNamespace of every cluster, and go with it at the end.
 
 const (
 	soakNamespace = "soak"
@@ -83,13 +68,8 @@ func (s *soakRun) problem(format string, args ...any) {
 	s.problems = append(s.problems, msg)
 }
 
-// Soak is the scenario of `lab soak`: the lab churned for d, then checked.
-func Soak(d time.Duration) []Scenario {
-	return []Scenario{{"soak", func(ctx context.Context, l *env.Lab) []string { return soak(ctx, l, d) }}}
-}
-
-// soak runs the churn for d, then the checks of afterChurn, and returns the problems.
-func soak(ctx context.Context, l *env.Lab, d time.Duration) []string {
+// Run runs the churn for d, then the checks of afterChurn, and returns the problems.
+func Run(ctx context.Context, l *env.Lab, d time.Duration) []string {
 	rec := l.Record()
 	if rec.NodesSkipped() || rec.Prometheus == nil {
 		return []string{"the soak needs the nodes (root) and Prometheus: nothing runs to soak"}

@@ -1,4 +1,4 @@
-package scenarios
+package hostile
 
 import (
 	"bufio"
@@ -22,7 +22,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/node"
-	"github.com/kube-semaphore/semaphore/lab/podlog"
+	"github.com/kube-semaphore/semaphore/lab/scenarios/observe"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
@@ -212,71 +212,6 @@ func flood(ctx context.Context, cfg *rest.Config, namespace string, names []stri
 	return r, nil
 }
 
-// trafficStats are the attempts of senders in a window: how many, how many failed, and their
-// durations' median and 99th percentile.
-type trafficStats struct {
-	Sent, Failed int
-	P50, P99     time.Duration
-}
-
-func (t trafficStats) String() string {
-	return fmt.Sprintf("%d requests, %d failed, p50 %s, p99 %s", t.Sent, t.Failed, roundDuration(t.P50), roundDuration(t.P99))
-}
-
-// roundDuration keeps three digits or so.
-func roundDuration(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond)
-	case d >= 10*time.Millisecond:
-		return d.Round(100 * time.Microsecond)
-	}
-	return d.Round(10 * time.Microsecond)
-}
-
-// sentStats are the statistics of the "sent" records in [from, to).
-func sentStats(records []podlog.Record, from, to time.Time) trafficStats {
-	var s trafficStats
-	var durations []time.Duration
-	for _, r := range records {
-		if r.Msg != "sent" || r.Time.Before(from) || !r.Time.Before(to) {
-			continue
-		}
-		s.Sent++
-		if r.Failed() {
-			s.Failed++
-		}
-		if d, err := time.ParseDuration(r.Duration); err == nil {
-			durations = append(durations, d)
-		}
-	}
-	slices.Sort(durations)
-	s.P50, s.P99 = percentile(durations, 0.50), percentile(durations, 0.99)
-	return s
-}
-
-// percentile is the q-th quantile of sorted (nearest rank), 0 for none.
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(float64(len(sorted))*q+0.999999) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
-// senderStats reads the logs of pods and returns the statistics of their attempts in the window.
-func senderStats(pods []layout.Pod, from, to time.Time) (trafficStats, error) {
-	var all []podlog.Record
-	for _, p := range pods {
-		records, err := readLog(p.Log)
-		if err != nil {
-			return trafficStats{}, err
-		}
-		all = append(all, records...)
-	}
-	return sentStats(all, from, to), nil
-}
-
 // trafficDuring compares the honest traffic during the flood with the traffic before the
 // scenario, and returns the problems: a forwarder's request that failed during the flood, or
 // none that fluentd logged, and whatever the lab's traffic part finds.
@@ -293,8 +228,8 @@ func (h *hostileRun) trafficDuring(rec *layout.Record, start, from, to time.Time
 		{fmt.Sprintf("%s/%s -> %s's %s", layout.ForwarderCluster, layout.ForwarderName, layout.FluentdCluster, layout.FluentdName), forwarders, true},
 		{fmt.Sprintf("%s/%s -> %s (local-first)", layout.GlobalCluster, layout.GlobalClientName, layout.GlobalName), rec.PodsOf(layout.GlobalCluster, layout.GlobalClientName), false},
 	} {
-		before, err1 := senderStats(s.pods, start.Add(-hostileBaseline), start)
-		during, err2 := senderStats(s.pods, from, to)
+		before, err1 := observe.SenderStats(s.pods, start.Add(-hostileBaseline), start)
+		during, err2 := observe.SenderStats(s.pods, from, to)
 		if err := errors.Join(err1, err2); err != nil {
 			problems = append(problems, fmt.Sprintf("reading the logs of %s: %v", s.what, err))
 			continue
@@ -306,7 +241,7 @@ func (h *hostileRun) trafficDuring(rec *layout.Record, start, from, to time.Time
 	}
 	served := 0
 	for _, f := range rec.PodsOf(layout.FluentdCluster, layout.FluentdName) {
-		records, err := readLog(f.Log)
+		records, err := observe.ReadLog(f.Log)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("reading fluentd's log: %v", err))
 		}

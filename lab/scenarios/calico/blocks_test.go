@@ -1,4 +1,4 @@
-package scenarios
+package calico
 
 import (
 	"net/netip"

@@ -1,4 +1,4 @@
-package scenarios
+package soak
 
 import (
 	"context"
@@ -17,13 +17,19 @@ import (
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
+// check is one of the soak's checks after the churn: what it checks, and how.
+type check struct {
+	Name string
+	Run  func(ctx context.Context, l *env.Lab) []string
+}
+
 // afterChurn are the soak's checks once the churn is over, in order: the mesh equals what the
 // clusters hold (and again once the churn's objects are gone), `kubectl semaphore check`
 // passes in every cluster, the lab's own status is healthy, the footprint is within bounds and
 // the alerts are quiet. start is when the churn started, before the controllers' footprint
 // then.
-func (s *soakRun) afterChurn(start time.Time, before map[string]podFootprint) []Scenario {
-	return []Scenario{
+func (s *soakRun) afterChurn(start time.Time, before map[string]podFootprint) []check {
+	return []check{
 		{"workloads available again", s.settled},
 		{"the mesh in sync with the churn's objects", func(ctx context.Context, l *env.Lab) []string {
 			return inSync(ctx, l, "with the churn's objects")
@@ -48,7 +54,7 @@ func (s *soakRun) settled(ctx context.Context, l *env.Lab) []string {
 	if err := l.WaitAvailable(ctx, soakSettle); err != nil {
 		problems = append(problems, fmt.Sprintf("after the churn: %v", err))
 	}
-	if err := rediscoverControllers(ctx, l); err != nil {
+	if err := l.RediscoverControllers(ctx); err != nil {
 		problems = append(problems, fmt.Sprintf("finding the controllers after the churn: %v", err))
 	}
 	return problems

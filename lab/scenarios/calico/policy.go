@@ -1,4 +1,4 @@
-package scenarios
+package calico
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -21,12 +20,13 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/kube-semaphore/semaphore/components/policy/calico"
+	policycalico "github.com/kube-semaphore/semaphore/components/policy/calico"
 	"github.com/kube-semaphore/semaphore/components/policy/netset"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/lab/env"
 	"github.com/kube-semaphore/semaphore/lab/layout"
 	"github.com/kube-semaphore/semaphore/lab/podlog"
+	"github.com/kube-semaphore/semaphore/lab/scenarios/observe"
 )
 
 // The Calico policy (lab check, after the traffic between providers): the NetworkPolicy of
@@ -65,7 +65,7 @@ const (
 )
 
 // networkPolicies are Calico's namespaced NetworkPolicies, as the Calico API server serves them.
-var networkPolicies = schema.FromAPIVersionAndKind(calico.APIv3, "NetworkPolicy").GroupVersion().WithResource("networkpolicies")
+var networkPolicies = schema.FromAPIVersionAndKind(policycalico.APIv3, "NetworkPolicy").GroupVersion().WithResource("networkpolicies")
 
 // forwarderSource is what the forwarders' set in aws stands for.
 var forwarderSource = netset.Source{Cluster: layout.ForwarderCluster, Namespace: layout.SampleNamespace, Name: layout.ForwarderName}
@@ -80,10 +80,10 @@ type calicoRun struct {
 	applied             time.Time
 }
 
-// checkCalicoPolicy runs the scenario and returns the problems.
-func checkCalicoPolicy(ctx context.Context, l *env.Lab) []string {
+// CheckPolicy runs the scenario and returns the problems.
+func CheckPolicy(ctx context.Context, l *env.Lab) []string {
 	fmt.Fprintf(l.Out(), "Calico policy (%s's NetworkPolicy %s in %s, through %s; Felix enforces it on %s)\n",
-		policyDoc, policyName, layout.FluentdCluster, calico.APIv3, layout.FluentdName)
+		policyDoc, policyName, layout.FluentdCluster, policycalico.APIv3, layout.FluentdName)
 	if !l.NodesRun() {
 		fmt.Fprintf(l.Out(), "  skipped: %s\n", nodesSkipped(l.Record()))
 		return nil
@@ -126,8 +126,8 @@ func docPolicy() (*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	if policy.GetAPIVersion() != calico.APIv3 {
-		return nil, fmt.Errorf("%s: NetworkPolicy %s is of %s, not %s", policyDoc, policyName, policy.GetAPIVersion(), calico.APIv3)
+	if policy.GetAPIVersion() != policycalico.APIv3 {
+		return nil, fmt.Errorf("%s: NetworkPolicy %s is of %s, not %s", policyDoc, policyName, policy.GetAPIVersion(), policycalico.APIv3)
 	}
 	return policy, nil
 }
@@ -144,7 +144,7 @@ func (c *calicoRun) applyPolicy(ctx context.Context) []string {
 		return []string{fmt.Sprintf("%s: applying NetworkPolicy %s/%s: %v", layout.FluentdCluster, policy.GetNamespace(), policy.GetName(), err)}
 	}
 	c.applied = time.Now()
-	fmt.Fprintf(c.l.Out(), "  %s NetworkPolicy %s/%s in %s (%s), as %s writes it\n", how, policy.GetNamespace(), policy.GetName(), layout.FluentdCluster, calico.APIv3, policyDoc)
+	fmt.Fprintf(c.l.Out(), "  %s NetworkPolicy %s/%s in %s (%s), as %s writes it\n", how, policy.GetNamespace(), policy.GetName(), layout.FluentdCluster, policycalico.APIv3, policyDoc)
 	return nil
 }
 
@@ -178,7 +178,7 @@ func (c *calicoRun) admitForwarders(ctx context.Context) []string {
 func (c *calicoRun) admitted(ctx context.Context, when string, from time.Time) []string {
 	to := from.Add(admitWindow)
 	// The lines of the window's last requests are written a little after them.
-	if err := sleepUntil(ctx, to.Add(300*time.Millisecond)); err != nil {
+	if err := observe.SleepUntil(ctx, to.Add(300*time.Millisecond)); err != nil {
 		return []string{err.Error()}
 	}
 	var counts, problems []string
@@ -192,7 +192,7 @@ func (c *calicoRun) admitted(ctx context.Context, when string, from time.Time) [
 			problems = append(problems, fmt.Sprintf("%s: fluentd logged no request of %s (%s) in %s", when, fw.Name, fw.IP, admitWindow))
 		}
 	}
-	sent, err := senderStats(c.forwarders, from, to)
+	sent, err := observe.SenderStats(c.forwarders, from, to)
 	if err != nil {
 		return append(problems, fmt.Sprintf("reading the forwarders' logs: %v", err))
 	}
@@ -205,13 +205,13 @@ func (c *calicoRun) admitted(ctx context.Context, when string, from time.Time) [
 
 // logged counts the requests of client that fluentd's pods logged in [from, to).
 func (c *calicoRun) logged(client layout.Pod, from, to time.Time) (int, error) {
-	counts, err := (&failover{client: client, pods: c.fluentd}).served(from, to)
+	counts, err := observe.Requests{Client: client, Servers: c.fluentd}.Served(from, to)
 	return counts[layout.FluentdCluster], err
 }
 
 // forwarderSet reads the forwarders' GlobalNetworkSet in aws through api.
 func (c *calicoRun) forwarderSet(ctx context.Context, api string) (*unstructured.Unstructured, error) {
-	resource, err := calico.Resource(api)
+	resource, err := policycalico.Resource(api)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +244,7 @@ func (c *calicoRun) refuseStranger(ctx context.Context) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
-	if err := sleepUntil(ctx, time.Now().Add(strangerFor)); err != nil {
+	if err := observe.SleepUntil(ctx, time.Now().Add(strangerFor)); err != nil {
 		return []string{err.Error()}
 	}
 	return c.strangerRefused(c.rec.PodOf(layout.ForwarderCluster, pod), pod.CreationTimestamp.Time, time.Now())
@@ -269,7 +269,7 @@ func (c *calicoRun) strangerRefused(stranger layout.Pod, from, to time.Time) []s
 	if err != nil {
 		return []string{fmt.Sprintf("reading fluentd's logs: %v", err)}
 	}
-	attempts, err := (&failover{client: stranger}).attempts(from, to)
+	attempts, err := observe.Requests{Client: stranger}.Attempts(from, to)
 	if err != nil {
 		return []string{fmt.Sprintf("reading %s's log: %v", strangerName, err)}
 	}
@@ -309,24 +309,17 @@ func (c *calicoRun) scaleForwarders(ctx context.Context) []string {
 		return []string{fmt.Sprintf("%s: reading Deployment %s: %v", layout.ForwarderCluster, layout.ForwarderName, err)}
 	}
 	replicas := ptr.Deref(d.Spec.Replicas, 1)
-	if err := scaleDeployment(ctx, client, layout.SampleNamespace, layout.ForwarderName, replicas+1); err != nil {
+	if err := observe.ScaleDeployment(ctx, client, layout.SampleNamespace, layout.ForwarderName, replicas+1); err != nil {
 		return []string{fmt.Sprintf("%s: scaling %s to %d: %v", layout.ForwarderCluster, layout.ForwarderName, replicas+1, err)}
 	}
 	var problems []string
-	pod, err := waitNewPod(ctx, client.CoreV1().Pods(layout.SampleNamespace), layout.ForwarderName, c.forwarders, podReady)
+	pod, err := observe.WaitNewPod(ctx, client.CoreV1().Pods(layout.SampleNamespace), layout.ForwarderName, c.forwarders, observe.PodReady)
 	if err != nil {
 		problems = []string{err.Error()}
 	} else {
 		problems = c.timeAdmission(ctx, pod)
 	}
 	return append(problems, c.removeForwarder(ctx, client, pod, replicas)...)
-}
-
-// scaleDeployment sets the replicas of Deployment namespace/name.
-func scaleDeployment(ctx context.Context, client kubernetes.Interface, namespace, name string, replicas int32) error {
-	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)
-	_, err := client.AppsV1().Deployments(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-	return err
 }
 
 // readySince is when pod turned ready (to the second, as the API has it).
@@ -345,14 +338,14 @@ func (c *calicoRun) timeAdmission(ctx context.Context, pod *corev1.Pod) []string
 	p := c.rec.PodOf(layout.ForwarderCluster, pod)
 	running, created := readySince(pod), pod.CreationTimestamp.Time
 	deadline := running.Add(admitWithin)
-	first, ok, err := (&failover{client: p}).firstServed(ctx, c.fluentd, created, max(time.Until(deadline), time.Second))
+	first, ok, err := observe.Requests{Client: p, Servers: c.fluentd}.FirstServed(ctx, created, max(time.Until(deadline), time.Second))
 	if err != nil {
 		return []string{fmt.Sprintf("reading fluentd's logs: %v", err)}
 	}
 	if !ok || first.After(deadline) {
 		return []string{fmt.Sprintf("fluentd logged no request of the new forwarder %s (%s on %s) within %s of its Running", p.Name, p.IP, p.Node, admitWithin)}
 	}
-	before, err := senderStats([]layout.Pod{p}, created, first)
+	before, err := observe.SenderStats([]layout.Pod{p}, created, first)
 	if err != nil {
 		return []string{fmt.Sprintf("reading %s's log: %v", p.Name, err)}
 	}
@@ -458,20 +451,8 @@ func deletePod(ctx context.Context, pods typedcorev1.PodInterface, name string) 
 	if err := pods.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting pod %s: %w", name, err)
 	}
-	_, err := waitGone(ctx, pods, name)
+	_, err := observe.WaitGone(ctx, pods, name)
 	return err
-}
-
-// waitGone waits until pod name is gone, and returns when it saw it gone.
-func waitGone(ctx context.Context, pods typedcorev1.PodInterface, name string) (time.Time, error) {
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, calicoSettle, true, func(ctx context.Context) (bool, error) {
-		_, err := pods.Get(ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	if err != nil {
-		return time.Time{}, fmt.Errorf("pod %s is not gone within %s", name, calicoSettle)
-	}
-	return time.Now(), nil
 }
 
 // bothAPIs moves aws's semaphore-policy to crd.projectcalico.org/v1 (helm upgrade
@@ -480,7 +461,7 @@ func waitGone(ctx context.Context, pods typedcorev1.PodInterface, name string) (
 // release back, and records the new controller pods.
 func (c *calicoRun) bothAPIs(ctx context.Context) []string {
 	switched := time.Now()
-	if err := c.l.UpgradeUmbrella(ctx, layout.FluentdCluster, "policy.calicoAPI="+calico.APICRD); err != nil {
+	if err := c.l.UpgradeUmbrella(ctx, layout.FluentdCluster, "policy.calicoAPI="+policycalico.APICRD); err != nil {
 		return []string{err.Error()}
 	}
 	problems := c.onCRDs(ctx, switched)
@@ -502,19 +483,19 @@ func (c *calicoRun) bothAPIs(ctx context.Context) []string {
 
 // onCRDs checks the lab with semaphore-policy on crd.projectcalico.org/v1 since switched.
 func (c *calicoRun) onCRDs(ctx context.Context, switched time.Time) []string {
-	if p := c.policyRolledOut(ctx, calico.APICRD); p != "" {
+	if p := c.policyRolledOut(ctx, policycalico.APICRD); p != "" {
 		return []string{p}
 	}
 	rolled := time.Now()
-	fmt.Fprintf(c.l.Out(), "  %s's semaphore-policy writes %s: rolled out %s after the upgrade\n", layout.FluentdCluster, calico.APICRD, rolled.Sub(switched).Round(100*time.Millisecond))
-	problems := c.admitted(ctx, "with semaphore-policy on "+calico.APICRD, rolled)
-	set, err := c.forwarderSet(ctx, calico.APICRD)
+	fmt.Fprintf(c.l.Out(), "  %s's semaphore-policy writes %s: rolled out %s after the upgrade\n", layout.FluentdCluster, policycalico.APICRD, rolled.Sub(switched).Round(100*time.Millisecond))
+	problems := c.admitted(ctx, "with semaphore-policy on "+policycalico.APICRD, rolled)
+	set, err := c.forwarderSet(ctx, policycalico.APICRD)
 	if err != nil {
-		return append(problems, fmt.Sprintf("%s: the forwarders' set in %s: %v", layout.FluentdCluster, calico.APICRD, err))
+		return append(problems, fmt.Sprintf("%s: the forwarders' set in %s: %v", layout.FluentdCluster, policycalico.APICRD, err))
 	}
 	nets, _, _ := unstructured.NestedStringSlice(set.Object, "spec", "nets")
-	lifted, _ := calico.LiftLabels(set.DeepCopy())
-	fmt.Fprintf(c.l.Out(), "  %s %s: nets %s, created %s, its own labels %v, as Calico reads them %v\n", calico.APICRD, set.GetName(), strings.Join(nets, ", "),
+	lifted, _ := policycalico.LiftLabels(set.DeepCopy())
+	fmt.Fprintf(c.l.Out(), "  %s %s: nets %s, created %s, its own labels %v, as Calico reads them %v\n", policycalico.APICRD, set.GetName(), strings.Join(nets, ", "),
 		set.GetCreationTimestamp().Format(time.TimeOnly), set.GetLabels(), lifted.(*unstructured.Unstructured).GetLabels())
 	return append(problems, storedSetProblems(set, c.rec.PodIPs(layout.ForwarderCluster, layout.ForwarderName), switched)...)
 }
@@ -531,17 +512,17 @@ func storedSetProblems(set *unstructured.Unstructured, ips []string, switched ti
 	slices.Sort(want)
 	nets, _, _ := unstructured.NestedStringSlice(set.Object, "spec", "nets")
 	if !slices.Equal(slices.Sorted(slices.Values(nets)), want) {
-		problems = append(problems, fmt.Sprintf("%s %s holds %v, want %v", calico.APICRD, set.GetName(), nets, want))
+		problems = append(problems, fmt.Sprintf("%s %s holds %v, want %v", policycalico.APICRD, set.GetName(), nets, want))
 	}
 	if created := set.GetCreationTimestamp().Time; !created.Before(switched) {
-		problems = append(problems, fmt.Sprintf("%s %s was created at %s, after the switch: not the object written through %s", calico.APICRD, set.GetName(), created.Format(time.TimeOnly), calico.APIv3))
+		problems = append(problems, fmt.Sprintf("%s %s was created at %s, after the switch: not the object written through %s", policycalico.APICRD, set.GetName(), created.Format(time.TimeOnly), policycalico.APIv3))
 	}
 	// As semaphore-policy reads it: the Calico API server keeps the labels in an annotation.
-	lifted, _ := calico.LiftLabels(set.DeepCopy())
+	lifted, _ := policycalico.LiftLabels(set.DeepCopy())
 	labels := lifted.(*unstructured.Unstructured).GetLabels()
 	if src, ok := netset.SourceOf(labels); !ok || src != forwarderSource || !ownership.IsManagedBy(labels, ownership.Policy) {
 		problems = append(problems, fmt.Sprintf("%s %s has labels %v, not %s's of %s: semaphore-policy on %s takes it for another's set (a name clash) and leaves it alone",
-			calico.APICRD, set.GetName(), labels, ownership.Policy, forwarderSource, calico.APICRD))
+			policycalico.APICRD, set.GetName(), labels, ownership.Policy, forwarderSource, policycalico.APICRD))
 	}
 	return problems
 }
@@ -552,7 +533,7 @@ func (c *calicoRun) policyRolledOut(ctx context.Context, api string) string {
 	client := c.l.Cluster(layout.FluentdCluster).Client
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, calicoSettle, true, func(ctx context.Context) (bool, error) {
-		last = workloadPending(ctx, client, ownership.Policy)
+		last = observe.WorkloadPending(ctx, client, ownership.Policy)
 		if last == "" {
 			last = writesTo(ctx, client, api)
 		}

@@ -1,4 +1,4 @@
-package scenarios
+package hostile
 
 import (
 	"cmp"
@@ -19,21 +19,7 @@ import (
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
-// The hostile remote (lab check, after the global service's failover): merit turns hostile
-// towards gcp. With merit's admin credentials the lab creates in merit what a hostile or broken
-// remote would publish: Nodes no kubelet runs, claiming half the internet, gcp's own pod range,
-// the metadata range, endpoints that are not theirs; a mirrored Service whose EndpointSlice
-// points at a gcp pod, a special address and one outside merit's range; a pod claiming a gcp
-// pod's address and a host-network pod; more mirrored Services than gcp mirrors of one remote,
-// one with 200 KiB of annotations; and a flood of EndpointSlice updates. Meanwhile gcp's
-// forwarders keep sending to aws's fluentd. The lab then asserts that nothing of it reached
-// gcp's (and aws's, merit's other consumer) mirrors, network sets, WireGuard devices or routes,
-// that every refusal was counted and alerted on, that the honest traffic kept flowing and the
-// controllers stayed within their memory limits, and, once the objects are deleted, that the
-// lab is as healthy as before.
-//
-// The remote, the consumer, the namespace, the label and the limit the remote goes over are
-// env's (HostileRemote...), which sets the limit up and whose status shows the objects.
+// The scenario's sizes and bounds.
 const (
 	// hostileNodePrefix starts the fake Nodes' names: after "merit-node-", so that the real
 	// nodes come first by name and remain the peers within the peer limit.
@@ -78,8 +64,8 @@ type hostileRun struct {
 	cleaned bool
 }
 
-// checkHostileRemote runs the scenario and returns the problems.
-func checkHostileRemote(ctx context.Context, l *env.Lab) []string {
+// Check runs the scenario and returns the problems.
+func Check(ctx context.Context, l *env.Lab) []string {
 	fmt.Fprintf(l.Out(), "Hostile remote (%s towards %s, with %s's admin credentials)\n", layout.HostileRemote, layout.HostileConsumer, layout.HostileRemote)
 	rec := l.Record()
 	if rec.NodesSkipped() {

@@ -1,4 +1,4 @@
-package scenarios
+package hostile
 
 import (
 	"errors"
@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +19,6 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/lab/layout"
-	"github.com/kube-semaphore/semaphore/lab/podlog"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
@@ -192,27 +190,5 @@ multicast ff00::/8 dev wg-merit table local proto kernel metric 256 pref medium
 	got := routeLeaks("gcp-node-1", routes, "wg-merit", netip.MustParsePrefix("198.18.3.0/24"), claims)
 	if len(got) != 3 || !strings.Contains(got[0], "0.0.0.0/1") || !strings.Contains(got[1], "198.18.3.245") || !strings.Contains(got[2], "10.0.0.0/8") {
 		t.Errorf("route leaks %q, want 0.0.0.0/1 (any device), the claimed /32 and 10.0.0.0/8 through wg-merit", got)
-	}
-}
-
-// The honest traffic's statistics count the attempts of the window only, the failed ones, and
-// the median and 99th percentile of their durations.
-func TestSentStatsOfAWindow(t *testing.T) {
-	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	var records []podlog.Record
-	for i := range 100 {
-		records = append(records, podlog.Record{Time: t0.Add(time.Duration(i) * time.Second), Msg: "sent", Status: 200, Duration: (time.Duration(i+1) * time.Millisecond).String()})
-	}
-	records = append(records,
-		podlog.Record{Time: t0.Add(50 * time.Second), Msg: "sent", Err: "timeout", Duration: "5s"},
-		podlog.Record{Time: t0.Add(50 * time.Second), Msg: "request"},
-		podlog.Record{Time: t0.Add(200 * time.Second), Msg: "sent", Err: "after the window", Duration: "1ms"})
-	got := sentStats(records, t0, t0.Add(100*time.Second))
-	want := trafficStats{Sent: 101, Failed: 1, P50: 51 * time.Millisecond, P99: 100 * time.Millisecond}
-	if got != want {
-		t.Errorf("got %+v, want %+v", got, want)
-	}
-	if got := sentStats(nil, t0, t0.Add(time.Second)); got != (trafficStats{}) {
-		t.Errorf("no records: %+v", got)
 	}
 }
