@@ -7,4 +7,4 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/daemon"
 )
 
-func main() { daemon.Main(app.Name, app.Build) }
+func main() { daemon.Main(app.Name, app.New, app.NewUninstalling) }

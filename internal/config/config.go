@@ -114,6 +114,9 @@ type Shared struct {
 // Level is the configured log level.
 func (s *Shared) Level() slog.Level { return s.LogLevel }
 
+// UninstallMode is whether the component runs in the uninstall mode (SEMAPHORE_UNINSTALL).
+func (s *Shared) UninstallMode() bool { return s.Uninstall }
+
 // Validate checks the shared settings.
 func (s *Shared) Validate() error {
 	if err := CheckClusterName("SEMAPHORE_LOCAL_CLUSTER", s.LocalCluster); err != nil {

@@ -15,10 +15,12 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/uninstall"
 )
 
-// Config is a component's configuration: validated after loading, and carrying the log level.
+// Config is a component's configuration: validated after loading, and carrying the log level
+// and the choice of the uninstall mode.
 type Config interface {
 	config.Validator
 	Level() slog.Level
+	UninstallMode() bool
 }
 
 // App is a component built from its configuration.
@@ -31,13 +33,13 @@ type App interface {
 
 // Main is the body of a component binary. With the argument uninstall-hook it is the chart's
 // pre-delete hook (package uninstall); otherwise it sets the collector's targets (tuneGC), loads a C
-// from the environment (printing the variables for -h), sets up logging, builds the app with
-// newApp, logs its start and runs it until SIGINT or SIGTERM. Any error ends the process with
-// one line naming the component and a non-zero status.
+// from the environment (printing the variables for -h), sets up logging, builds the app (Build),
+// logs its start and runs it until SIGINT or SIGTERM. Any error ends the process with one line
+// naming the component and a non-zero status.
 func Main[C any, PC interface {
 	*C
 	Config
-}, A App](name string, newApp func(C, *slog.Logger) (A, error)) {
+}, A App](name string, newApp func(C, *slog.Logger) (A, error), newUninstalling func(C, *slog.Logger) (*Uninstalling, error)) {
 	if len(os.Args) > 1 && os.Args[1] == uninstall.HookCommand {
 		mainHook(name)
 		return
@@ -54,13 +56,25 @@ func Main[C any, PC interface {
 		if softLimit > 0 {
 			log.Debug("soft memory limit from the container's", "gomemlimit_bytes", softLimit)
 		}
-		err = run(ctx, log, func() (App, error) { return newApp(cfg, log) })
+		err = run(ctx, log, func() (App, error) { return Build[C, PC](cfg, log, newApp, newUninstalling) })
 		stop()
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(1)
 	}
+}
+
+// Build builds the app cfg asks for: with newUninstalling in the uninstall mode
+// (SEMAPHORE_UNINSTALL), with newApp otherwise.
+func Build[C any, PC interface {
+	*C
+	Config
+}, A App](cfg C, log *slog.Logger, newApp func(C, *slog.Logger) (A, error), newUninstalling func(C, *slog.Logger) (*Uninstalling, error)) (App, error) {
+	if PC(&cfg).UninstallMode() {
+		return newUninstalling(cfg, log)
+	}
+	return newApp(cfg, log)
 }
 
 // mainHook runs the pre-delete hook (runHook) until it ends or SIGTERM, and exits non-zero with

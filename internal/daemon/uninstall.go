@@ -39,9 +39,22 @@ func NewUninstalling(name, metricsPrefix string, shared config.Shared, log *slog
 	return &Uninstalling{Base: base}, nil
 }
 
-// DeleteOwned makes Remove delete the objects of kinds that carry the component's managed-by
+// NewDeletingOwned builds a component in the uninstall mode that deletes what it wrote to the
+// local cluster: the objects of kinds that carry its managed-by label (deleteOwned).
+func NewDeletingOwned(name, metricsPrefix string, cfg config.Elected, kinds []uninstall.Owned, log *slog.Logger) (*Uninstalling, error) {
+	u, err := NewUninstalling(name, metricsPrefix, cfg.Shared, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := u.deleteOwned(kinds, cfg.LeaderElection); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// deleteOwned makes Remove delete the objects of kinds that carry the component's managed-by
 // label, kind by kind in the order given, and then its Lease when it elects a leader.
-func (u *Uninstalling) DeleteOwned(kinds []uninstall.Owned, election config.LeaderElection) error {
+func (u *Uninstalling) deleteOwned(kinds []uninstall.Owned, election config.LeaderElection) error {
 	dyn, err := dynamic.NewForConfig(u.LocalConfig)
 	if err != nil {
 		return fmt.Errorf("SEMAPHORE_LOCAL_KUBECONFIG: %w", err)

@@ -13,27 +13,12 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/uninstall"
 )
 
-// Build is the component cfg asks for: semaphore-service-mirror, or its uninstall mode.
-func Build(cfg Config, log *slog.Logger) (daemon.App, error) {
-	if cfg.Uninstall {
-		return NewUninstalling(cfg, log)
-	}
-	return New(cfg, log)
-}
-
 // NewUninstalling is semaphore-service-mirror in the uninstall mode: it deletes every object
 // that carries its managed-by label, whichever remote it was made for: the mirror and global
 // Services and EndpointSlices in the mirror namespace and, with the Multi-Cluster Services API,
 // the ServiceImports, derived Services and EndpointSlices in every namespace; then its Lease.
 func NewUninstalling(cfg Config, log *slog.Logger) (*daemon.Uninstalling, error) {
-	u, err := daemon.NewUninstalling(Name, MetricsPrefix, cfg.Shared, log)
-	if err != nil {
-		return nil, err
-	}
-	if err := u.DeleteOwned(ownedKinds(cfg), cfg.LeaderElection); err != nil {
-		return nil, err
-	}
-	return u, nil
+	return daemon.NewDeletingOwned(Name, MetricsPrefix, cfg.Elected, ownedKinds(cfg), log)
 }
 
 // ownedKinds are where the component writes: the mirror namespace and, with the Multi-Cluster

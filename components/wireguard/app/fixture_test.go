@@ -108,7 +108,7 @@ func runApp(t *testing.T, env map[string]string, log *slog.Logger) *running {
 	if err := config.Load(nil, io.Discard, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.Build(cfg, log)
+	a, err := daemon.Build(cfg, log, app.New, app.NewUninstalling)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,14 +13,6 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/daemon"
 )
 
-// Build is the component cfg asks for: semaphore-wireguard, or its uninstall mode.
-func Build(cfg Config, log *slog.Logger) (daemon.App, error) {
-	if cfg.Uninstall {
-		return NewUninstalling(cfg, log)
-	}
-	return New(cfg, log)
-}
-
 // NewUninstalling is semaphore-wireguard in the uninstall mode: it removes, on its node, every
 // device it made (a key file of that name is in the key directory: what staleDevices calls
 // ours), their routes, the key files, the agents' lock file and its Node's annotations of ours,
