@@ -8,8 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kube-semaphore/semaphore/components/service-mirror/mirror"
+	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
 	"github.com/kube-semaphore/semaphore/internal/ownership"
+	"github.com/kube-semaphore/semaphore/internal/reconcile"
 )
 
 const fieldManager = ownership.ServiceMirror
@@ -126,10 +128,24 @@ func (w *Writer[K]) owned(key K, obj Object, kind string) bool {
 	return false
 }
 
-// InitCounters exports at zero, before the first write, the write counters of each of kinds
+// NewCounters creates on f the counters of a controller whose unit of work belongs to no single
+// remote and that writes local objects of kinds: its syncs of one (the unit, for their help),
+// its write requests by kind and verb and the clashes by kind, whose help are writesHelp and
+// clashesHelp; the latter two are exported at zero (initCounters).
+func NewCounters(f *metrics.Factory, one, writesHelp, clashesHelp string, kinds ...string) multiremote.Counters {
+	c := multiremote.Counters{
+		Reconcile: reconcile.NewTotalMetrics(f, one),
+		Writes:    f.CounterVec("writes_total", writesHelp, "kind", "verb"),
+		Clashes:   f.CounterVec("clashes_total", clashesHelp, "kind"),
+	}
+	initCounters(c, kinds...)
+	return c
+}
+
+// initCounters exports at zero, before the first write, the write counters of each of kinds
 // (labelled kind and verb) by the verbs Put and Remove count, and its clash counter (labelled
 // kind), so that dashboards and alerts see 0 rather than no data.
-func InitCounters(c multiremote.Counters, kinds ...string) {
+func initCounters(c multiremote.Counters, kinds ...string) {
 	for _, kind := range kinds {
 		c.Clashes.WithLabelValues(kind)
 		for _, verb := range []string{"create", "update", "delete"} {

@@ -6,7 +6,6 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
-	"github.com/kube-semaphore/semaphore/internal/reconcile"
 )
 
 // Metrics are the metrics of global services, named <component prefix>_global_*. Their
@@ -26,14 +25,11 @@ type Metrics struct {
 // NewMetrics creates the metrics of global services on a sub-factory "global" of f.
 func NewMetrics(f *metrics.Factory) *Metrics {
 	g := f.Sub("global")
-	m := &Metrics{
-		counters: multiremote.Counters{
-			Reconcile: reconcile.NewTotalMetrics(g, "one global service"),
-			Writes: g.CounterVec("writes_total",
-				"Write requests made to the local cluster for global services, by kind (Service, EndpointSlice) and verb (create, update, delete).", "kind", "verb"),
-			Clashes: g.CounterVec("clashes_total",
-				"Times a local object had a global service's name but was not created by the service mirror; it is left alone.", "kind"),
-		},
+	return &Metrics{
+		counters: apply.NewCounters(g, "one global service",
+			"Write requests made to the local cluster for global services, by kind (Service, EndpointSlice) and verb (create, update, delete).",
+			"Times a local object had a global service's name but was not created by the service mirror; it is left alone.",
+			apply.KindService, apply.KindEndpointSlice),
 		services:   g.Gauge("services", "Global Services present in the local cluster."),
 		localFirst: g.Gauge("local_first_services", "Global Services present in the local cluster whose definition asks for local-first routing."),
 		localZones: g.Gauge("local_zones", "Zones of the local cluster's Nodes (topology.kubernetes.io/zone). Local-first routing needs at least one, and at most 8."),
@@ -44,8 +40,6 @@ func NewMetrics(f *metrics.Factory) *Metrics {
 		conflicts: g.GaugeVec("conflicts",
 			"Global services whose definition in a cluster differs from the one used (the first cluster's in name order), by that cluster.", "source_cluster"),
 	}
-	apply.InitCounters(m.counters, apply.KindService, apply.KindEndpointSlice)
-	return m
 }
 
 // initCluster exports the per-cluster series of cluster at zero, so that dashboards and

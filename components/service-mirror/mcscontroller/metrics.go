@@ -6,7 +6,6 @@ import (
 	"github.com/kube-semaphore/semaphore/components/service-mirror/apply"
 	"github.com/kube-semaphore/semaphore/internal/metrics"
 	"github.com/kube-semaphore/semaphore/internal/multiremote"
-	"github.com/kube-semaphore/semaphore/internal/reconcile"
 )
 
 // Metrics are the metrics of the Multi-Cluster Services API, named <component prefix>_mcs_*.
@@ -25,13 +24,10 @@ type Metrics struct {
 func NewMetrics(f *metrics.Factory) *Metrics {
 	g := f.Sub("mcs")
 	m := &Metrics{
-		counters: multiremote.Counters{
-			Reconcile: reconcile.NewTotalMetrics(g, "one exported Service"),
-			Writes: g.CounterVec("writes_total",
-				"Write requests made to the local cluster for exported Services, by kind (ServiceImport, Service, EndpointSlice, ServiceExport: its status) and verb (create, update, delete).", "kind", "verb"),
-			Clashes: g.CounterVec("clashes_total",
-				"Times a local object had the name of a ServiceImport, derived Service or imported EndpointSlice but was not created by the service mirror; it is left alone.", "kind"),
-		},
+		counters: apply.NewCounters(g, "one exported Service",
+			"Write requests made to the local cluster for exported Services, by kind (ServiceImport, Service, EndpointSlice, ServiceExport: its status) and verb (create, update, delete).",
+			"Times a local object had the name of a ServiceImport, derived Service or imported EndpointSlice but was not created by the service mirror; it is left alone.",
+			kindServiceImport, apply.KindService, apply.KindEndpointSlice),
 		apiServed: g.Gauge("api_served", "1 when the local cluster serves the Multi-Cluster Services API (its CRDs are installed) and ServiceExports are served; 0 while the service mirror waits for it."),
 		imports:   g.GaugeVec("service_imports", "ServiceImports the service mirror holds in the local cluster, by type (ClusterSetIP, Headless).", "type"),
 		exports: g.GaugeVec("service_exports",
@@ -45,9 +41,9 @@ func NewMetrics(f *metrics.Factory) *Metrics {
 	return m
 }
 
-// initWrites exports the write and clash counters, and the gauges by condition, at zero.
+// initWrites exports the writes of the ServiceExports' status, and the gauges by type and by
+// condition, at zero; NewCounters did the other kinds'.
 func (m *Metrics) initWrites() {
-	apply.InitCounters(m.counters, kindServiceImport, apply.KindService, apply.KindEndpointSlice)
 	m.counters.Writes.WithLabelValues(kindServiceExport, "update")
 	for _, t := range []string{"ClusterSetIP", "Headless"} {
 		m.imports.WithLabelValues(t)
