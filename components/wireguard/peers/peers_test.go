@@ -86,6 +86,15 @@ func peer(name, endpoint string, podCIDRs ...string) peers.Peer {
 	return peers.Peer{Node: name, PublicKey: pubKey(name), Endpoint: udp(endpoint), AllowedIPs: cidrs(podCIDRs...)}
 }
 
+// skipped are the skips of the nodes named, in that order, all for reason.
+func skipped(reason string, names ...string) []peers.Skip {
+	var out []peers.Skip
+	for _, n := range names {
+		out = append(out, peers.Skip{Node: n, Reason: reason})
+	}
+	return out
+}
+
 // netOpts compare addresses by meaning: an IPv4 address in 4- or 16-byte form is the same
 // address, and a network is equal to another with the same text.
 var netOpts = cmp.Options{
@@ -611,10 +620,7 @@ func TestDesired(t *testing.T) {
 				nodeA(),
 			},
 			wantPeers: []peers.Peer{peerA, peer("node-b", "192.0.2.2:51821", "198.18.2.0/24")},
-			wantSkips: []peers.Skip{
-				{Node: "node-c", Reason: peers.ReasonDuplicateKey},
-				{Node: "node-z", Reason: peers.ReasonDuplicateKey},
-			},
+			wantSkips: skipped(peers.ReasonDuplicateKey, "node-c", "node-z"),
 		},
 		{
 			// A node skipped for another reason does not hold its key.
@@ -640,12 +646,7 @@ func TestDesired(t *testing.T) {
 				peer("node-a", "192.0.2.1:51821", "198.18.1.0/24", "fd00:18:1::/64"),
 				peer("node-o5", "192.0.2.6:51821", "198.18.5.0/24"),
 			},
-			wantSkips: []peers.Skip{
-				{Node: "node-o1", Reason: peers.ReasonOverlappingIP},
-				{Node: "node-o2", Reason: peers.ReasonOverlappingIP},
-				{Node: "node-o3", Reason: peers.ReasonOverlappingIP},
-				{Node: "node-o4", Reason: peers.ReasonOverlappingIP},
-			},
+			wantSkips: skipped(peers.ReasonOverlappingIP, "node-o1", "node-o2", "node-o3", "node-o4"),
 		},
 		{
 			name: "every reason at once, good nodes stay peers",

@@ -93,7 +93,7 @@ func TestDesiredSkipsEveryNodeThatSharesAnEndpoint(t *testing.T) {
 			name:      "two nodes with the same address and port",
 			nodes:     []peers.Node{b, good("node-c", "192.0.2.2:51821", "198.18.3.0/24"), nodeA()},
 			wantPeers: []peers.Peer{peerA},
-			wantSkips: []peers.Skip{{Node: "node-b", Reason: peers.ReasonDuplicateEndpoint}, {Node: "node-c", Reason: peers.ReasonDuplicateEndpoint}},
+			wantSkips: skipped(peers.ReasonDuplicateEndpoint, "node-b", "node-c"),
 		},
 		{
 			name: "three nodes behind one NAT address and port",
@@ -105,17 +105,13 @@ func TestDesiredSkipsEveryNodeThatSharesAnEndpoint(t *testing.T) {
 			},
 			ranges:    natRanges,
 			wantPeers: []peers.Peer{peerA},
-			wantSkips: []peers.Skip{
-				{Node: "node-b", Reason: peers.ReasonDuplicateEndpoint},
-				{Node: "node-c", Reason: peers.ReasonDuplicateEndpoint},
-				{Node: "node-d", Reason: peers.ReasonDuplicateEndpoint},
-			},
+			wantSkips: skipped(peers.ReasonDuplicateEndpoint, "node-b", "node-c", "node-d"),
 		},
 		{
 			name:      "the same endpoint, once IPv4-mapped",
 			nodes:     []peers.Node{b, withAddresses(good("node-c", "[::ffff:192.0.2.2]:51821", "198.18.3.0/24"), "192.0.2.2"), nodeA()},
 			wantPeers: []peers.Peer{peerA},
-			wantSkips: []peers.Skip{{Node: "node-b", Reason: peers.ReasonDuplicateEndpoint}, {Node: "node-c", Reason: peers.ReasonDuplicateEndpoint}},
+			wantSkips: skipped(peers.ReasonDuplicateEndpoint, "node-b", "node-c"),
 		},
 		{
 			name: "one address, different ports",
@@ -150,7 +146,7 @@ func TestDesiredSkipsEveryNodeThatSharesAnEndpoint(t *testing.T) {
 				good("node-d", "192.0.2.4:51821", "198.18.4.0/24"),
 			},
 			wantPeers: []peers.Peer{peer("node-d", "192.0.2.4:51821", "198.18.4.0/24")},
-			wantSkips: []peers.Skip{{Node: "node-b", Reason: peers.ReasonDuplicateEndpoint}, {Node: "node-c", Reason: peers.ReasonDuplicateEndpoint}},
+			wantSkips: skipped(peers.ReasonDuplicateEndpoint, "node-b", "node-c"),
 		},
 	}
 	for _, tt := range tests {
@@ -170,13 +166,7 @@ func TestDesiredKeepsTheFirstPeersByNameUpToTheLimit(t *testing.T) {
 		nodes = append(nodes, good("node-"+i, "192.0.2."+i+":51821", "198.18."+i+".0/24"))
 		all = append(all, peer("node-"+i, "192.0.2."+i+":51821", "198.18."+i+".0/24"))
 	}
-	limited := func(names ...string) []peers.Skip {
-		var out []peers.Skip
-		for _, n := range names {
-			out = append(out, peers.Skip{Node: n, Reason: peers.ReasonPeerLimit})
-		}
-		return out
-	}
+	limited := func(names ...string) []peers.Skip { return skipped(peers.ReasonPeerLimit, names...) }
 	tests := []struct {
 		name      string
 		nodes     []peers.Node
