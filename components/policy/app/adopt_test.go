@@ -33,11 +33,7 @@ func originalSet(t *testing.T, api string, src netset.Source, nets ...string) *u
 // clashes, counted); restarted with it, it takes over the set whose pods still exist in place
 // (same UID, our labels and the original's managed-by label, right nets), deletes the one whose
 // pods are gone, leaves the one of a cluster it does not read, and then writes nothing.
-func TestAdoptsTheOriginalsSets(t *testing.T) {
-	for _, api := range apis {
-		t.Run(api, func(t *testing.T) { testAdoptsTheOriginalsSets(t, api) })
-	}
-}
+func TestAdoptsTheOriginalsSets(t *testing.T) { forEachAPI(t, testAdoptsTheOriginalsSets) }
 
 func testAdoptsTheOriginalsSets(t *testing.T, api string) {
 	cfg := newConfig(t, api, "gcp")

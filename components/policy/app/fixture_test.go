@@ -37,6 +37,13 @@ var (
 // apis are the two Calico API groups the controller can write.
 var apis = []string{calico.APIv3, calico.APICRD}
 
+// forEachAPI runs test as a subtest for each of apis.
+func forEachAPI(t *testing.T, test func(t *testing.T, api string)) {
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) { test(t, api) })
+	}
+}
+
 func TestMain(m *testing.M) {
 	crds := testenv.CRDs("policy")
 	opts := fixture.Options{Local: testenv.Options{Audit: true, CRDDirs: []string{crds}}}

@@ -23,9 +23,7 @@ import (
 // reads and of any other (a remote dropped from the release), and its Lease; a set of
 // someone else stays.
 func TestUninstallModeDeletesEverySetOfOurs(t *testing.T) {
-	for _, api := range apis {
-		t.Run(api, func(t *testing.T) { testUninstallModeDeletesEverySetOfOurs(t, api) })
-	}
+	forEachAPI(t, testUninstallModeDeletesEverySetOfOurs)
 }
 
 func testUninstallModeDeletesEverySetOfOurs(t *testing.T, api string) {
