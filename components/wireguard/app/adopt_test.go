@@ -13,7 +13,6 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
@@ -32,15 +31,9 @@ func TestReplacesTheOriginalsDevices(t *testing.T) {
 	s.remoteNode(t, "aws-node-1", "192.0.2.11", remoteKey, "198.18.11.0/24")
 	host := s.host
 	// The original's key file is what it wrote: base64, mode 0600, <dir>/wireguard.<remote>.key.
-	originalKey, _, err := device.LoadOrCreateKey(s.keyDir, "wireguard.aws")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Another port than ours: the stand-in's socket lives in this process until it ends,
 	// where a kernel device's goes with the device.
-	if err := host.Ensure("wireguard.aws", originalKey, 51831, 1420); err != nil {
-		t.Fatal(err)
-	}
+	originalKey := s.keyedDevice(t, "wireguard.aws", 51831)
 	if err := host.Ensure("wireguard.merit", devicetest.Key(t), 51832, 1420); err != nil {
 		t.Fatal(err)
 	}

@@ -80,6 +80,20 @@ func (s *scene) remoteNode(t *testing.T, name, ip string, key wgtypes.Key, podCI
 	peerstest.CreateNode(t, s.aws.Client, name, ip, peerstest.Annotations("gcp", key.PublicKey(), ip+":51821"), podCIDR)
 }
 
+// keyedDevice makes device name on the host, listening on port, with its key file in the key
+// directory (as an agent leaves them), and returns its key.
+func (s *scene) keyedDevice(t *testing.T, name string, port int) wgtypes.Key {
+	t.Helper()
+	key, _, err := device.LoadOrCreateKey(s.keyDir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.host.Ensure(name, key, port, 1420); err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
 // keyFile is nil when the key directory holds the key file of device name.
 func (s *scene) keyFile(name string) error {
 	_, err := os.Stat(filepath.Join(s.keyDir, name+".key"))

@@ -41,13 +41,7 @@ func TestRemoteRemovalCleansUpAtNextStart(t *testing.T) {
 	s.remoteNode(t, "aws-node-2", "192.0.2.12", k2, "198.18.12.0/24")
 
 	dev := peers.DeviceName("aws")
-	devKey, _, err := device.LoadOrCreateKey(s.keyDir, dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := host.Ensure(dev, devKey, 51821, 1420); err != nil {
-		t.Fatal(err)
-	}
+	devKey := s.keyedDevice(t, dev, 51821)
 	const foreign = "wg-manual"
 	if err := host.Ensure(foreign, devicetest.Key(t), 51899, 1420); err != nil {
 		t.Fatal(err)

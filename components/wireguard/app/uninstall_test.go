@@ -30,22 +30,10 @@ func TestUninstallModeRemovesEverythingOfOursOnTheNode(t *testing.T) {
 	s := newScene(t, map[string]string{owner: "someone-else"}, "test")
 	s.remoteNode(t, "aws-node-1", "192.0.2.11", devicetest.Key(t), "198.18.11.0/24")
 	aws := peers.DeviceName("aws")
-	awsKey, _, err := device.LoadOrCreateKey(s.keyDir, aws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.host.Ensure(aws, awsKey, 51821, 1420); err != nil {
-		t.Fatal(err)
-	}
+	awsKey := s.keyedDevice(t, aws, 51821)
 	// A remote configured once and since dropped: its device, key and annotation are ours too.
 	merit := peers.DeviceName("merit")
-	meritKey, _, err := device.LoadOrCreateKey(s.keyDir, merit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.host.Ensure(merit, meritKey, 51822, 1420); err != nil {
-		t.Fatal(err)
-	}
+	meritKey := s.keyedDevice(t, merit, 51822)
 	patch := []byte(`{"metadata":{"annotations":{"` + peers.PubKeyAnnotation("merit") + `":"` + meritKey.PublicKey().String() + `"}}}`)
 	if _, err := s.gcp.Client.CoreV1().Nodes().Patch(context.Background(), "gcp-node-1", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
