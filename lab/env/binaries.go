@@ -23,7 +23,7 @@ type build struct {
 
 // buildBinaries builds (or finds in their caches) everything the lab runs, in parallel.
 func (l *Lab) buildBinaries(ctx context.Context) error {
-	if err := l.labVersion(ctx); err != nil {
+	if err := l.labRelease.SetVersion(ctx); err != nil {
 		return err
 	}
 	builds := []build{
@@ -33,7 +33,7 @@ func (l *Lab) buildBinaries(ctx context.Context) error {
 		{"CoreDNS (first run only, ~2.5 min)", testbed.CoreDNSBinary, &l.bin.coredns},
 		{"helm (first run only, ~2 min)", helmBinary, &l.bin.helm},
 		{"Calico (first run only, ~4 min)", calicoBinaries, &l.bin.calico},
-		{"kubectl-semaphore (the release's archive, installed with krew)", func() (string, error) { return l.installPlugin(ctx) }, &l.bin.plugin},
+		{"kubectl-semaphore (the release's archive, installed with krew)", func() (string, error) { return l.labRelease.InstallPlugin(ctx) }, &l.bin.plugin},
 		{"egress proxy", func() (string, error) { return testbed.BuildBinary(egressPackage, l.Path("bin")) }, &l.bin.egress},
 	}
 	errs := make([]error, len(builds))

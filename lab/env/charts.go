@@ -29,7 +29,7 @@ func (l *Lab) installWithGuide(ctx context.Context) error {
 	for _, cluster := range layout.ClusterNames() {
 		values := l.labValues(cluster)
 		// The images by tag and the digest the lab pushed and signed, as users install a release.
-		if err := l.pinReleaseDigests(ctx, values); err != nil {
+		if err := l.labRelease.PinDigests(ctx, values); err != nil {
 			return err
 		}
 		data, err := yaml.Marshal(values)
@@ -110,7 +110,7 @@ func (l *Lab) guideEnv() ([]string, error) {
 		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
 		"KUBECONFIG=" + kubeconfig,
 		"CHARTS=oci://" + l.registry + "/" + layout.ChartsRepo,
-		"CHART_FLAGS=--plain-http --version " + dist.ChartVersion(l.version),
+		"CHART_FLAGS=--plain-http --version " + dist.ChartVersion(l.labRelease.Version),
 	}
 	for _, c := range layout.ClusterSpecs {
 		upper := strings.ToUpper(c.Name)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/lab/layout"
+	"github.com/kube-semaphore/semaphore/lab/release"
 )
 
 // Lab is one run of the lab: what it has started and how to stop it.
@@ -40,11 +41,11 @@ type Lab struct {
 
 	clusters map[string]*testbed.Cluster
 	bin      binaries
-	// registry is the host:port of the lab's OCI registry (startRegistry); imageTag is the tag
-	// of every image there.
-	registry, imageTag string
-	// version is the lab's release version (release.go): of its images, charts and plugin.
-	version string
+	// registry is the host:port of the lab's OCI registry (startRegistry).
+	registry string
+	// labRelease is the release the lab installs (lab/release): its version, of its images, charts
+	// and plugin, and the tag of every image in the registry.
+	labRelease release.Builder
 	// withNodes is false when the lab must not create its nodes (-nodes=false).
 	withNodes bool
 
@@ -109,6 +110,7 @@ func New(dir string, out io.Writer, withNodes bool) (*Lab, error) {
 		exited:    make(chan error, 16),
 		withNodes: withNodes,
 	}
+	l.labRelease = release.Builder{Dir: l.Path(releaseDir), Tmp: l.Path("tmp"), Platform: labPlatform, Logf: l.Logf}
 	if err := acquire(dir, out); err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func (l *Lab) release(ctx context.Context, cluster, name, namespace string) (*he
 // sets (helm --reuse-values --set), as a user changes one value.
 func (l *Lab) UpgradeUmbrella(ctx context.Context, cluster string, sets ...string) error {
 	args := []string{"upgrade", layout.UmbrellaRelease, "oci://" + l.registry + "/" + layout.ChartsRepo + "/" + layout.UmbrellaRelease,
-		"--version", dist.ChartVersion(l.version), "--plain-http", "--reuse-values",
+		"--version", dist.ChartVersion(l.labRelease.Version), "--plain-http", "--reuse-values",
 		"--kubeconfig", l.Path(layout.KubeconfigFile), "--kube-context", cluster, "-n", layout.SemaphoreNamespace}
 	for _, s := range sets {
 		args = append(args, "--set", s)

@@ -15,7 +15,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
-	"github.com/kube-semaphore/semaphore/internal/tooling/dist"
 	"github.com/kube-semaphore/semaphore/internal/tooling/images"
 	"github.com/kube-semaphore/semaphore/lab/layout"
 )
@@ -51,24 +50,20 @@ func (l *Lab) startRegistry(ctx context.Context) error {
 		logf.Close()
 	})
 	l.registry = ln.Addr().String()
+	l.labRelease.Registry = l.registry
 	l.update(func(rec *layout.Record) { rec.Registry = l.registry })
 	if err := l.pushImages(ctx); err != nil {
 		return err
 	}
-	charts, err := l.pushCharts(ctx)
+	charts, err := l.labRelease.PushCharts(ctx)
 	if err != nil {
 		return err
 	}
 	l.Logf("registry on %s holds the images (%s/...) and the charts (oci://%s/%s/...)", l.registry, layout.ImagesRepo, l.registry, layout.ChartsRepo)
-	start := time.Now()
-	rel, err := l.signRelease(ctx, charts)
-	if err != nil {
+	if err := l.labRelease.Sign(ctx, charts); err != nil {
 		return fmt.Errorf("signing the lab's release: %w", err)
 	}
-	l.Logf("release %s: wrote %d SBOMs and %s, signed %d files and %d images with a key made for the lab (%s), in %s",
-		l.version, len(rel.sboms), dist.ChecksumsFile, len(rel.signed), len(rel.images),
-		l.Path(releaseDir, dist.PublicKeyFile), time.Since(start).Round(10*time.Millisecond))
-	return l.verifyRelease(ctx, rel)
+	return l.labRelease.Verify(ctx)
 }
 
 // The lab's own images, besides the three components'.
@@ -92,7 +87,7 @@ func (l *Lab) pushImages(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opts.Version, l.imageTag = l.version, dist.ChartVersion(l.version)
+	opts.Version = l.labRelease.Version
 	components := images.Components()
 	specs := append(slices.Clone(components),
 		images.Spec{Name: pauseImage, Package: "./lab/cmd/pause"},
@@ -115,13 +110,8 @@ func (l *Lab) pushImages(ctx context.Context) error {
 			released[l.imageRef(spec.Name)] = idx
 		}
 	}
-	return images.WriteLayout(l.Path(releaseDir, imagesLayout), released)
+	return images.WriteLayout(l.labRelease.ImagesLayout(), released)
 }
 
 // imageRef is the reference of image name in the lab's registry.
-func (l *Lab) imageRef(name string) string {
-	return l.imagesRegistry() + "/" + name + ":" + l.imageTag
-}
-
-// imagesRegistry is where the images are, what global.image.registry says: <registry>/kube-semaphore.
-func (l *Lab) imagesRegistry() string { return l.registry + "/" + layout.ImagesRepo }
+func (l *Lab) imageRef(name string) string { return l.labRelease.ImageRef(name) }

@@ -17,18 +17,19 @@ import (
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/lab/env"
 	"github.com/kube-semaphore/semaphore/lab/layout"
+	"github.com/kube-semaphore/semaphore/lab/release"
 	"github.com/kube-semaphore/semaphore/lab/scenarios/observe"
 	"github.com/kube-semaphore/semaphore/lab/status"
 )
 
-// checkUpgrade upgrades every cluster from the previous release (env.PreviousRelease, built
+// checkUpgrade upgrades every cluster from the previous release (release.PreviousRelease, built
 // from its commit) to this one while gcp's forwarders send to aws's fluentd and a probe pings
 // across every tunnel, and expects no failed request, no tunnel down for longer than one
 // handshake interval, no mirror (Service or EndpointSlice) and no GlobalNetworkSet written by
 // the upgrade, and the mesh ready after it. The lab installs this release: every cluster goes down
 // to the previous one first, and the mesh must be ready with it.
 func checkUpgrade(ctx context.Context, l *env.Lab) []string {
-	fmt.Fprintf(l.Out(), "upgrade (every cluster from the previous release, %s, to this one, while the forwarders send)\n", env.PreviousRelease[:12])
+	fmt.Fprintf(l.Out(), "upgrade (every cluster from the previous release, %s, to this one, while the forwarders send)\n", release.PreviousRelease[:12])
 	if !l.NodesRun() {
 		fmt.Fprintln(l.Out(), "  skipped: no nodes, so no controllers run")
 		return nil
@@ -82,7 +83,7 @@ func checkUpgrade(ctx context.Context, l *env.Lab) []string {
 
 // upgradeAll upgrades every cluster's umbrella release to rel, one after the other, and waits
 // until the mesh is ready with it.
-func upgradeAll(ctx context.Context, l *env.Lab, rel env.Release) []string {
+func upgradeAll(ctx context.Context, l *env.Lab, rel release.Release) []string {
 	for _, cluster := range layout.ClusterNames() {
 		if err := l.UpgradeUmbrellaTo(ctx, cluster, rel); err != nil {
 			return []string{fmt.Sprintf("%s: helm upgrade to %s: %v", cluster, rel.Version, err)}

@@ -1,4 +1,4 @@
-package env
+package release
 
 import (
 	"bytes"
@@ -34,14 +34,15 @@ type releaseVerifier struct {
 	env []string
 }
 
-// verifyRelease verifies the lab's release offline with its release-key.pub, with the commands
-// of docs/verifying.md: sha256sum -c SHA256SUMS, SHA256SUMS's signature with openssl, every
-// signed file with cosign verify-blob, every component's image by the digest its tag has in the
-// lab's registry with cosign verify, and every SBOM. The first that fails fails the lab, naming
-// it; what was verified is logged, a line for each kind.
-func (l *Lab) verifyRelease(ctx context.Context, rel *labRelease) error {
+// Verify verifies the lab's release, as Sign left it, offline with its release-key.pub, with the
+// commands of docs/verifying.md: sha256sum -c SHA256SUMS, SHA256SUMS's signature with openssl,
+// every signed file with cosign verify-blob, every component's image by the digest its tag has
+// in the lab's registry with cosign verify, and every SBOM. The first that fails fails the lab,
+// naming it; what was verified is logged, a line for each kind.
+func (b *Builder) Verify(ctx context.Context) error {
+	rel := &b.signed
 	start := time.Now()
-	v, err := l.releaseVerifier()
+	v, err := b.releaseVerifier()
 	if err != nil {
 		return err
 	}
@@ -52,29 +53,29 @@ func (l *Lab) verifyRelease(ctx context.Context, rel *labRelease) error {
 	if err := v.files(ctx, rel.signed); err != nil {
 		return err
 	}
-	l.Logf("release %s: verified %s (%s) and the signatures of %d files with cosign verify-blob: %s",
-		l.version, dist.ChecksumsFile, how, len(rel.signed), strings.Join(rel.signed, ", "))
-	digests, err := l.releaseDigests(ctx)
+	b.Logf("release %s: verified %s (%s) and the signatures of %d files with cosign verify-blob: %s",
+		b.Version, dist.ChecksumsFile, how, len(rel.signed), strings.Join(rel.signed, ", "))
+	digests, err := b.ImageDigests(ctx)
 	if err != nil {
 		return err
 	}
-	verified, err := v.images(ctx, l.imagesRegistry(), digests, rel.images)
+	verified, err := v.images(ctx, b.ImagesRegistry(), digests, rel.images)
 	if err != nil {
 		return err
 	}
-	l.Logf("release %s: verified the signatures of %d images by digest with cosign verify: %s", l.version, len(verified), strings.Join(verified, ", "))
-	if err := v.sboms(rel.sboms, l.version); err != nil {
+	b.Logf("release %s: verified the signatures of %d images by digest with cosign verify: %s", b.Version, len(verified), strings.Join(verified, ", "))
+	if err := v.sboms(rel.sboms, b.Version); err != nil {
 		return err
 	}
-	l.Logf("release %s: verified %d SBOMs, CycloneDX %s, each naming its program or image: %s (all offline with %s, in %s)",
-		l.version, len(rel.sboms), sbom.SpecVersion, strings.Join(slices.Sorted(maps.Keys(rel.sboms)), ", "),
+	b.Logf("release %s: verified %d SBOMs, CycloneDX %s, each naming its program or image: %s (all offline with %s, in %s)",
+		b.Version, len(rel.sboms), sbom.SpecVersion, strings.Join(slices.Sorted(maps.Keys(rel.sboms)), ", "),
 		dist.PublicKeyFile, time.Since(start).Round(10*time.Millisecond))
 	return nil
 }
 
 // releaseVerifier finds cosign and openssl (ci/cosign.sh) and makes cosign's empty home.
-func (l *Lab) releaseVerifier() (releaseVerifier, error) {
-	v := releaseVerifier{dir: l.Path(releaseDir)}
+func (b *Builder) releaseVerifier() (releaseVerifier, error) {
+	v := releaseVerifier{dir: b.Dir}
 	var err error
 	if v.cosign, err = testbed.CIToolPath(nil, cosignScript); err != nil {
 		return v, err
@@ -82,10 +83,10 @@ func (l *Lab) releaseVerifier() (releaseVerifier, error) {
 	// Like Prometheus, openssl may be missing where it cannot be installed (not root): the
 	// signature of SHA256SUMS is then verified by cosign alone.
 	if v.openssl, err = testbed.CIToolPath(nil, cosignScript, "openssl"); err != nil {
-		l.Logf("openssl: %v; the lab verifies the signature of SHA256SUMS with cosign alone", err)
+		b.Logf("openssl: %v; the lab verifies the signature of SHA256SUMS with cosign alone", err)
 		v.openssl = ""
 	}
-	home := l.Path("tmp", "cosign")
+	home := filepath.Join(b.Tmp, "cosign")
 	if err := os.RemoveAll(home); err != nil {
 		return v, err
 	}

@@ -1,4 +1,4 @@
-package env
+package release
 
 import (
 	"context"
@@ -8,11 +8,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-semaphore/semaphore/internal/ownership"
 	"github.com/kube-semaphore/semaphore/internal/tooling/images"
-	"github.com/kube-semaphore/semaphore/lab/layout"
 )
 
 // The lab installs the components' images by tag and digest, as docs/verifying.md asks users
@@ -27,12 +25,12 @@ var componentValues = map[string]string{
 	ownership.WireGuard:     "wireguard",
 }
 
-// releaseDigests are the digests of the components' image indexes, by image name: what their
+// ImageDigests are the digests of the components' image indexes, by image name: what their
 // tags are in the lab's registry.
-func (l *Lab) releaseDigests(ctx context.Context) (map[string]string, error) {
+func (b *Builder) ImageDigests(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
 	for _, spec := range images.Components() {
-		ref, err := name.ParseReference(l.imageRef(spec.Name), name.Insecure)
+		ref, err := name.ParseReference(b.ImageRef(spec.Name), name.Insecure)
 		if err != nil {
 			return nil, err
 		}
@@ -45,9 +43,9 @@ func (l *Lab) releaseDigests(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
-// pinReleaseDigests sets each component's image.digest in values, the umbrella chart's.
-func (l *Lab) pinReleaseDigests(ctx context.Context, values map[string]any) error {
-	digests, err := l.releaseDigests(ctx)
+// PinDigests sets each component's image.digest in values, the umbrella chart's.
+func (b *Builder) PinDigests(ctx context.Context, values map[string]any) error {
+	digests, err := b.ImageDigests(ctx)
 	if err != nil {
 		return err
 	}
@@ -67,37 +65,9 @@ func pinDigests(values map[string]any, digests map[string]string) {
 	}
 }
 
-// ReleaseImageProblems checks that every container of the semaphore namespace that runs a
-// component's image runs it by the release's digest: its image is
-// <registry>/kube-semaphore/<image>:<tag>@<digest> and the image its node runs has that digest.
-// It returns how many containers it checked, and the problems it found.
-func (l *Lab) ReleaseImageProblems(ctx context.Context) (int, []string, error) {
-	digests, err := l.releaseDigests(ctx)
-	if err != nil {
-		return 0, nil, err
-	}
-	checked := 0
-	var problems []string
-	for _, cluster := range layout.ClusterNames() {
-		pods, err := l.clusters[cluster].Client.CoreV1().Pods(layout.SemaphoreNamespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return 0, nil, err
-		}
-		for _, pod := range pods.Items {
-			n, p := l.podImageProblems(cluster, &pod, digests)
-			checked += n
-			problems = append(problems, p...)
-		}
-	}
-	if checked == 0 {
-		problems = append(problems, "no container runs a component's image")
-	}
-	return checked, problems, nil
-}
-
-// podImageProblems checks the containers of pod that run a component's image of the lab's
+// PodImageProblems checks the containers of pod that run a component's image of the lab's
 // registry against digests; it returns how many it checked and what is wrong with them.
-func (l *Lab) podImageProblems(cluster string, pod *corev1.Pod, digests map[string]string) (int, []string) {
+func (b *Builder) PodImageProblems(cluster string, pod *corev1.Pod, digests map[string]string) (int, []string) {
 	statuses := map[string]corev1.ContainerStatus{}
 	for _, s := range pod.Status.ContainerStatuses {
 		statuses[s.Name] = s
@@ -105,13 +75,13 @@ func (l *Lab) podImageProblems(cluster string, pod *corev1.Pod, digests map[stri
 	checked := 0
 	var problems []string
 	for _, c := range pod.Spec.Containers {
-		image := componentOf(c.Image, l.imagesRegistry())
+		image := componentOf(c.Image, b.ImagesRegistry())
 		if image == "" {
 			continue
 		}
 		checked++
 		where := fmt.Sprintf("%s: pod %s/%s, container %s", cluster, pod.Namespace, pod.Name, c.Name)
-		if want := l.imageRef(image) + "@" + digests[image]; c.Image != want {
+		if want := b.ImageRef(image) + "@" + digests[image]; c.Image != want {
 			problems = append(problems, fmt.Sprintf("%s runs %s, not the release's %s", where, c.Image, want))
 		}
 		if s, ok := statuses[c.Name]; !ok || !strings.HasSuffix(s.ImageID, "@"+digests[image]) {
