@@ -58,7 +58,7 @@ const hostileShares = 2
 
 // floodWatching floods the remote for d and meanwhile looks at the consumers again and again:
 // nothing refused may reach them at any moment. It returns the problems seen, each once.
-func (h *hostileRun) floodWatching(ctx context.Context, d time.Duration) (floodResult, []string) {
+func (h *hostileRun) floodWatching(ctx context.Context, share *node.Share, d time.Duration) (floodResult, []string) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	type outcome struct {
@@ -67,7 +67,7 @@ func (h *hostileRun) floodWatching(ctx context.Context, d time.Duration) (floodR
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		r, err := h.floodInShare(ctx, d)
+		r, err := h.floodInShare(ctx, share, d)
 		done <- outcome{r, err}
 	}()
 	var seen []string
@@ -92,24 +92,33 @@ func (h *hostileRun) floodWatching(ctx context.Context, d time.Duration) (floodR
 	return o.r, seen
 }
 
-// floodInShare holds the remote's API server and etcd to the hostile remote's CPU share, runs
-// the flood's client there for d, and returns what it did and the processor time the share
-// used meanwhile. The API server and etcd leave the share when the flood is over.
-func (h *hostileRun) floodInShare(ctx context.Context, d time.Duration) (r floodResult, err error) {
+// holdToShare holds the remote's API server and etcd to the hostile remote's CPU share, where
+// they stay for the whole scenario: while it writes the hostile objects (a burst of writes,
+// some of 200 KiB), floods, and deletes them, as they would on machines of the remote's own.
+// Closing the share lets them out.
+func (h *hostileRun) holdToShare() (*node.Share, error) {
 	share, err := node.NewShare("hostile-"+h.remote, hostileShares)
 	if err != nil {
-		return r, fmt.Errorf("holding %s to a CPU share: %w", h.remote, err)
+		return nil, fmt.Errorf("holding %s to a CPU share: %w", h.remote, err)
 	}
-	defer func() { err = errors.Join(err, share.Close()) }()
 	pids, err := h.l.APIServerProcesses(h.remote)
-	if err != nil {
-		return r, err
-	}
-	for _, pid := range pids {
-		if err := share.Add(pid); err != nil {
-			return r, err
+	if err == nil {
+		for _, pid := range pids {
+			if err = share.Add(pid); err != nil {
+				break
+			}
 		}
 	}
+	if err != nil {
+		return nil, errors.Join(err, share.Close())
+	}
+	return share, nil
+}
+
+// floodInShare runs the flood's client in the remote's share (holdToShare) for d, and returns
+// what it did and the processor time the share (the client, the API server and etcd) used
+// meanwhile.
+func (h *hostileRun) floodInShare(ctx context.Context, share *node.Share, d time.Duration) (r floodResult, err error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return r, err
