@@ -1,0 +1,3 @@
+package main
+
+const Version = "0.0.20250522"
