@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -233,18 +232,12 @@ func (n *node) checkAllowedIPs(keys map[*node]wgtypes.Key, want map[*node][]stri
 	return nil
 }
 
-// allowedIPs reads the sorted allowed IPs of every peer of n's userspace device, by public key,
-// through the device's UAPI socket, which sits in the private /var/run of n's controller and is
-// reached through that process's root.
+// allowedIPs reads the sorted allowed IPs of every peer of n's userspace device, by public key.
 func (n *node) allowedIPs() (map[wgtypes.Key][]string, error) {
-	if n.proc == nil {
-		return nil, fmt.Errorf("%s: controller not running", n)
-	}
-	run, err := filepath.EvalSymlinks("/var/run") // /run: a symlink would leave the process's root
+	sock, err := n.wireguardSocket()
 	if err != nil {
 		return nil, err
 	}
-	sock := filepath.Join(fmt.Sprintf("/proc/%d/root", n.proc.cmd.Process.Pid), run, "wireguard", n.device()+".sock")
 	byText, err := testbed.WireGuardAllowedIPs(sock)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", n, err)

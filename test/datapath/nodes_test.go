@@ -101,12 +101,60 @@ func newLab(t *testing.T, opts testenv.Options, nodes []*node) map[string]*teste
 }
 
 // startControllers starts the controller of every node; each is stopped when the test ends.
+// Should the test fail, what every device says of its peers is logged first, while the
+// controllers, and with them the userspace devices, still run.
 func startControllers(t *testing.T, nodes []*node) {
 	t.Helper()
 	for _, n := range nodes {
 		n.start(t)
 		t.Cleanup(func() { n.stop(t) })
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range nodes {
+				t.Logf("----- WireGuard of %s (%s) -----\n%s", n, n.netns, n.wireguardState(nodes))
+			}
+		}
+	})
+}
+
+// wireguardState is what n's device says of its peers, each named by the node whose key file
+// holds its key, and the routes and counters of the device, for a failing test's log.
+func (n *node) wireguardState(nodes []*node) string {
+	var b strings.Builder
+	names := map[string]string{}
+	for _, o := range nodes {
+		if k, err := keyFromFile(o.keyFile()); err == nil {
+			names[k.PublicKey().String()] = o.name
+		}
+	}
+	if sock, err := n.wireguardSocket(); err != nil {
+		fmt.Fprintln(&b, err)
+	} else if ps, err := testbed.WireGuardPeers(sock); err != nil {
+		fmt.Fprintln(&b, err)
+	} else {
+		for _, p := range ps {
+			fmt.Fprintf(&b, "%s: %s\n", names[p.PublicKey], p)
+		}
+	}
+	for _, args := range [][]string{{"-4", "route", "show", "dev", n.device()}, {"-s", "link", "show", "dev", n.device()}} {
+		out, _ := exec.Command("ip", append([]string{"-n", n.netns}, args...)...).CombinedOutput()
+		b.Write(out)
+	}
+	return b.String()
+}
+
+// wireguardSocket is the UAPI socket of n's userspace device, which sits in the private
+// /var/run of n's controller and is reached through that process's root.
+func (n *node) wireguardSocket() (string, error) {
+	if n.proc == nil {
+		return "", fmt.Errorf("%s: controller not running", n)
+	}
+	run, err := filepath.EvalSymlinks("/var/run") // /run: a symlink would leave the process's root
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(fmt.Sprintf("/proc/%d/root", n.proc.cmd.Process.Pid), run, "wireguard", n.device()+".sock"), nil
 }
 
 // eventually is testenv.Eventually that gives up at once when a controller has exited.
