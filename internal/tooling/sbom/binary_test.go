@@ -20,8 +20,8 @@ import (
 type listed struct{ path, version, sum string }
 
 // goVersionM is what `go version -m bin` says: the Go version and the modules linked, each
-// as it was replaced ("=>" lines); a module replaced by a directory keeps its path and has no
-// version.
+// as it was replaced ("=>" lines); a module replaced by a directory keeps its path and the
+// version required of it, and has no hash.
 func goVersionM(t *testing.T, bin string) (goVersion string, mods []listed) {
 	t.Helper()
 	out, err := exec.Command("go", "version", "-m", bin).Output()
@@ -36,7 +36,11 @@ func goVersionM(t *testing.T, bin string) (goVersion string, mods []listed) {
 		case f[0] == "dep":
 			mods = append(mods, listed{f[1], f[2], f[3]})
 		case f[0] == "=>" && strings.HasPrefix(f[1], "."):
-			mods[len(mods)-1] = listed{path: mods[len(mods)-1].path}
+			m := mods[len(mods)-1]
+			if strings.HasPrefix(m.version, "v0.0.0-00010101000000-") {
+				m.version = ""
+			}
+			mods[len(mods)-1] = listed{path: m.path, version: m.version}
 		case f[0] == "=>":
 			mods[len(mods)-1] = listed{f[1], f[2], f[3]}
 		}
@@ -48,8 +52,9 @@ func goVersionM(t *testing.T, bin string) (goVersion string, mods []listed) {
 }
 
 // checkModules checks that bom has every module `go version -m bin` lists as a library
-// component that app depends on, at the version listed (a directory replacement at the
-// release's version), with the go.sum hash in hex, and the Go standard library too.
+// component that app depends on, at the version listed (a directory replacement without a
+// required version at the release's), with the go.sum hash in hex, and the Go standard
+// library too.
 func checkModules(t *testing.T, bom *cdx.BOM, bin, app string) {
 	t.Helper()
 	goVersion, mods := goVersionM(t, bin)
@@ -123,15 +128,20 @@ func TestForBinaryListsEveryModuleTheBinaryLinks(t *testing.T) {
 }
 
 // TestForBinaryListsReplacementsAsReplaced builds a module of its own that replaces go-cmp by
-// another version and a module by a directory.
+// another version and two modules by directories: a copy of a version it requires
+// (example.com/copied v0.1.0, listed at v0.1.0 with a pedigree note, so that scanners match that
+// version's advisories), and a module required at the zero pseudo-version (listed at the
+// release's version).
 func TestForBinaryListsReplacementsAsReplaced(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
-		"go.mod": "module example.com/prog\n\ngo 1.24\n\nrequire (\n\tgithub.com/google/go-cmp v0.6.0\n\texample.com/local v0.1.0\n)\n\n" +
-			"replace github.com/google/go-cmp => github.com/google/go-cmp v0.7.0\n\nreplace example.com/local => ./local\n",
-		"main.go":        "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/local\"\n\t\"github.com/google/go-cmp/cmp\"\n)\n\nfunc main() { fmt.Println(cmp.Diff(local.A, 2)) }\n",
-		"local/go.mod":   "module example.com/local\n\ngo 1.24\n",
-		"local/local.go": "package local\n\nconst A = 1\n",
+		"go.mod": "module example.com/prog\n\ngo 1.24\n\nrequire (\n\tgithub.com/google/go-cmp v0.6.0\n\texample.com/copied v0.1.0\n\texample.com/local v0.0.0-00010101000000-000000000000\n)\n\n" +
+			"replace github.com/google/go-cmp => github.com/google/go-cmp v0.7.0\n\nreplace example.com/copied => ./copied\n\nreplace example.com/local => ./local\n",
+		"main.go":          "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/copied\"\n\t\"example.com/local\"\n\t\"github.com/google/go-cmp/cmp\"\n)\n\nfunc main() { fmt.Println(cmp.Diff(local.A, copied.B)) }\n",
+		"copied/go.mod":    "module example.com/copied\n\ngo 1.24\n",
+		"copied/copied.go": "package copied\n\nconst B = 2\n",
+		"local/go.mod":     "module example.com/local\n\ngo 1.24\n",
+		"local/local.go":   "package local\n\nconst A = 1\n",
 	}
 	for name, content := range files {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
@@ -157,10 +167,16 @@ func TestForBinaryListsReplacementsAsReplaced(t *testing.T) {
 	app := "pkg:golang/example.com/prog@" + version + "?type=module"
 	checkModules(t, got, bin, app)
 	comps := byRef(got)
-	for _, ref := range []string{"pkg:golang/github.com/google/go-cmp@v0.7.0", "pkg:golang/example.com/local@" + version} {
+	for _, ref := range []string{"pkg:golang/github.com/google/go-cmp@v0.7.0", "pkg:golang/example.com/copied@v0.1.0", "pkg:golang/example.com/local@" + version} {
 		if _, ok := comps[ref]; !ok {
 			t.Errorf("no component %s", ref)
 		}
+	}
+	if c := comps["pkg:golang/example.com/copied@v0.1.0"]; c.Pedigree == nil || !strings.Contains(c.Pedigree.Notes, "./copied") {
+		t.Errorf("the copy example.com/copied has pedigree %+v, want a note naming ./copied", c.Pedigree)
+	}
+	if c := comps["pkg:golang/github.com/google/go-cmp@v0.7.0"]; c.Pedigree != nil {
+		t.Errorf("go-cmp, replaced by another version, has pedigree %+v, want none", c.Pedigree)
 	}
 	if _, ok := comps["pkg:golang/github.com/google/go-cmp@v0.6.0"]; ok {
 		t.Error("go-cmp is listed at v0.6.0, the version replaced")

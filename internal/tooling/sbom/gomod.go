@@ -62,11 +62,19 @@ func (p program) dependency() cdx.Dependency {
 // moduleComponent is the library component of a module the binary links: the replacement when
 // the module is replaced, with its go.sum hash ("h1:" and base64 of a SHA-256, written in hex
 // as cyclonedx-gomod does). A module replaced by a directory ships in the main module's source
-// tree: it keeps its path and gets the release's version.
+// tree: it keeps its path and the version go.mod requires, as a copy of that version (so that
+// scanners match the upstream version's advisories), with no hash and a pedigree note saying
+// where the copy is; without a required version (a placeholder) it gets the release's.
 func moduleComponent(m *debug.Module, version string) cdx.Component {
+	var pedigree *cdx.Pedigree
 	if r := m.Replace; r != nil {
 		if isDirectory(r.Path) {
-			m = &debug.Module{Path: m.Path, Version: version}
+			if isPlaceholder(m.Version) {
+				m = &debug.Module{Path: m.Path, Version: version}
+			} else {
+				m = &debug.Module{Path: m.Path, Version: m.Version}
+			}
+			pedigree = &cdx.Pedigree{Notes: "a copy in the release's source tree, " + r.Path + ", which may carry changes its README lists"}
 		} else {
 			m = r
 		}
@@ -79,12 +87,19 @@ func moduleComponent(m *debug.Module, version string) cdx.Component {
 		PackageURL: purl("golang", m.Path, m.Version),
 	}
 	c.BOMRef = c.PackageURL
+	c.Pedigree = pedigree
 	if h, ok := strings.CutPrefix(m.Sum, "h1:"); ok {
 		if sum, err := base64.StdEncoding.DecodeString(h); err == nil {
 			c.Hashes = &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: hex.EncodeToString(sum)}}
 		}
 	}
 	return c
+}
+
+// isPlaceholder says whether a required version names no release: empty, "(devel)", or the
+// zero pseudo-version that go.mod files give a module only ever used through a replacement.
+func isPlaceholder(v string) bool {
+	return v == "" || v == "(devel)" || strings.HasPrefix(v, "v0.0.0-00010101000000-")
 }
 
 // isDirectory says whether a replacement's path is a directory (./local, /src/x, C:\src\x)
