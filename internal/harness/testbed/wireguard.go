@@ -72,6 +72,9 @@ func WireGuardPeers(socket string) ([]WireGuardPeer, error) {
 			return nil, fmt.Errorf("%s: UAPI get: errno %s", socket, v)
 		}
 		if len(out) == 0 {
+			if k == "allowed_ip" {
+				return nil, fmt.Errorf("%s: allowed IP %q before any peer", socket, v)
+			}
 			continue // the device's own keys: before any peer
 		}
 		if err := setPeerField(&out[len(out)-1], &handshake, k, v); err != nil {
