@@ -188,6 +188,12 @@ func (m *migration) rollClient(ctx context.Context) error {
 		return fmt.Errorf("%s's arguments %v have no -url", layout.GlobalClientName, args)
 	}
 	args[i+1] = url
+	// A rollout even when the client already sends there (this check run again on one lab, with
+	// -count): as kubectl rollout restart does it.
+	if d.Spec.Template.Annotations == nil {
+		d.Spec.Template.Annotations = map[string]string{}
+	}
+	d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] = time.Now().Format(time.RFC3339Nano)
 	// The old pod sends until the new one has run for a while, as a client's rollout would have
 	// it (a readiness probe, minReadySeconds): a new pod's first request may fail while its own
 	// network is being set up, which is its start, not the migration.

@@ -7,10 +7,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
@@ -134,9 +136,9 @@ func settle(ctx context.Context, l *env.Lab, when string) []string {
 	return nil
 }
 
-// writtenState is the resourceVersion of every mirror Service and EndpointSlice and every
-// GlobalNetworkSet of the components in every cluster, by cluster, kind and name.
-func writtenState(ctx context.Context, l *env.Lab) (map[string]string, error) {
+// writtenState is every mirror Service and EndpointSlice and every GlobalNetworkSet of the
+// components in every cluster, by cluster, kind and name.
+func writtenState(ctx context.Context, l *env.Lab) (map[string]*unstructured.Unstructured, error) {
 	sets, err := calico.Resource(layout.CalicoAPI)
 	if err != nil {
 		return nil, err
@@ -149,7 +151,7 @@ func writtenState(ctx context.Context, l *env.Lab) (map[string]string, error) {
 		{discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), ownership.ServiceMirror},
 		{sets, ownership.Policy},
 	}
-	out := map[string]string{}
+	out := map[string]*unstructured.Unstructured{}
 	for _, cluster := range layout.ClusterNames() {
 		dyn, err := dynamic.NewForConfig(l.Cluster(cluster).Config)
 		if err != nil {
@@ -161,7 +163,7 @@ func writtenState(ctx context.Context, l *env.Lab) (map[string]string, error) {
 				return nil, fmt.Errorf("%s: listing %s: %w", cluster, k.resource.Resource, err)
 			}
 			for _, o := range list.Items {
-				out[fmt.Sprintf("%s %s %s/%s", cluster, k.resource.Resource, o.GetNamespace(), o.GetName())] = o.GetResourceVersion()
+				out[fmt.Sprintf("%s %s %s/%s", cluster, k.resource.Resource, o.GetNamespace(), o.GetName())] = &o
 			}
 		}
 	}
@@ -169,7 +171,7 @@ func writtenState(ctx context.Context, l *env.Lab) (map[string]string, error) {
 }
 
 // rewrittenSince names what changed since before: written, made or deleted.
-func rewrittenSince(ctx context.Context, l *env.Lab, before map[string]string) []string {
+func rewrittenSince(ctx context.Context, l *env.Lab, before map[string]*unstructured.Unstructured) []string {
 	after, err := writtenState(ctx, l)
 	if err != nil {
 		return []string{err.Error()}
@@ -179,8 +181,8 @@ func rewrittenSince(ctx context.Context, l *env.Lab, before map[string]string) [
 		switch v, ok := after[key]; {
 		case !ok:
 			problems = append(problems, fmt.Sprintf("the upgrade deleted %s", key))
-		case v != before[key]:
-			problems = append(problems, fmt.Sprintf("the upgrade rewrote %s", key))
+		case v.GetResourceVersion() != before[key].GetResourceVersion():
+			problems = append(problems, fmt.Sprintf("the upgrade rewrote %s (-before +after):\n%s", key, rewrite(before[key], v)))
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(after)) {
@@ -192,6 +194,16 @@ func rewrittenSince(ctx context.Context, l *env.Lab, before map[string]string) [
 		fmt.Fprintf(l.Out(), "  none of the %d mirror Services, EndpointSlices and GlobalNetworkSets written by the upgrade\n", len(before))
 	}
 	return problems
+}
+
+// rewrite says how after differs from before, the same object: its content, and who wrote it
+// when (managedFields), apart from the resourceVersion.
+func rewrite(before, after *unstructured.Unstructured) string {
+	b, a := before.DeepCopy(), after.DeepCopy()
+	for _, o := range []*unstructured.Unstructured{a, b} {
+		o.SetResourceVersion("")
+	}
+	return cmp.Diff(b.Object, a.Object)
 }
 
 // tunnelsDown prints the probe's longest gaps and names every tunnel down for longer than one
