@@ -312,11 +312,17 @@ func (c *Peering) desiredPeers(rc *remoteCache) ([]peers.Peer, error) {
 		return nil, err
 	}
 	name := rc.dev.Remote
-	desired, skipped := peers.Desired(c.opts.LocalCluster, nodes, peers.Rules{
+	rules := peers.Rules{
 		Guard:          c.opts.Guard.For(name),
 		EndpointRanges: c.opts.EndpointRanges[name],
 		MaxPeers:       c.opts.MaxPeersPerRemote,
-	})
+	}
+	desire := peers.Desired
+	if peers.ThroughGateway(c.opts.LocalCluster, nodes) {
+		// The remote reaches us through its active gateway: one peer for all its pods.
+		desire = peers.DesiredThroughGateway
+	}
+	desired, skipped := desire(c.opts.LocalCluster, nodes, rules)
 	// A remote node publishing our own key (a copied key directory) cannot be a peer:
 	// WireGuard ignores it, and asking for it again on every sync would never settle.
 	own := rc.dev.Key.PublicKey()
@@ -473,7 +479,7 @@ func (c *Peering) recordSkips(rc *remoteCache, skipped []peers.Skip) {
 var allReasons = []string{peers.ReasonNotAnnotated, peers.ReasonBadKey, peers.ReasonBadEndpoint, peers.ReasonNoPodCIDR,
 	peers.ReasonBadPodCIDR, peers.ReasonDuplicateKey, peers.ReasonOverlappingIP,
 	peers.ReasonInvalidName, peers.ReasonForeignEndpoint, peers.ReasonDuplicateEndpoint, peers.ReasonPeerLimit,
-	addrguard.ReasonSpecial, addrguard.ReasonOutsideRanges, addrguard.ReasonLocal, addrguard.ReasonTooWide}
+	peers.ReasonBadGatewayTerm, addrguard.ReasonSpecial, addrguard.ReasonOutsideRanges, addrguard.ReasonLocal, addrguard.ReasonTooWide}
 
 // LocalSynced reports whether the local caches have synced, for /readyz: the one of this
 // node's Node (the devices and the node's annotations are set up before Run).

@@ -36,7 +36,8 @@ func NewMetrics(f *metrics.Factory, reg prometheus.Registerer) *Metrics {
 		skipped: f.GaugeVec("skipped_peers",
 			"Remote nodes not configured as peers, by remote and reason: not_annotated, bad_key, bad_endpoint, no_pod_cidr, bad_pod_cidr, duplicate_key, overlapping_pod_cidr; "+
 				"for what the remote may not publish (docs/security.md), invalid_name (not a DNS subdomain), endpoint_not_node_address (not one of the node's addresses nor in SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES), duplicate_endpoint (every node publishing it) "+
-				"and, for a pod CIDR, special_address, outside_remote_ranges, local_address, range_too_wide; peer_limit, nodes beyond SEMAPHORE_WG_MAX_PEERS_PER_REMOTE.", "remote", "reason"),
+				"and, for a pod CIDR, special_address, outside_remote_ranges, local_address, range_too_wide; peer_limit, nodes beyond SEMAPHORE_WG_MAX_PEERS_PER_REMOTE; "+
+				"bad_gateway_term, a node saying it is its cluster's active gateway with a term that is not a number.", "remote", "reason"),
 		skippedBlocks: f.GaugeVec("skipped_ipam_blocks",
 			"IPAM blocks of a remote read with calico-ipam whose range is not routed, by remote and reason: no_affinity (its allocated addresses still are), bad_cidr, overlapping_block (a conflict: the older block is kept), overlaps_local.", "remote", "reason"),
 		deviceInfo: f.GaugeVec("device_info",

@@ -9,10 +9,11 @@ import (
 )
 
 // remoteNodeTransform is trim.RemoteNode keeping of a remote Node's metadata only the
-// annotations it publishes for local (its public key, endpoint and path MTU) and no label: a remote may
+// annotations it publishes for local (its public key, endpoint, path MTU and whether it is its
+// cluster's active gateway) and no label: a remote may
 // put up to 256 KiB of annotations on each of its Nodes, and none of the rest is read.
 func remoteNodeTransform(local string) cache.TransformFunc {
-	keep := []string{peers.PubKeyAnnotation(local), peers.EndpointAnnotation(local), peers.PathMTUAnnotation(local)}
+	keep := []string{peers.PubKeyAnnotation(local), peers.EndpointAnnotation(local), peers.PathMTUAnnotation(local), peers.GatewayAnnotation(local)}
 	return func(obj any) (any, error) {
 		out, err := trim.RemoteNode(obj)
 		n, ok := out.(*corev1.Node)

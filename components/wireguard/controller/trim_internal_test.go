@@ -11,7 +11,7 @@ import (
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 )
 
-// A remote Node's cached copy keeps its key, endpoint and path MTU for this cluster, its pod CIDRs and
+// A remote Node's cached copy keeps its key, endpoint, path MTU and gateway term for this cluster, its pod CIDRs and
 // addresses, and nothing else a remote can fill: not another cluster's annotations, not a
 // huge annotation, not its labels.
 func TestRemoteNodesAreCachedWithOnlyWhatPeersAreMadeOf(t *testing.T) {
@@ -22,7 +22,9 @@ func TestRemoteNodesAreCachedWithOnlyWhatPeersAreMadeOf(t *testing.T) {
 				peers.PubKeyAnnotation("gcp"):   "key",
 				peers.EndpointAnnotation("gcp"): "192.0.2.1:51821",
 				peers.PathMTUAnnotation("gcp"):  "1460",
+				peers.GatewayAnnotation("gcp"):  "4",
 				peers.PubKeyAnnotation("merit"): "other key",
+				peers.GatewayAnnotation("aws"):  "5",
 				"huge":                          strings.Repeat("x", 200<<10),
 			}},
 		Spec:   corev1.NodeSpec{PodCIDRs: []string{"10.1.0.0/24"}, Taints: []corev1.Taint{{Key: "t"}}},
@@ -35,6 +37,7 @@ func TestRemoteNodesAreCachedWithOnlyWhatPeersAreMadeOf(t *testing.T) {
 	want := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "7", Annotations: map[string]string{
 			peers.PubKeyAnnotation("gcp"): "key", peers.EndpointAnnotation("gcp"): "192.0.2.1:51821", peers.PathMTUAnnotation("gcp"): "1460",
+			peers.GatewayAnnotation("gcp"): "4",
 		}},
 		Spec:   corev1.NodeSpec{PodCIDRs: []string{"10.1.0.0/24"}},
 		Status: corev1.NodeStatus{Addresses: in.Status.Addresses},

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-	"sort"
 	"strings"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
@@ -49,12 +48,12 @@ func PathMTUAnnotation(cluster string) string {
 }
 
 // IsOwnAnnotation reports whether k is one of the annotations a node publishes for some cluster:
-// <cluster>.wireguard.semaphore.uw.io/{pubKey,endpoint,path-mtu}.
+// <cluster>.wireguard.semaphore.uw.io/{pubKey,endpoint,path-mtu,gateway}.
 func IsOwnAnnotation(k string) bool {
 	prefix, _, ok := strings.Cut(k, "/")
 	cluster, domain, ok2 := strings.Cut(prefix, ".")
 	return ok && ok2 && cluster != "" && domain == annotationDomain &&
-		slices.Contains([]string{PubKeyAnnotation(cluster), EndpointAnnotation(cluster), PathMTUAnnotation(cluster)}, k)
+		slices.Contains([]string{PubKeyAnnotation(cluster), EndpointAnnotation(cluster), PathMTUAnnotation(cluster), GatewayAnnotation(cluster)}, k)
 }
 
 // MaxDeviceName is Linux's limit on interface names (IFNAMSIZ - 1).
@@ -172,8 +171,7 @@ type Rules struct {
 // honest; nodes without an endpoint share none), and of the rest the first rules.MaxPeers by name
 // are peers, so that one remote cannot grow the device without bound.
 func Desired(local string, nodes []Node, rules Rules) ([]Peer, []Skip) {
-	nodes = slices.Clone(nodes)
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	nodes = sortedByName(nodes)
 	// First what each node claims on its own, then what it claims against the others: a node
 	// already refused makes no claim that another must yield to.
 	checked := make([]candidate, len(nodes))
@@ -242,13 +240,26 @@ type candidate struct {
 // it publishes one (one of its addresses or in rules.EndpointRanges) and its pod CIDRs
 // (rules.Guard).
 func check(local string, n Node, rules Rules) candidate {
+	c := checkIdentity(local, n, rules)
+	if c.skip != nil {
+		return c
+	}
+	allowed, skip := checkPodCIDRs(n, rules)
+	if skip != nil {
+		return candidate{skip: skip}
+	}
+	c.allowed = allowed
+	return c
+}
+
+// checkIdentity holds a node to the rules of what it publishes to be a peer: its name, its key
+// and its endpoint if it publishes one (one of its addresses or in rules.EndpointRanges).
+func checkIdentity(local string, n Node, rules Rules) candidate {
 	skip := func(node, reason, detail string) candidate {
 		return candidate{skip: &Skip{node, reason, detail}}
 	}
-	if errs := validation.IsDNS1123Subdomain(n.Name); len(errs) > 0 {
-		// The name is the remote's to choose: it is neither logged nor made a label as it is.
-		// A DNS subdomain is plain ASCII, so this also refuses any name that is not UTF-8.
-		return skip(fmt.Sprintf("%.64q", n.Name), ReasonInvalidName, "the node's name is not a DNS subdomain: "+strings.Join(errs, "; "))
+	if skip := checkName(n.Name); skip != nil {
+		return candidate{skip: skip}
 	}
 	keyText, hasKey := n.Annotations[PubKeyAnnotation(local)]
 	endpointText, hasEndpoint := n.Annotations[EndpointAnnotation(local)]
@@ -267,17 +278,33 @@ func check(local string, n Node, rules Rules) candidate {
 	if refusal != nil {
 		return candidate{skip: refusal}
 	}
+	return candidate{key: key, endpoint: endpoint, pathMTU: n.Annotations[PathMTUAnnotation(local)]}
+}
+
+// checkName refuses a name that is not a DNS subdomain. The name is the remote's to choose: it
+// is neither logged nor made a label as it is. A DNS subdomain is plain ASCII, so this also
+// refuses any name that is not UTF-8.
+func checkName(name string) *Skip {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return &Skip{fmt.Sprintf("%.64q", name), ReasonInvalidName, "the node's name is not a DNS subdomain: " + strings.Join(errs, "; ")}
+	}
+	return nil
+}
+
+// checkPodCIDRs holds a node's pod CIDRs to the rules: at least one, each well-formed, none
+// overlapping another, each admitted by rules.Guard.
+func checkPodCIDRs(n Node, rules Rules) ([]netip.Prefix, *Skip) {
 	if len(n.PodCIDRs) == 0 {
-		return skip(n.Name, ReasonNoPodCIDR, "no pod CIDR: spec.podCIDRs is empty, or (calico-ipam) no IPAM block is affine to the node and it holds no borrowed address")
+		return nil, &Skip{n.Name, ReasonNoPodCIDR, "no pod CIDR: spec.podCIDRs is empty, or (calico-ipam) no IPAM block is affine to the node and it holds no borrowed address"}
 	}
 	allowed, bad := parsePodCIDRs(n.PodCIDRs)
 	if bad != "" {
-		return skip(n.Name, ReasonBadPodCIDR, bad)
+		return nil, &Skip{n.Name, ReasonBadPodCIDR, bad}
 	}
 	if refusal := refused(allowed, rules.Guard); refusal != nil {
-		return skip(n.Name, refusal.Reason, refusal.Detail)
+		return nil, &Skip{n.Name, refusal.Reason, refusal.Detail}
 	}
-	return candidate{key: key, endpoint: endpoint, allowed: allowed, pathMTU: n.Annotations[PathMTUAnnotation(local)]}
+	return allowed, nil
 }
 
 // checkEndpoint reads the endpoint a node published, text, held to the rules: one of its own

@@ -179,12 +179,12 @@ func validIfName(s string) bool {
 
 func TestAnnotations(t *testing.T) {
 	tests := []struct {
-		cluster                   string
-		pubKey, endpoint, pathMTU string
+		cluster                            string
+		pubKey, endpoint, pathMTU, gateway string
 	}{
-		{"gcp", "gcp.wireguard.semaphore.uw.io/pubKey", "gcp.wireguard.semaphore.uw.io/endpoint", "gcp.wireguard.semaphore.uw.io/path-mtu"},
-		{"aws", "aws.wireguard.semaphore.uw.io/pubKey", "aws.wireguard.semaphore.uw.io/endpoint", "aws.wireguard.semaphore.uw.io/path-mtu"},
-		{"merit-2", "merit-2.wireguard.semaphore.uw.io/pubKey", "merit-2.wireguard.semaphore.uw.io/endpoint", "merit-2.wireguard.semaphore.uw.io/path-mtu"},
+		{"gcp", "gcp.wireguard.semaphore.uw.io/pubKey", "gcp.wireguard.semaphore.uw.io/endpoint", "gcp.wireguard.semaphore.uw.io/path-mtu", "gcp.wireguard.semaphore.uw.io/gateway"},
+		{"aws", "aws.wireguard.semaphore.uw.io/pubKey", "aws.wireguard.semaphore.uw.io/endpoint", "aws.wireguard.semaphore.uw.io/path-mtu", "aws.wireguard.semaphore.uw.io/gateway"},
+		{"merit-2", "merit-2.wireguard.semaphore.uw.io/pubKey", "merit-2.wireguard.semaphore.uw.io/endpoint", "merit-2.wireguard.semaphore.uw.io/path-mtu", "merit-2.wireguard.semaphore.uw.io/gateway"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.cluster, func(t *testing.T) {
@@ -197,8 +197,11 @@ func TestAnnotations(t *testing.T) {
 			if diff := cmp.Diff(tt.pathMTU, peers.PathMTUAnnotation(tt.cluster)); diff != "" {
 				t.Errorf("PathMTUAnnotation(%q) mismatch (-want +got):\n%s", tt.cluster, diff)
 			}
+			if diff := cmp.Diff(tt.gateway, peers.GatewayAnnotation(tt.cluster)); diff != "" {
+				t.Errorf("GatewayAnnotation(%q) mismatch (-want +got):\n%s", tt.cluster, diff)
+			}
 			// All must be valid annotation keys for any cluster name (a DNS label), and ours.
-			for _, k := range []string{peers.PubKeyAnnotation(tt.cluster), peers.EndpointAnnotation(tt.cluster), peers.PathMTUAnnotation(tt.cluster)} {
+			for _, k := range []string{peers.PubKeyAnnotation(tt.cluster), peers.EndpointAnnotation(tt.cluster), peers.PathMTUAnnotation(tt.cluster), peers.GatewayAnnotation(tt.cluster)} {
 				if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 					t.Errorf("%q is not a valid annotation key: %v", k, errs)
 				}
@@ -209,7 +212,7 @@ func TestAnnotations(t *testing.T) {
 		})
 	}
 	long := strings.Repeat("a", 63)
-	for _, k := range []string{peers.PubKeyAnnotation(long), peers.EndpointAnnotation(long), peers.PathMTUAnnotation(long)} {
+	for _, k := range []string{peers.PubKeyAnnotation(long), peers.EndpointAnnotation(long), peers.PathMTUAnnotation(long), peers.GatewayAnnotation(long)} {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 			t.Errorf("annotation key for a 63-character cluster name %q is not valid: %v", k, errs)
 		}
