@@ -10,13 +10,17 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/components/wireguard/endpoint"
+	"github.com/kube-semaphore/semaphore/components/wireguard/gateway"
 	"github.com/kube-semaphore/semaphore/components/wireguard/mtu"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/addrguard"
@@ -37,16 +41,18 @@ const MetricsPrefix = "semaphore_wg"
 type Config struct {
 	config.Shared
 	config.RemoteRanges
-	NodeName             string             `envconfig:"SEMAPHORE_WG_NODE_NAME" required:"true" desc:"name of the Node this instance runs on (from the downward API)"`
-	KeyDir               string             `envconfig:"SEMAPHORE_WG_KEY_DIR" default:"/var/lib/semaphore-wireguard" desc:"host directory holding one private key per device (mode 0600), kept across restarts"`
-	ListenPorts          map[string]int     `envconfig:"SEMAPHORE_WG_LISTEN_PORTS" desc:"UDP listen port of each remote's device, as remote:port pairs, e.g. aws:51821,merit:51822 (required for every remote)"`
-	MTU                  mtu.Settings       `envconfig:"SEMAPHORE_WG_MTU" default:"auto" desc:"MTU of each remote's WireGuard device: auto (the underlay path MTU toward the remote's nodes, the smaller of this node's route and what they publish, less 60 bytes to IPv4 endpoints or 80 to IPv6 ones, at least 1280) or a number of 1280-9000; one value for every remote, or remote:value items with a bare value for the remotes not named, e.g. aws:1380,auto"`
-	Mode                 device.Mode        `envconfig:"SEMAPHORE_WG_MODE" default:"auto" desc:"WireGuard implementation: auto (kernel when available), kernel or userspace"`
-	Keepalive            time.Duration      `envconfig:"SEMAPHORE_WG_KEEPALIVE" default:"25s" desc:"persistent keepalive interval of every peer (0 disables)"`
-	EndpointAddressTypes endpoint.Types     `envconfig:"SEMAPHORE_WG_ENDPOINT_ADDRESS_TYPES" default:"ExternalIP,InternalIP" desc:"Node address types (ExternalIP, InternalIP) this node publishes as its endpoint, in order of preference: the first address of the first type the Node lists; with none, it publishes no endpoint and the remote's nodes answer the handshakes it starts. One list for every remote, or remote:type items (a remote's list is its items in order), items without a remote being the list of the remotes not named, e.g. aws:InternalIP,ExternalIP,InternalIP. The Node's annotation wireguard.semaphore.uw.io/endpoint-address, an IP address, wins over it"`
-	PodCIDRsFrom         controller.Sources `envconfig:"SEMAPHORE_WG_POD_CIDRS_FROM" default:"node" desc:"where each remote node's pod addresses come from: node (its spec.podCIDRs) or calico-ipam (the remote's Calico IPAM blocks affine to it and the addresses it borrowed); one value for every remote or remote:source pairs, e.g. aws:calico-ipam,merit:node"`
-	EndpointRanges       addrguard.Ranges   `envconfig:"SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES" desc:"ranges a remote node's WireGuard endpoint may lie in without being one of the Node's own addresses (InternalIP, ExternalIP), as remote:CIDR pairs, e.g. aws:203.0.113.0/24,aws:2001:db8::/64: for remotes whose nodes sit behind a NAT and publish its public address. Outside them a remote node whose endpoint is not one of its addresses is not a peer"`
-	MaxPeers             int                `envconfig:"SEMAPHORE_WG_MAX_PEERS_PER_REMOTE" default:"5000" desc:"most peers of one remote's device (at least 1): of a remote with more nodes that could be peers, the first by name are, and the rest are skipped and counted as peer_limit"`
+	NodeName             string                `envconfig:"SEMAPHORE_WG_NODE_NAME" required:"true" desc:"name of the Node this instance runs on (from the downward API)"`
+	KeyDir               string                `envconfig:"SEMAPHORE_WG_KEY_DIR" default:"/var/lib/semaphore-wireguard" desc:"host directory holding one private key per device (mode 0600), kept across restarts"`
+	ListenPorts          map[string]int        `envconfig:"SEMAPHORE_WG_LISTEN_PORTS" desc:"UDP listen port of each remote's device, as remote:port pairs, e.g. aws:51821,merit:51822 (required for every remote)"`
+	MTU                  mtu.Settings          `envconfig:"SEMAPHORE_WG_MTU" default:"auto" desc:"MTU of each remote's WireGuard device: auto (the underlay path MTU toward the remote's nodes, the smaller of this node's route and what they publish, less 60 bytes to IPv4 endpoints or 80 to IPv6 ones, at least 1280) or a number of 1280-9000; one value for every remote, or remote:value items with a bare value for the remotes not named, e.g. aws:1380,auto"`
+	Mode                 device.Mode           `envconfig:"SEMAPHORE_WG_MODE" default:"auto" desc:"WireGuard implementation: auto (kernel when available), kernel or userspace"`
+	Keepalive            time.Duration         `envconfig:"SEMAPHORE_WG_KEEPALIVE" default:"25s" desc:"persistent keepalive interval of every peer (0 disables)"`
+	EndpointAddressTypes endpoint.Types        `envconfig:"SEMAPHORE_WG_ENDPOINT_ADDRESS_TYPES" default:"ExternalIP,InternalIP" desc:"Node address types (ExternalIP, InternalIP) this node publishes as its endpoint, in order of preference: the first address of the first type the Node lists; with none, it publishes no endpoint and the remote's nodes answer the handshakes it starts. One list for every remote, or remote:type items (a remote's list is its items in order), items without a remote being the list of the remotes not named, e.g. aws:InternalIP,ExternalIP,InternalIP. The Node's annotation wireguard.semaphore.uw.io/endpoint-address, an IP address, wins over it"`
+	PodCIDRsFrom         controller.Sources    `envconfig:"SEMAPHORE_WG_POD_CIDRS_FROM" default:"node" desc:"where each remote node's pod addresses come from: node (its spec.podCIDRs) or calico-ipam (the remote's Calico IPAM blocks affine to it and the addresses it borrowed); one value for every remote or remote:source pairs, e.g. aws:calico-ipam,merit:node"`
+	EndpointRanges       addrguard.Ranges      `envconfig:"SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES" desc:"ranges a remote node's WireGuard endpoint may lie in without being one of the Node's own addresses (InternalIP, ExternalIP), as remote:CIDR pairs, e.g. aws:203.0.113.0/24,aws:2001:db8::/64: for remotes whose nodes sit behind a NAT and publish its public address. Outside them a remote node whose endpoint is not one of its addresses is not a peer"`
+	Topology             controller.Topologies `envconfig:"SEMAPHORE_WG_TOPOLOGY" default:"mesh" desc:"how this cluster reaches each remote: mesh (every node peers with the remote's nodes) or gateway (only this cluster's active gateway, elected among the nodes SEMAPHORE_WG_GATEWAY_NODES selects, peers with the remote; the other nodes hold no device for it and route its pods to the gateway over this cluster's network); one value for every remote, or remote:topology items with a bare value for the remotes not named, e.g. aws:gateway,mesh"`
+	GatewayNodes         string                `envconfig:"SEMAPHORE_WG_GATEWAY_NODES" default:"wireguard.semaphore.uw.io/gateway=true" desc:"label selector of this cluster's gateway nodes, among which the active gateway toward each remote reached through gateways is elected (a Lease semaphore-wireguard-gateway-<remote> in POD_NAMESPACE)"`
+	MaxPeers             int                   `envconfig:"SEMAPHORE_WG_MAX_PEERS_PER_REMOTE" default:"5000" desc:"most peers of one remote's device (at least 1): of a remote with more nodes that could be peers, the first by name are, and the rest are skipped and counted as peer_limit"`
 }
 
 // Validate checks the configuration; each error names its variable.
@@ -88,6 +94,12 @@ func (c *Config) Validate() error {
 	if err := c.EndpointRanges.CheckRemotes(c.Remotes); err != nil {
 		return fmt.Errorf("SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES: %w", err)
 	}
+	if err := c.Topology.CheckRemotes(c.Remotes); err != nil {
+		return fmt.Errorf("SEMAPHORE_WG_TOPOLOGY: %w", err)
+	}
+	if err := c.validateGateways(); err != nil {
+		return err
+	}
 	if c.MaxPeers < 1 {
 		return fmt.Errorf("SEMAPHORE_WG_MAX_PEERS_PER_REMOTE: %d is not at least 1", c.MaxPeers)
 	}
@@ -107,6 +119,39 @@ func (c *Config) Validate() error {
 	}
 	if c.Keepalive < 0 {
 		return errors.New("SEMAPHORE_WG_KEEPALIVE: must not be negative")
+	}
+	return nil
+}
+
+// throughGateways are the remotes this cluster reaches through gateways.
+func (c *Config) throughGateways() []string {
+	return slices.DeleteFunc(slices.Clone(c.Remotes), func(r string) bool { return c.Topology.For(r) != controller.TopologyGateway })
+}
+
+// gatewayNodes is SEMAPHORE_WG_GATEWAY_NODES as a selector.
+func (c *Config) gatewayNodes() (labels.Selector, error) {
+	sel, err := labels.Parse(c.GatewayNodes)
+	if err != nil {
+		return nil, fmt.Errorf("SEMAPHORE_WG_GATEWAY_NODES: %w", err)
+	}
+	return sel, nil
+}
+
+// validateGateways checks what reaching a remote through gateways needs: a selector that picks
+// some nodes, not all, and a namespace for the Leases.
+func (c *Config) validateGateways() error {
+	sel, err := c.gatewayNodes()
+	if err != nil {
+		return err
+	}
+	if len(c.throughGateways()) == 0 {
+		return nil
+	}
+	if sel.Empty() {
+		return errors.New("SEMAPHORE_WG_GATEWAY_NODES: must select some nodes, not every node, when SEMAPHORE_WG_TOPOLOGY has a gateway")
+	}
+	if os.Getenv("POD_NAMESPACE") == "" {
+		return errors.New("POD_NAMESPACE: required when SEMAPHORE_WG_TOPOLOGY has a gateway: the namespace of the gateways' Leases")
 	}
 	return nil
 }
@@ -131,6 +176,11 @@ type WireGuard struct {
 	release func()
 	// replaced counts the original semaphore-wireguard's devices replaced by ours.
 	replaced prometheus.Counter
+	// elections are this node's parts in the elections of the gateway toward each remote
+	// reached through gateways, when it is a gateway node; running once takeOver has the
+	// devices, until electing stops them.
+	elections map[string]*gateway.Election
+	electing  sync.WaitGroup
 }
 
 // originalDevice is the name the original semaphore-wireguard gave its device for remote.
@@ -208,6 +258,17 @@ func New(cfg Config, log *slog.Logger) (*WireGuard, error) {
 	if err != nil {
 		return nil, err
 	}
+	gatewayNodes, err := cfg.gatewayNodes()
+	if err != nil {
+		return nil, err
+	}
+	if a.elections, err = a.gatewayElections(base, gatewayNodes); err != nil {
+		return nil, err
+	}
+	asElections := map[string]controller.Election{}
+	for remote, e := range a.elections {
+		asElections[remote] = e
+	}
 	a.ctrl, err = controller.New(controller.Options{
 		LocalCluster:         cfg.LocalCluster,
 		NodeName:             cfg.NodeName,
@@ -219,11 +280,48 @@ func New(cfg Config, log *slog.Logger) (*WireGuard, error) {
 		Guard:                guard,
 		EndpointRanges:       cfg.EndpointRanges,
 		MaxPeersPerRemote:    cfg.MaxPeers,
+		Topology:             cfg.Topology,
+		Gateways:             asElections,
+		GatewayNodes:         gatewayNodes,
 	}, base.Local, base.Remotes, devs, mgr, base.Health, controller.NewMetrics(base.Factory, base.Registry), base.Queue, log)
 	if err != nil {
 		return nil, err
 	}
 	return a, nil
+}
+
+// gatewayElections are this node's parts in the elections of the gateway toward each remote
+// reached through gateways, when its Node is one of the gateway nodes; none otherwise.
+func (a *WireGuard) gatewayElections(base *daemon.Base, gatewayNodes labels.Selector) (map[string]*gateway.Election, error) {
+	remotes := a.cfg.throughGateways()
+	if len(remotes) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	node, err := base.Local.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("SEMAPHORE_WG_NODE_NAME: node %s: %w", a.cfg.NodeName, err)
+	}
+	if !gatewayNodes.Matches(labels.Set(node.Labels)) {
+		a.Log.Info("this node is no gateway node: it routes the pods of the remotes reached through gateways to its cluster's active gateway",
+			"remotes", remotes, "gateway_nodes", gatewayNodes.String())
+		return nil, nil
+	}
+	out := map[string]*gateway.Election{}
+	for _, r := range remotes {
+		out[r] = gateway.NewElection(base.Local, os.Getenv("POD_NAMESPACE"), r, a.cfg.NodeName, gateway.DefaultTiming, a.Log,
+			func() { a.ctrl.ElectionChanged(r) })
+	}
+	a.Log.Info("this node is a gateway node: it stands for the gateway toward the remotes reached through gateways", "remotes", remotes)
+	return out, nil
+}
+
+// startElections has this node stand in the elections of the gateways until ctx is done.
+func (a *WireGuard) startElections(ctx context.Context) {
+	for _, e := range a.elections {
+		a.electing.Go(func() { e.Run(ctx) })
+	}
 }
 
 // staleDevices are devices this component created (ours: a key file of that name is in the
@@ -283,6 +381,10 @@ func (a *WireGuard) takeOver(ctx context.Context) error {
 	}
 	for told := false; ; told = true {
 		err := a.ctrl.Setup(ctx)
+		if err == nil {
+			// Only an agent that holds the devices may become a gateway.
+			a.startElections(ctx)
+		}
 		if !errors.Is(err, device.ErrBusy) {
 			return err
 		}
@@ -300,6 +402,9 @@ func (a *WireGuard) takeOver(ctx context.Context) error {
 // letGo closes the devices (a userspace device's process side; the links stay) and then drops
 // the node's lock, so that the next agent finds what Close handed over.
 func (a *WireGuard) letGo() {
+	// A gateway releases its Leases first: a standby takes over while this one still carries
+	// the traffic.
+	a.electing.Wait()
 	_ = a.devices.Close()
 	if a.release != nil {
 		a.release()

@@ -52,6 +52,11 @@ func TestBadConfiguration(t *testing.T) {
 		{Name: "negative peer limit", Env: valid("SEMAPHORE_WG_MAX_PEERS_PER_REMOTE=-1"), Want: []string{"SEMAPHORE_WG_MAX_PEERS_PER_REMOTE", "-1"}},
 		{Name: "peer limit not a number", Env: valid("SEMAPHORE_WG_MAX_PEERS_PER_REMOTE=many"), Want: []string{"SEMAPHORE_WG_MAX_PEERS_PER_REMOTE"}},
 		{Name: "relative key dir", Env: valid("SEMAPHORE_WG_KEY_DIR=keys"), Want: []string{"SEMAPHORE_WG_KEY_DIR"}},
+		{Name: "unknown topology", Env: valid("SEMAPHORE_WG_TOPOLOGY=star"), Want: []string{"SEMAPHORE_WG_TOPOLOGY", "star"}},
+		{Name: "topology of an unknown remote", Env: valid("SEMAPHORE_WG_TOPOLOGY=azure:gateway,mesh"), Want: []string{"SEMAPHORE_WG_TOPOLOGY", `"azure"`}},
+		{Name: "gateway nodes not a selector", Env: valid("SEMAPHORE_WG_GATEWAY_NODES=role in gateway"), Want: []string{"SEMAPHORE_WG_GATEWAY_NODES"}},
+		{Name: "every node a gateway", Env: valid("SEMAPHORE_WG_TOPOLOGY=gateway", "SEMAPHORE_WG_GATEWAY_NODES=", "POD_NAMESPACE=semaphore"), Want: []string{"SEMAPHORE_WG_GATEWAY_NODES", "not every node"}},
+		{Name: "gateways without a namespace for their Leases", Env: valid("SEMAPHORE_WG_TOPOLOGY=aws:gateway", "POD_NAMESPACE="), Want: []string{"POD_NAMESPACE"}},
 		{
 			// Both long names derive the device name wg-produ-2ee022 (found by brute force in
 			// the peers tests); two devices cannot share a name.

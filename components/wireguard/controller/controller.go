@@ -44,6 +44,11 @@ type Devices interface {
 	Peers(name string) ([]wgtypes.Peer, error)
 	ConfigurePeers(name string, changes []wgtypes.PeerConfig) error
 	SyncRoutes(name string, want []net.IPNet) (added, removed int, err error)
+	// SyncGatewayRoutes makes the routes through a gateway (next hops on this cluster's
+	// network) be want; without prune, those not wanted are left.
+	SyncGatewayRoutes(want map[netip.Prefix]netip.Addr, prune bool) (added, replaced, removed int, err error)
+	// Delete removes a device with its routes; an absent one is no error.
+	Delete(name string) error
 	// MTU reads the MTU of a device; SetMTU changes it when it differs.
 	MTU(name string) (int, error)
 	SetMTU(name string, mtu int) error
@@ -86,6 +91,15 @@ type Options struct {
 	EndpointRanges addrguard.Ranges
 	// MaxPeersPerRemote is the most peers of one remote; 0 is no limit.
 	MaxPeersPerRemote int
+	// Topology says, per remote, whether this cluster reaches it node to node or through
+	// gateways.
+	Topology Topologies
+	// Gateways are this node's parts in the elections of the gateway toward each remote reached
+	// through gateways, when this node is a gateway node; nil for a node that is not one.
+	Gateways map[string]Election
+	// GatewayNodes selects this cluster's gateway nodes, among which the others find the
+	// active gateway.
+	GatewayNodes labels.Selector
 }
 
 // Peering keeps this node's WireGuard devices peered with the nodes of the remote clusters.
@@ -107,6 +121,14 @@ type Peering struct {
 	devicesSet atomic.Bool
 	// node reads this node's Node from the local informer (publish.go).
 	node corelisters.NodeLister
+	// gatewayNodes reads this cluster's gateway nodes (topology.go), when it reaches a remote
+	// through gateways.
+	gatewayNodes corelisters.NodeLister
+
+	// gwRoutes are the routes through this cluster's gateway each remote reached through
+	// gateways wants (topology.go), once it synced.
+	gwMu     sync.Mutex
+	gwRoutes map[string]map[netip.Prefix]netip.Addr
 
 	mu sync.Mutex
 	// badOverride is the unusable endpoint override last logged, to log a new one once.
@@ -186,6 +208,7 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, dev
 		m.deviceInfo.WithLabelValues(r.Name, rc.dev.Device, devices.Implementation()).Set(1)
 	}
 	c.watchLocalNode(local)
+	c.watchGatewayNodes(local)
 	m.stats.source = c.stats
 	m.stats.log = log
 	return c, nil
@@ -221,13 +244,22 @@ func (c *Peering) Setup(ctx context.Context) error {
 	c.opts.Guard.SetLocal("this node", c.localRanges)
 	want := map[string]*string{}
 	for _, rc := range c.remotes {
+		if r, _ := c.roleOf(rc.dev.Remote); !r.holdsPeers() {
+			// Not the gateway (yet): its device, if a gateway node, is made; nothing is published.
+			maps.Copy(want, noAnnotationsFor(rc.dev.Remote))
+			if r == roleMember {
+				continue
+			}
+		}
 		addr, reachable := c.endpointAddress(node, rc.dev.Remote)
 		deviceMTU, own := c.startMTU(rc, addr)
 		if err := c.devices.Ensure(rc.dev.Device, rc.dev.Key, rc.dev.ListenPort, deviceMTU); err != nil {
 			return fmt.Errorf("device %s for remote %s: %w", rc.dev.Device, rc.dev.Remote, err)
 		}
 		c.noteReachability(rc, reachable)
-		maps.Copy(want, annotationsOf(rc, addr, reachable, own))
+		if r, _ := c.roleOf(rc.dev.Remote); r.holdsPeers() {
+			maps.Copy(want, annotationsOf(rc, addr, reachable, own, 0))
+		}
 	}
 	c.devicesSet.Store(true)
 	return c.patchAnnotations(ctx, node, want, true)
@@ -272,6 +304,19 @@ func (c *Peering) sync(ctx context.Context, name string) (reconcile.Result, erro
 	if rc == nil || !rc.Ready() {
 		return reconcile.Skipped, nil
 	}
+	r, term := c.roleOf(name)
+	if !r.holdsPeers() {
+		if err := c.syncThroughGateway(ctx, rc, r); err != nil {
+			return reconcile.Error, err
+		}
+		return reconcile.Success, nil
+	}
+	if r == roleGateway {
+		// Its pods' traffic to the remote goes through the device again, not to another gateway.
+		if err := c.setGatewayRoutes(name, nil); err != nil {
+			return reconcile.Error, err
+		}
+	}
 	desired, err := c.desiredPeers(rc)
 	if err != nil {
 		return reconcile.Error, err
@@ -299,7 +344,7 @@ func (c *Peering) sync(ctx context.Context, name string) (reconcile.Result, erro
 	if err != nil {
 		return reconcile.Error, fmt.Errorf("routes of %s: %w", rc.dev.Device, err)
 	}
-	if err := c.syncNode(ctx, rc, desired, endpointsAfter(actual, changes), now); err != nil {
+	if err := c.syncNode(ctx, rc, desired, endpointsAfter(actual, changes), now, term); err != nil {
 		return reconcile.Error, err
 	}
 	return reconcile.Success, nil

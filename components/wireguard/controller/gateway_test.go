@@ -1,13 +1,19 @@
 package controller_test
 
 import (
+	"context"
 	"fmt"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kube-semaphore/semaphore/components/wireguard/controller"
 	"github.com/kube-semaphore/semaphore/components/wireguard/device/devicetest"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers/peerstest"
@@ -74,4 +80,151 @@ func TestARemoteThroughItsGatewayIsOnePeerForAllItsPods(t *testing.T) {
 		return nil
 	})
 	expect("still the gateway with the highest term", gw2, "192.0.2.32:51822")
+}
+
+// election is a gateway election decided by the test.
+type election struct {
+	mu     sync.Mutex
+	active bool
+	term   uint64
+}
+
+func (e *election) State() (bool, uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.active, e.term
+}
+
+func (e *election) set(active bool, term uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.active, e.term = active, term
+}
+
+// gatewayLabel selects gcp's gateway nodes in these tests.
+var gatewayLabel = labels.SelectorFromSet(labels.Set{"wireguard.semaphore.uw.io/gateway": "true"})
+
+// startGatewayTopology runs the controller of gcp-node-1 reaching aws through gateways; e is
+// this node's election, nil when it is no gateway node.
+func startGatewayTopology(t *testing.T, devs *devicetest.Devices, e controller.Election) *running {
+	t.Helper()
+	opts := controller.Options{GatewayNodes: gatewayLabel}
+	if err := opts.Topology.Decode("aws:gateway"); err != nil {
+		t.Fatal(err)
+	}
+	if e != nil {
+		opts.Gateways = map[string]controller.Election{"aws": e}
+	}
+	return startWith(t, devs, devicetest.Key(t), opts)
+}
+
+// ourAnnotations are gcp-node-1's annotations for aws.
+func ourAnnotations(t *testing.T) map[string]string {
+	t.Helper()
+	n, err := local.Client.CoreV1().Nodes().Get(context.Background(), "gcp-node-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for k, v := range n.Annotations {
+		if strings.HasPrefix(k, "aws.") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// A node of a cluster that reaches aws through gateways, when it is not the active gateway,
+// holds no peer and publishes nothing for aws, and routes aws's pods to the active gateway's
+// InternalIP, following it when another is elected; a node that is no gateway node holds no
+// device for aws at all. When this node is elected it peers with aws's nodes, routes their pods
+// through its device instead and publishes its key with the term of its election; when it loses
+// the election it goes back to routing through the new gateway.
+func TestANodeReachesARemoteThroughItsClustersActiveGateway(t *testing.T) {
+	needClusters(t)
+	peerstest.CreateNode(t, local.Client, "gcp-node-1", "192.0.2.21", map[string]string{"example.com/role": "worker"}, "198.18.21.0/24")
+	gw2 := peerstest.CreateNode(t, local.Client, "gcp-gw-2", "192.0.2.22", map[string]string{"example.com/role": "gateway"}, "198.18.22.0/24")
+	gw2.Labels = map[string]string{"wireguard.semaphore.uw.io/gateway": "true"}
+	if _, err := local.Client.CoreV1().Nodes().Update(context.Background(), gw2, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	k1, k2 := devicetest.Key(t), devicetest.Key(t)
+	remoteNode(t, "aws-node-1", k1.PublicKey(), "192.0.2.11:51822", "198.18.11.0/24")
+	remoteNode(t, "aws-node-2", k2.PublicKey(), "192.0.2.12:51822", "198.18.12.0/24")
+
+	expectGatewayRoutes := func(devs *devicetest.Devices, what string, want ...string) {
+		t.Helper()
+		testenv.Eventually(t, 20*time.Second, what, func() error {
+			if got := devs.GatewayRoutes(); fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("routes through the gateway %v, want %v", got, want)
+			}
+			return nil
+		})
+	}
+
+	t.Run("no gateway node", func(t *testing.T) {
+		devs := devicetest.New()
+		// Left from when the cluster reached aws node to node.
+		if err := devs.Ensure("wg-aws", devicetest.Key(t), 51821, 1420); err != nil {
+			t.Fatal(err)
+		}
+		r := startGatewayTopology(t, devs, nil)
+		annotate(t, local, "gcp-gw-2", peers.GatewayAnnotation("aws"), "3")
+		expectGatewayRoutes(devs, "aws's pods through gcp-gw-2", "198.18.11.0/24 via 192.0.2.22", "198.18.12.0/24 via 192.0.2.22")
+		if names, _ := devs.Devices("wg-"); len(names) != 0 {
+			t.Errorf("devices %v on a node that is no gateway node", names)
+		}
+		if got := ourAnnotations(t); len(got) != 0 {
+			t.Errorf("a node that is no gateway publishes %v for aws", got)
+		}
+		r.Stop()
+	})
+
+	t.Run("a gateway node", func(t *testing.T) {
+		devs := devicetest.New()
+		e := &election{}
+		r := startGatewayTopology(t, devs, e)
+		expectGatewayRoutes(devs, "a standby routes through the active gateway", "198.18.11.0/24 via 192.0.2.22", "198.18.12.0/24 via 192.0.2.22")
+		if got := devs.Endpoints("wg-aws"); len(got) != 0 {
+			t.Errorf("a standby has peers %v", got)
+		}
+
+		e.set(true, 4)
+		r.ElectionChanged("aws")
+		testenv.Eventually(t, 20*time.Second, "the elected gateway peers with aws", func() error {
+			if got := devs.Endpoints("wg-aws"); len(got) != 2 {
+				return fmt.Errorf("peers %v", got)
+			}
+			if got := devs.Routes("wg-aws"); fmt.Sprint(got) != "[198.18.11.0/24 198.18.12.0/24]" {
+				return fmt.Errorf("routes through the device %v", got)
+			}
+			if got := devs.GatewayRoutes(); len(got) != 0 {
+				return fmt.Errorf("routes through another gateway %v", got)
+			}
+			a := ourAnnotations(t)
+			if a[peers.GatewayAnnotation("aws")] != "4" || a[peers.PubKeyAnnotation("aws")] == "" {
+				return fmt.Errorf("annotations for aws %v, want a key and the term 4", a)
+			}
+			return nil
+		})
+
+		// Another gateway elected after this one: this node stands down.
+		annotate(t, local, "gcp-gw-2", peers.GatewayAnnotation("aws"), "5")
+		e.set(false, 0)
+		r.ElectionChanged("aws")
+		expectGatewayRoutes(devs, "back to routing through the active gateway", "198.18.11.0/24 via 192.0.2.22", "198.18.12.0/24 via 192.0.2.22")
+		testenv.Eventually(t, 20*time.Second, "no peer and nothing published", func() error {
+			if got := devs.Endpoints("wg-aws"); len(got) != 0 {
+				return fmt.Errorf("peers %v", got)
+			}
+			if got := devs.Routes("wg-aws"); len(got) != 0 {
+				return fmt.Errorf("routes through the device %v", got)
+			}
+			if a := ourAnnotations(t); len(a) != 0 {
+				return fmt.Errorf("annotations for aws %v", a)
+			}
+			return nil
+		})
+		r.Stop()
+	})
 }

@@ -55,8 +55,9 @@ func (c *Peering) enqueueAll() {
 }
 
 // syncNode sets the MTU of the remote's device from the path to its peers (endpoints are
-// where the device sends to each) and publishes this node's annotations for the remote.
-func (c *Peering) syncNode(ctx context.Context, rc *remoteCache, desired []peers.Peer, endpoints map[wgtypes.Key]*net.UDPAddr, now time.Time) error {
+// where the device sends to each) and publishes this node's annotations for the remote, with
+// the term of its election when it is the cluster's gateway toward it (0: it is not).
+func (c *Peering) syncNode(ctx context.Context, rc *remoteCache, desired []peers.Peer, endpoints map[wgtypes.Key]*net.UDPAddr, now time.Time, term uint64) error {
 	node, err := c.node.Get(c.opts.NodeName)
 	if err != nil {
 		return fmt.Errorf("SEMAPHORE_WG_NODE_NAME: node %s: %w", c.opts.NodeName, err)
@@ -67,7 +68,7 @@ func (c *Peering) syncNode(ctx context.Context, rc *remoteCache, desired []peers
 		return err
 	}
 	c.noteReachability(rc, reachable)
-	return c.patchAnnotations(ctx, node, annotationsOf(rc, addr, reachable, own), false)
+	return c.patchAnnotations(ctx, node, annotationsOf(rc, addr, reachable, own, term), false)
 }
 
 // endpointAddress is the address this node publishes for remote: its usable endpoint override,
@@ -123,13 +124,19 @@ func (c *Peering) noteReachability(rc *remoteCache, reachable bool) {
 }
 
 // annotationsOf are this node's annotations for the remote of rc: its public key, its endpoint
-// at addr (none, to be removed, when it is not reachable) and its own path MTU (none when 0).
-func annotationsOf(rc *remoteCache, addr netip.Addr, reachable bool, pathMTU int) map[string]*string {
+// at addr (none, to be removed, when it is not reachable), its own path MTU (none when 0) and,
+// when it is the cluster's gateway toward the remote, the term of its election (none when 0).
+func annotationsOf(rc *remoteCache, addr netip.Addr, reachable bool, pathMTU int, term uint64) map[string]*string {
 	key := rc.dev.Key.PublicKey().String()
 	want := map[string]*string{
 		peers.PubKeyAnnotation(rc.dev.Remote):   &key,
 		peers.EndpointAnnotation(rc.dev.Remote): nil,
 		peers.PathMTUAnnotation(rc.dev.Remote):  nil,
+		peers.GatewayAnnotation(rc.dev.Remote):  nil,
+	}
+	if term > 0 {
+		t := peers.GatewayTerm(term)
+		want[peers.GatewayAnnotation(rc.dev.Remote)] = &t
 	}
 	if reachable {
 		e := netip.AddrPortFrom(addr, uint16(rc.dev.ListenPort)).String()

@@ -39,6 +39,9 @@ func (c *Peering) stats() []deviceStats {
 	var out []deviceStats
 	now, grace := time.Now(), c.handshakeGrace()
 	for _, n := range names {
+		if r, _ := c.roleOf(n); r == roleMember {
+			continue // no device for the remote on a node that is no gateway
+		}
 		rc := c.remotes[n]
 		ps, err := c.devices.Peers(rc.dev.Device)
 		if err != nil {

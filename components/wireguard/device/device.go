@@ -59,6 +59,7 @@ type Host interface {
 	ConfigurePeers(name string, changes []wgtypes.PeerConfig) error
 	PeerStats(name string) ([]wgtypes.Peer, error)
 	SyncRoutes(name string, want []net.IPNet) (added, removed int, err error)
+	SyncGatewayRoutes(want map[netip.Prefix]netip.Addr, prune bool) (added, replaced, removed int, err error)
 	Delete(name string) error
 	Devices(prefix string) ([]string, error)
 	MTU(name string) (int, error)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -859,4 +860,95 @@ func TestKernelModeReplacesTheUserspaceLinkAPreviousProcessLeft(t *testing.T) {
 	if l := mustLink(t, name); l.Type() != "wireguard" {
 		t.Errorf("device after the switch is a %s link, want wireguard", l.Type())
 	}
+}
+
+// Routes through a gateway: added, moved in place to another next hop, removed; routes without
+// our marker, and our routes through a device, are left alone, and a destination someone else
+// routes is an error for it.
+func TestSyncGatewayRoutesOnlyTouchesOurs(t *testing.T) {
+	const name = "wg-smp-gwroutes"
+	m := newDevice(t, name, 51870)
+	// The cluster's network: one end of a veth pair (this kernel has no dummy links).
+	lan := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "smp-lan"}, PeerName: "smp-lan-peer"}
+	if err := netlink.LinkAdd(lan); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = netlink.LinkDel(lan) })
+	for _, a := range []string{"198.19.2.21/24", "fd00:19:2::21/64"} {
+		addr, err := netlink.ParseAddr(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := netlink.AddrAdd(lan, addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := netlink.LinkSetUp(lan); err != nil {
+		t.Fatal(err)
+	}
+	foreign := cidr(t, "198.18.99.0/24")
+	if err := netlink.RouteAdd(&netlink.Route{Dst: &foreign, Gw: net.ParseIP("198.19.2.99"), Protocol: unix.RTPROT_STATIC}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.SyncRoutes(name, cidrs(t, "198.18.50.0/24")); err != nil {
+		t.Fatal(err)
+	}
+	lanLink, wg := mustLink(t, "smp-lan"), mustLink(t, name)
+	gw := func(pairs ...string) map[netip.Prefix]netip.Addr {
+		out := map[netip.Prefix]netip.Addr{}
+		for i := 0; i < len(pairs); i += 2 {
+			out[netip.MustParsePrefix(pairs[i])] = netip.MustParseAddr(pairs[i+1])
+		}
+		return out
+	}
+	routes := func() []string {
+		t.Helper()
+		list, err := netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{LinkIndex: lanLink.Attrs().Index}, netlink.RT_FILTER_OIF)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range list {
+			if r.Gw != nil {
+				out = append(out, fmt.Sprintf("%s via %s proto %d", r.Dst, r.Gw, int(r.Protocol)))
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	check := func(what string, want map[netip.Prefix]netip.Addr, wantAdded, wantReplaced, wantRemoved int, wantRoutes ...string) {
+		t.Helper()
+		added, replaced, removed, err := m.SyncGatewayRoutes(want, true)
+		if err != nil || added != wantAdded || replaced != wantReplaced || removed != wantRemoved {
+			t.Errorf("%s: SyncGatewayRoutes = %d added, %d replaced, %d removed, %v; want %d, %d, %d, nil",
+				what, added, replaced, removed, err, wantAdded, wantReplaced, wantRemoved)
+		}
+		wantRoutes = append(wantRoutes, "198.18.99.0/24 via 198.19.2.99 proto 4")
+		slices.Sort(wantRoutes)
+		if diff := cmp.Diff(wantRoutes, routes()); diff != "" {
+			t.Errorf("%s: routes through the network (-want +got):\n%s", what, diff)
+		}
+		if diff := cmp.Diff([]string{"198.18.50.0/24 proto 83"}, routeSet(t, wg)); diff != "" {
+			t.Errorf("%s: the device's routes changed (-want +got):\n%s", what, diff)
+		}
+	}
+	check("added", gw("198.18.1.9/24", "198.19.2.22", "198.18.2.0/24", "198.19.2.22", "fd00:18:1::/64", "fd00:19:2::22"), 3, 0, 0,
+		"198.18.1.0/24 via 198.19.2.22 proto 83", "198.18.2.0/24 via 198.19.2.22 proto 83", "fd00:18:1::/64 via fd00:19:2::22 proto 83")
+	check("in sync", gw("198.18.1.0/24", "198.19.2.22", "198.18.2.0/24", "198.19.2.22", "fd00:18:1::/64", "fd00:19:2::22"), 0, 0, 0,
+		"198.18.1.0/24 via 198.19.2.22 proto 83", "198.18.2.0/24 via 198.19.2.22 proto 83", "fd00:18:1::/64 via fd00:19:2::22 proto 83")
+	check("another gateway", gw("198.18.1.0/24", "198.19.2.23", "198.18.2.0/24", "198.19.2.23", "fd00:18:1::/64", "fd00:19:2::23"), 0, 3, 0,
+		"198.18.1.0/24 via 198.19.2.23 proto 83", "198.18.2.0/24 via 198.19.2.23 proto 83", "fd00:18:1::/64 via fd00:19:2::23 proto 83")
+	check("one fewer", gw("198.18.1.0/24", "198.19.2.23", "fd00:18:1::/64", "fd00:19:2::23"), 0, 0, 1,
+		"198.18.1.0/24 via 198.19.2.23 proto 83", "fd00:18:1::/64 via fd00:19:2::23 proto 83")
+	// Without pruning (some of what is wanted is not known yet) the others stay.
+	if added, replaced, removed, err := m.SyncGatewayRoutes(gw("198.18.1.0/24", "198.19.2.24"), false); err != nil || added != 0 || replaced != 1 || removed != 0 {
+		t.Errorf("SyncGatewayRoutes without pruning = %d added, %d replaced, %d removed, %v; want 0, 1, 0, nil", added, replaced, removed, err)
+	}
+	check("pruned", gw("198.18.1.0/24", "198.19.2.23"), 0, 1, 1, "198.18.1.0/24 via 198.19.2.23 proto 83")
+
+	added, _, removed, err := m.SyncGatewayRoutes(gw("198.18.1.0/24", "198.19.2.23", "198.18.99.0/24", "198.19.2.23", "198.18.3.0/24", "198.19.2.23"), true)
+	if err == nil || !strings.Contains(err.Error(), "198.18.99.0/24") || added != 1 || removed != 0 {
+		t.Errorf("SyncGatewayRoutes over a foreign route: %d added, %d removed, err = %v; want 1, 0 and an error naming 198.18.99.0/24", added, removed, err)
+	}
+	check("none", nil, 0, 0, 2)
 }

@@ -33,6 +33,8 @@ type Devices struct {
 	counts  Counts
 	// paths are the MTUs of the underlay routes SetPathMTU set, by destination.
 	paths map[netip.Prefix]int
+	// gatewayRoutes are the next hops of the routes through a gateway, by destination.
+	gatewayRoutes map[netip.Prefix]netip.Addr
 }
 
 type fakeDevice struct {
@@ -240,6 +242,43 @@ func (d *Devices) SyncRoutes(name string, want []net.IPNet) (added, removed int,
 	}
 	dev.routes = routes
 	return added, removed, nil
+}
+
+// SyncGatewayRoutes makes the routes through a gateway be want (with prune, exactly want).
+func (d *Devices) SyncGatewayRoutes(want map[netip.Prefix]netip.Addr, prune bool) (added, replaced, removed int, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.gatewayRoutes == nil {
+		d.gatewayRoutes = map[netip.Prefix]netip.Addr{}
+	}
+	for dst, gw := range d.gatewayRoutes {
+		if _, wanted := want[dst]; !wanted && prune {
+			delete(d.gatewayRoutes, dst)
+			removed++
+		} else if wanted && want[dst] != gw {
+			d.gatewayRoutes[dst] = want[dst]
+			replaced++
+		}
+	}
+	for dst, gw := range want {
+		if _, ok := d.gatewayRoutes[dst]; !ok {
+			d.gatewayRoutes[dst] = gw
+			added++
+		}
+	}
+	return added, replaced, removed, nil
+}
+
+// GatewayRoutes returns the routes through a gateway, "<destination> via <next hop>", sorted.
+func (d *Devices) GatewayRoutes() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := []string{}
+	for dst, gw := range d.gatewayRoutes {
+		out = append(out, dst.String()+" via "+gw.String())
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Delete removes device name with its peers and routes; an absent device is no error.
