@@ -66,8 +66,7 @@ func (n *node) keyFile() string  { return filepath.Join(n.keyDir, n.device()+".k
 func (n *node) String() string   { return n.name }
 func (n *node) endpoint() string { return net.JoinHostPort(n.underlay, listenPort) }
 
-// newLab builds the topology of a data-path test for nodes (gcp-node-1, gcp-node-2, aws-node-1,
-// aws-node-2, in this order): the underlay and the nodes' network namespaces, an API server per
+// newLab builds the topology of a data-path test for nodes (gcp's and aws's): the underlay and the nodes' network namespaces, an API server per
 // cluster (started with opts), the Node objects, and each node's kubeconfigs and environment.
 // It returns the API servers by cluster name. The controllers are not running yet:
 // startControllers starts them. When the test fails, it logs every controller's output.
@@ -75,9 +74,11 @@ func newLab(t *testing.T, opts testenv.Options, nodes []*node) map[string]*teste
 	t.Helper()
 	bin := testenv.BuildBinary(t, "github.com/kube-semaphore/semaphore/components/wireguard")
 	id := randomID(t)
+	ordinal := map[string]int{} // of each node within its cluster
 	for i, n := range nodes {
 		n.index = i
-		n.netns = fmt.Sprintf("smp-%s-%s%d", id, n.cluster[:1], i%2+1)
+		ordinal[n.cluster]++
+		n.netns = fmt.Sprintf("smp-%s-%s%d", id, n.cluster[:1], ordinal[n.cluster])
 	}
 	buildUnderlay(t, id, nodes)
 
@@ -388,6 +389,19 @@ func (n *node) stop(t *testing.T) {
 		<-p.done
 		t.Errorf("controller of %s did not stop within 15s of SIGTERM", n)
 	}
+}
+
+// kill ends n's controller with SIGKILL, as a node that dies does: it hands nothing over and
+// releases no Lease.
+func (n *node) kill(t *testing.T) {
+	t.Helper()
+	p := n.proc
+	if p == nil {
+		return
+	}
+	n.proc = nil
+	_ = p.cmd.Process.Kill()
+	<-p.done
 }
 
 // alive adds to err that n's controller has exited, when it has.

@@ -28,29 +28,56 @@ misspelt name still fails, as the remote it was meant for then has no port.
 {{- end -}}
 
 {{- /*
-semaphore-wireguard.podCIDRsFrom: SEMAPHORE_WG_POD_CIDRS_FROM, where each remote node's pod
-addresses come from. A string (node or calico-ipam) applies to every remote and is passed as is;
-a map {<remote>: source} becomes "remote:source" pairs joined by ",", in the order of
-global.remotes. As with listenPorts, names that are not remotes are left out (the binary would
-refuse them), so that one map can serve the releases of every cluster; remotes not in the map
-read node, and a map that names none of them gives "node". The schema checks the sources.
-  dict "ctx" $ "component" "wireguard" (the shape of the semaphore-common helpers)
+semaphore-wireguard.perRemote: a setting that takes a value per remote (SEMAPHORE_WG_POD_CIDRS_FROM,
+SEMAPHORE_WG_TOPOLOGY) from .value. A string applies to every remote and is passed as is; a map
+{<remote>: value} becomes "remote:value" pairs joined by ",", in the order of global.remotes. As
+with listenPorts, names that are not remotes are left out (the binary would refuse them), so that
+one map can serve the releases of every cluster; remotes not in the map get .default, and so does
+a map that names none of them, or no value. The schema checks the values.
+  dict "ctx" $ "component" "wireguard" "value" <the value> "default" <its default>
 */ -}}
-{{- define "semaphore-wireguard.podCIDRsFrom" -}}
-{{- $from := .ctx.Values.podCIDRsFrom | default "node" -}}
-{{- if kindIs "map" $from -}}
+{{- define "semaphore-wireguard.perRemote" -}}
+{{- $v := .value | default .default -}}
+{{- if kindIs "map" $v -}}
 {{- $remotes := (include "semaphore-common.global" . | fromYaml).remotes -}}
 {{- $pairs := list -}}
 {{- range $r := $remotes -}}
 {{- $name := toString $r.name -}}
-{{- if hasKey $from $name -}}
-{{- $pairs = append $pairs (printf "%s:%s" $name (index $from $name | toString)) -}}
+{{- if hasKey $v $name -}}
+{{- $pairs = append $pairs (printf "%s:%s" $name (index $v $name | toString)) -}}
 {{- end -}}
 {{- end -}}
-{{- $pairs | join "," | default "node" -}}
+{{- $pairs | join "," | default $.default -}}
 {{- else -}}
-{{- $from | toString -}}
+{{- $v | toString -}}
 {{- end -}}
+{{- end -}}
+
+{{- /*
+semaphore-wireguard.podCIDRsFrom: SEMAPHORE_WG_POD_CIDRS_FROM, where each remote node's pod
+addresses come from (node or calico-ipam; node by default).
+semaphore-wireguard.topology: SEMAPHORE_WG_TOPOLOGY, how this cluster reaches each remote (mesh or
+gateway; mesh by default).
+  dict "ctx" $ "component" "wireguard" (the shape of the semaphore-common helpers)
+*/ -}}
+{{- define "semaphore-wireguard.podCIDRsFrom" -}}
+{{- include "semaphore-wireguard.perRemote" (merge (dict "value" .ctx.Values.podCIDRsFrom "default" "node") .) -}}
+{{- end -}}
+{{- define "semaphore-wireguard.topology" -}}
+{{- include "semaphore-wireguard.perRemote" (merge (dict "value" .ctx.Values.topology "default" "mesh") .) -}}
+{{- end -}}
+
+{{- /*
+semaphore-wireguard.gatewayNodes: SEMAPHORE_WG_GATEWAY_NODES, gatewayNodeSelector {label: value}
+as a label selector "label=value,...", in label order; wireguard.semaphore.uw.io/gateway=true
+when it is empty.
+*/ -}}
+{{- define "semaphore-wireguard.gatewayNodes" -}}
+{{- $terms := list -}}
+{{- range $k, $v := .ctx.Values.gatewayNodeSelector | default (dict "wireguard.semaphore.uw.io/gateway" "true") -}}
+{{- $terms = append $terms (printf "%s=%s" $k (toString $v)) -}}
+{{- end -}}
+{{- join "," $terms -}}
 {{- end -}}
 
 {{- /*
