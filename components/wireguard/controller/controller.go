@@ -158,6 +158,9 @@ type remoteCache struct {
 	// badPathMTUs how many of its peers publish an unusable path MTU: to log a change once.
 	unreachable bool
 	badPathMTUs int
+	// gateway is the active gateway toward the remote this node last saw, when the cluster
+	// reaches it through gateways: to count a change once.
+	gateway string
 }
 
 // peerRecord is what the controller knows of a desired peer, for its metrics.
@@ -205,7 +208,12 @@ func New(opts Options, local kubernetes.Interface, remotes []remote.Cluster, dev
 			m.initBlocks(r.Name)
 		}
 		c.remotes[r.Name] = rc
-		m.deviceInfo.WithLabelValues(r.Name, rc.dev.Device, devices.Implementation()).Set(1)
+		if role, _ := c.roleOf(r.Name); role != roleMember {
+			m.deviceInfo.WithLabelValues(r.Name, rc.dev.Device, devices.Implementation()).Set(1)
+		}
+		if opts.Topology.For(r.Name) == TopologyGateway {
+			m.initGateway(r.Name)
+		}
 	}
 	c.watchLocalNode(local)
 	c.watchGatewayNodes(local)
@@ -312,6 +320,7 @@ func (c *Peering) sync(ctx context.Context, name string) (reconcile.Result, erro
 		return reconcile.Success, nil
 	}
 	if r == roleGateway {
+		c.noteGateway(rc, r, c.opts.NodeName)
 		// Its pods' traffic to the remote goes through the device again, not to another gateway.
 		if err := c.setGatewayRoutes(name, nil); err != nil {
 			return reconcile.Error, err

@@ -101,6 +101,23 @@ func (e *election) set(active bool, term uint64) {
 	e.active, e.term = active, term
 }
 
+// expectRole waits until r's gateway_role for aws is 1 for role alone.
+func expectRole(t *testing.T, r *running, role string) {
+	t.Helper()
+	testenv.Eventually(t, 10*time.Second, "role "+role, func() error {
+		for _, other := range []string{controller.RoleActive, controller.RoleStandby, controller.RoleMember} {
+			want := 0.0
+			if other == role {
+				want = 1
+			}
+			if v, n := testenv.MetricSeries(t, r.Registry, "semaphore_wg_gateway_role", map[string]string{"remote": "aws", "role": other}); n != 1 || v != want {
+				return fmt.Errorf("gateway_role{role=%q} = %v (%d series), want %v", other, v, n, want)
+			}
+		}
+		return nil
+	})
+}
+
 // gatewayLabel selects gcp's gateway nodes in these tests.
 var gatewayLabel = labels.SelectorFromSet(labels.Set{"wireguard.semaphore.uw.io/gateway": "true"})
 
@@ -177,6 +194,10 @@ func TestANodeReachesARemoteThroughItsClustersActiveGateway(t *testing.T) {
 		if got := ourAnnotations(t); len(got) != 0 {
 			t.Errorf("a node that is no gateway publishes %v for aws", got)
 		}
+		expectRole(t, r, controller.RoleMember)
+		if _, n := testenv.MetricSeries(t, r.Registry, "semaphore_wg_peers", map[string]string{"remote": "aws"}); n != 0 {
+			t.Errorf("%d semaphore_wg_peers series for aws on a node that holds no device for it", n)
+		}
 		r.Stop()
 	})
 
@@ -188,6 +209,7 @@ func TestANodeReachesARemoteThroughItsClustersActiveGateway(t *testing.T) {
 		if got := devs.Endpoints("wg-aws"); len(got) != 0 {
 			t.Errorf("a standby has peers %v", got)
 		}
+		expectRole(t, r, controller.RoleStandby)
 
 		e.set(true, 4)
 		r.ElectionChanged("aws")
@@ -207,6 +229,7 @@ func TestANodeReachesARemoteThroughItsClustersActiveGateway(t *testing.T) {
 			}
 			return nil
 		})
+		expectRole(t, r, controller.RoleActive)
 
 		// Another gateway elected after this one: this node stands down.
 		annotate(t, local, "gcp-gw-2", peers.GatewayAnnotation("aws"), "5")
@@ -225,6 +248,11 @@ func TestANodeReachesARemoteThroughItsClustersActiveGateway(t *testing.T) {
 			}
 			return nil
 		})
+		expectRole(t, r, controller.RoleStandby)
+		// gcp-gw-2, then this node, then gcp-gw-2 again.
+		if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_wg_gateway_changes_total", map[string]string{"remote": "aws"}); v != 2 {
+			t.Errorf("gateway_changes_total = %v, want 2", v)
+		}
 		r.Stop()
 	})
 }

@@ -23,7 +23,11 @@ type Metrics struct {
 	pathMTU       *prometheus.GaugeVec
 	badPathMTUs   *prometheus.GaugeVec
 	badOverride   prometheus.Gauge
-	stats         *statsCollector
+	// gatewayRole and gatewayChanges only have series for remotes reached through gateways
+	// (initGateway).
+	gatewayRole    *prometheus.GaugeVec
+	gatewayChanges *prometheus.CounterVec
+	stats          *statsCollector
 }
 
 // NewMetrics creates the metrics on f; the per-peer statistics are read from the devices at
@@ -50,6 +54,10 @@ func NewMetrics(f *metrics.Factory, reg prometheus.Registerer) *Metrics {
 			"Peers of each remote whose published path MTU (path-mtu annotation) is ignored: not a number from 1280 to 65535.", "remote"),
 		badOverride: f.Gauge("endpoint_override_invalid",
 			"1 while this node's wireguard.semaphore.uw.io/endpoint-address annotation is set but not an address other nodes can send to: the endpoint comes from SEMAPHORE_WG_ENDPOINT_ADDRESS_TYPES instead."),
+		gatewayRole: f.GaugeVec("gateway_role",
+			"This node's role toward each remote reached through gateways (SEMAPHORE_WG_TOPOLOGY=gateway), 1 for the role it has: active (this cluster's gateway toward the remote), standby (a gateway node that is not the active one) or member (no gateway node).", "remote", "role"),
+		gatewayChanges: f.CounterVec("gateway_changes_total",
+			"Times this node saw its cluster's active gateway toward a remote reached through gateways change: another node elected, or none known any more.", "remote"),
 		stats: &statsCollector{
 			peers: prometheus.NewDesc(f.External("peers", "gauge",
 				"Peers configured on the device of a remote, by device and remote.", "device", "remote"), "Peers configured on the device of a remote, by device and remote.", []string{"device", "remote"}, nil),
@@ -87,6 +95,28 @@ func externalDesc(f *metrics.Factory, name, help string, labels ...string) *prom
 func (m *Metrics) initBlocks(remote string) {
 	for _, reason := range calicoipam.Reasons {
 		m.skippedBlocks.WithLabelValues(remote, reason)
+	}
+}
+
+// Roles of a node toward a remote reached through gateways, the role label of gateway_role.
+const (
+	RoleActive  = "active"
+	RoleStandby = "standby"
+	RoleMember  = "member"
+)
+
+// initGateway exports the gateway series of a remote reached through gateways at zero.
+func (m *Metrics) initGateway(remote string) {
+	for _, r := range []string{RoleActive, RoleStandby, RoleMember} {
+		m.gatewayRole.WithLabelValues(remote, r)
+	}
+	m.gatewayChanges.WithLabelValues(remote)
+}
+
+// setGatewayRole makes role this node's one role toward remote.
+func (m *Metrics) setGatewayRole(remote, role string) {
+	for _, r := range []string{RoleActive, RoleStandby, RoleMember} {
+		m.gatewayRole.WithLabelValues(remote, r).Set(metrics.Bool(r == role))
 	}
 }
 

@@ -39,8 +39,8 @@ func (c *Peering) stats() []deviceStats {
 	var out []deviceStats
 	now, grace := time.Now(), c.handshakeGrace()
 	for _, n := range names {
-		if r, _ := c.roleOf(n); r == roleMember {
-			continue // no device for the remote on a node that is no gateway
+		if r, _ := c.roleOf(n); !r.holdsPeers() {
+			continue // no peers for the remote on a node that is not its gateway, by design
 		}
 		rc := c.remotes[n]
 		ps, err := c.devices.Peers(rc.dev.Device)

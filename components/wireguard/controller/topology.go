@@ -75,6 +75,25 @@ const (
 // holdsPeers reports whether a node of role r peers with the remote's nodes.
 func (r role) holdsPeers() bool { return r == roleMesh || r == roleGateway }
 
+// label is r's role label of the gateway metrics ("" for roleMesh).
+func (r role) label() string {
+	return [...]string{roleMesh: "", roleGateway: RoleActive, roleStandby: RoleStandby, roleMember: RoleMember}[r]
+}
+
+// noteGateway records, for a remote reached through gateways, this node's role and the active
+// gateway it sees (gateway: "" when none), counting a change of gateway.
+func (c *Peering) noteGateway(rc *remoteCache, r role, gateway string) {
+	c.metrics.setGatewayRole(rc.dev.Remote, r.label())
+	rc.mu.Lock()
+	before := rc.gateway
+	rc.gateway = gateway
+	rc.mu.Unlock()
+	if before != gateway && before != "" {
+		c.metrics.gatewayChanges.WithLabelValues(rc.dev.Remote).Inc()
+		c.log.Info("the cluster's gateway toward the remote changed", "remote", rc.dev.Remote, "gateway", gateway, "was", before)
+	}
+}
+
 // roleOf is this node's role toward remote, and with roleGateway the term of its election.
 func (c *Peering) roleOf(remote string) (role, uint64) {
 	if c.opts.Topology.For(remote) != TopologyGateway {
@@ -185,6 +204,7 @@ func (c *Peering) syncThroughGateway(ctx context.Context, rc *remoteCache, r rol
 	if err != nil {
 		return err
 	}
+	c.noteGateway(rc, r, gateway)
 	if found {
 		if err := c.setGatewayRoutes(name, routesVia(desired, via)); err != nil {
 			return fmt.Errorf("routes to the gateway %s: %w", gateway, err)
