@@ -7,7 +7,9 @@
 // takes to reach the device. The same run then measures the calico-ipam source against the
 // same API server (calico_test.go): 500 nodes without a pod CIDR whose addresses come from
 // 2,000 IPAM blocks and 200 borrowed addresses, its cold start next to the node source's, and
-// what single block changes cost. Last, the real binary runs as a process of its own
+// what single block changes cost. Before that, the same remote reached through one of its nodes,
+// its gateway (gateway_test.go): one peer for every node's pod CIDR, what a node joining and
+// another gateway elected cost. Last, the real binary runs as a process of its own
 // (process_test.go) at 500 and 2,000 nodes, for its peak memory. Run it with `make bench`; it
 // needs root (it runs in network and mount namespaces of its own) and skips otherwise.
 package bench
@@ -181,6 +183,9 @@ func BenchmarkWireGuard(b *testing.B) {
 		b.Errorf("%d routes after the changes, want %d", routes, remoteNodes)
 	}
 
+	// The same remote, reached through one of its nodes, its gateway.
+	gateway := benchGateway(b, run, awsClient, reader, dev, keys)
+
 	// The same remote, read through its Calico IPAM blocks by a new controller.
 	run.stop()
 	calico := benchCalico(b, local, aws, awsClient, reader, dev)
@@ -195,6 +200,7 @@ func BenchmarkWireGuard(b *testing.B) {
 	b.ReportMetric(coldStart.Seconds(), "node_cold_start_s")
 	b.ReportMetric(calico.coldStart.Seconds(), "calico_cold_start_s")
 	b.ReportMetric(ratio, "calico_vs_node_ratio")
+	gateway.report(b)
 	calico.report(b)
 	binary.report(b)
 	b.ReportMetric(peerOps/changes, "peer-ops/change")
@@ -217,6 +223,7 @@ func BenchmarkWireGuard(b *testing.B) {
 	if coldStart > 5*time.Second || peerOps != changes || deviceWrites != changes || routeWrites != 0 || others != 0 || restWrites != 0 {
 		fmt.Println("wireguard: aims missed (cold start < 5s, exactly 1 peer operation and 1 device write per change, no route changes, no other peer touched, nothing at rest)")
 	}
+	gateway.print()
 	calico.print(coldStart, ratio)
 	binary.print()
 }
