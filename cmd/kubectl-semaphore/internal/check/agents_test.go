@@ -47,6 +47,18 @@ func TestWireGuardFindingsComeFromTheAgents(t *testing.T) {
 		{name: "nodes of the remote skipped", check: check.Peers, component: "wireguard", fails: true,
 			change: only("wireguard", func(m metricLines) { m[`semaphore_wg_skipped_peers{reason="bad_endpoint",remote="aws"}`] = 2 }),
 			says:   "pod semaphore-wireguard-0 (node gcp-node-1): bad_endpoint 2"},
+		{name: "this cluster reaches the remote through its gateway, this agent's node", check: check.Peers, component: "wireguard",
+			change: only("wireguard", func(m metricLines) {
+				m[`semaphore_wg_gateway_role{remote="aws",role="active"}`] = 1
+				m[`semaphore_wg_gateway_role{remote="aws",role="standby"}`] = 0
+			}),
+			says: "this cluster reaches remote aws through its gateway gcp-node-1"},
+		{name: "this cluster reaches the remote through gateways, none active", check: check.Peers, component: "wireguard", fails: true,
+			change: only("wireguard", func(m metricLines) {
+				m[`semaphore_wg_gateway_role{remote="aws",role="active"}`] = 0
+				m[`semaphore_wg_gateway_role{remote="aws",role="standby"}`] = 1
+			}),
+			says: "this cluster reaches remote aws through gateways, but no agent is the active gateway"},
 		{name: "userspace WireGuard", check: check.WireGuardMode, component: "wireguard", warns: true,
 			change: only("wireguard", func(m metricLines) {
 				m.drop("semaphore_wg_device_info")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kube-semaphore/semaphore/cmd/kubectl-semaphore/internal/release"
 	"github.com/kube-semaphore/semaphore/components/service-mirror/global"
+	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/internal/remote"
 )
 
@@ -21,6 +22,10 @@ type probed struct {
 	results  []Result
 	nodes    []string
 	nodesErr error
+	// throughGateway is true when the remote reaches this cluster through its active gateway
+	// (one of its Nodes says so): gateway is that node, "" when none says it with a term.
+	throughGateway bool
+	gateway        string
 }
 
 // probeRemote asks remote name, from this machine and with the credentials the component's pods
@@ -68,22 +73,29 @@ func (k *checker) probeRemote(ctx context.Context, c release.Component, name str
 	case release.Policy:
 		out.results = append(out.results, checkNetworkSets(ctx, k.dyn, client, c, r.Name, res(NetworkSets)))
 	case release.WireGuard:
-		out.nodes, out.nodesErr = nodeNames(ctx, client)
+		out.readNodes(ctx, client, c.LocalCluster())
 	}
 	return out
 }
 
-// nodeNames are the names of the Nodes of the cluster of client.
-func nodeNames(ctx context.Context, client kubernetes.Interface) ([]string, error) {
+// readNodes lists the Nodes of the remote of client: their names, and whether one of them says
+// it is the remote's gateway toward local.
+func (p *probed) readNodes(ctx context.Context, client kubernetes.Interface, local string) {
 	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, err
+		p.nodesErr = err
+		return
 	}
-	names := make([]string, 0, len(list.Items))
+	nodes := make([]peers.Node, 0, len(list.Items))
 	for _, n := range list.Items {
-		names = append(names, n.Name)
+		p.nodes = append(p.nodes, n.Name)
+		nodes = append(nodes, peers.Node{Name: n.Name, Annotations: n.Annotations})
 	}
-	return names, nil
+	if p.throughGateway = peers.ThroughGateway(local, nodes); p.throughGateway {
+		if gw, found, _ := peers.ActiveGateway(local, nodes); found {
+			p.gateway = gw.Name
+		}
+	}
 }
 
 // probeReachable asks the remote for its version, from this machine; the credentials being

@@ -21,11 +21,15 @@ const (
 	deviceInfoMetric            = "semaphore_wg_device_info"
 	deviceMTUMetric             = "semaphore_wg_device_mtu"
 	pathMTUMetric               = "semaphore_wg_path_mtu"
+	gatewayRoleMetric           = "semaphore_wg_gateway_role"
 )
 
-// checkPeers checks that every agent has as peers every node of remote: its Nodes when p listed
-// them from this machine, else every peer any agent has. Nodes an agent skipped
-// (semaphore_wg_skipped_peers) are named with the reasons.
+// checkPeers checks that every agent that peers with remote has as peers every node of remote:
+// its Nodes when p listed them from this machine, else every peer any agent has. When the remote
+// reaches this cluster through its gateway, that node alone is every agent's peer; when this
+// cluster reaches the remote through gateways, only its active gateway peers, and exactly one
+// agent must be it. Nodes an agent skipped (semaphore_wg_skipped_peers) are named with the
+// reasons.
 func (k *checker) checkPeers(v controllers, remote string, p probed, res Result) Result {
 	if p.nodesErr != nil {
 		return fail(res, "check-probe-access", "listing the nodes of remote %s from this machine: %v", remote, p.nodesErr)
@@ -42,13 +46,22 @@ func (k *checker) checkPeers(v controllers, remote string, p probed, res Result)
 	if len(unread) > 0 {
 		return fail(res, "check-peers", "reading the metrics of the wireguard agents through the API server's pod proxy: %s", most(unread, 3))
 	}
+	holders, gateway, problem := peerHolders(v, remote)
+	if problem != "" {
+		return fail(res, "check-gateway", "%s", problem)
+	}
 	want, of := p.nodes, fmt.Sprintf("the %d nodes of remote %s", len(p.nodes), remote)
-	if p.nodes == nil {
+	switch {
+	case p.throughGateway && p.gateway == "":
+		return fail(res, "check-gateway", "remote %s is reached through its gateway, but none of its nodes says it is the active one: no pod of it is reachable", remote)
+	case p.throughGateway:
+		want, of = []string{p.gateway}, fmt.Sprintf("remote %s's active gateway %s", remote, p.gateway)
+	case p.nodes == nil:
 		want = union(have)
 		of = fmt.Sprintf("the %d peers of remote %s the agents have together", len(want), remote)
 	}
 	var missing, skipped []string
-	for _, a := range v.pods {
+	for _, a := range holders {
 		var lacks []string
 		for _, n := range want {
 			if !have[a.pod.Name][n] {
@@ -70,8 +83,39 @@ func (k *checker) checkPeers(v controllers, remote string, p probed, res Result)
 		return fail(res, "check-peers", "nodes of remote %s are skipped, not peers, by reason: %s", remote, most(skipped, 5))
 	case len(want) == 0:
 		return fail(res, "check-peers", "no agent has a peer of remote %s, and none skipped a node: their view of it is empty (see reachable)", remote)
+	case gateway != "":
+		return pass(res, "this cluster reaches remote %s through its gateway %s, which has %s as peers; the %d other agents route to it", remote, gateway, of, len(v.pods)-1)
 	}
 	return pass(res, "each of %d agents has %s as peers", len(v.pods), of)
+}
+
+// peerHolders are the agents that peer with remote: every agent, or when this cluster reaches
+// it through gateways (the agents say their role, gatewayRoleMetric), the active gateway alone,
+// whose node is gateway. problem says why there is not exactly one then.
+func peerHolders(v controllers, remote string) (holders []running, gateway, problem string) {
+	var active []running
+	gateways := false
+	for _, a := range v.readable() {
+		for _, s := range a.metrics.Where(gatewayRoleMetric, "remote", remote) {
+			gateways = true
+			if s.Labels["role"] == "active" && s.Value == 1 {
+				active = append(active, a)
+			}
+		}
+	}
+	switch {
+	case !gateways:
+		return v.readable(), "", ""
+	case len(active) == 0:
+		return nil, "", fmt.Sprintf("this cluster reaches remote %s through gateways, but no agent is the active gateway: no pod reaches that remote (%s{remote=%q})", remote, gatewayRoleMetric, remote)
+	case len(active) > 1:
+		var nodes []string
+		for _, a := range active {
+			nodes = append(nodes, a.pod.Spec.NodeName)
+		}
+		return nil, "", fmt.Sprintf("this cluster reaches remote %s through gateways, and %d agents say they are the active gateway: %s", remote, len(active), strings.Join(nodes, ", "))
+	}
+	return active, active[0].pod.Spec.NodeName, ""
 }
 
 // agentPeers are the peers of remote an agent has: a handshake series for each.
