@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -128,6 +129,9 @@ func (b *Base) Guard(ranges addrguard.Ranges) (*addrguard.Guard, error) {
 	b.localRanges, err = localranges.New(b.Local, dyn, guard, b.LocalRanges, b.resync, b.Log)
 	return guard, err
 }
+
+// HandleAdmin adds a component's own endpoint to the admin server (admin.Server.Handle).
+func (b *Base) HandleAdmin(pattern string, h http.Handler) { b.admin.Handle(pattern, h) }
 
 // AdminAddr is the address the admin server listens on.
 func (b *Base) AdminAddr() string {

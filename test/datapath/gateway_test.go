@@ -5,6 +5,7 @@ package datapath
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
+	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/internal/harness/testenv"
 )
 
@@ -162,8 +164,28 @@ func checkThroughGateway(t *testing.T, nodes []*node, gw, standby, member *node,
 		if out, err := exec.Command("ip", "-n", member.netns, "link", "show", member.device()).CombinedOutput(); err == nil {
 			return fmt.Errorf("%s, no gateway node, holds %s: %s", member, member.device(), out)
 		}
+		// What a load balancer in front of the gateways checks: the active one alone answers 200.
+		for n, want := range map[*node]int{gw: http.StatusOK, standby: http.StatusServiceUnavailable, member: http.StatusServiceUnavailable} {
+			got, err := n.gatewayHealth()
+			if err != nil {
+				return n.alive(fmt.Errorf("%s: GET /gateway/aws: %w", n, err))
+			}
+			if got != want {
+				return fmt.Errorf("%s: GET /gateway/aws answered %d, want %d", n, got, want)
+			}
+		}
 		return nil
 	})
+}
+
+// gatewayHealth is the status of n's answer to GET /gateway/aws on its admin port.
+func (n *node) gatewayHealth() (int, error) {
+	resp, err := testbed.HTTPClientInNetns(n.netns).Get("http://127.0.0.1:8080/gateway/" + n.remote)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }
 
 // checkRoutesVia checks that n's routes of protocol 0x53 through a next hop are exactly dsts

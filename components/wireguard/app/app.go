@@ -265,6 +265,9 @@ func New(cfg Config, log *slog.Logger) (*WireGuard, error) {
 	if a.elections, err = a.gatewayElections(base, gatewayNodes); err != nil {
 		return nil, err
 	}
+	if remotes := cfg.throughGateways(); len(remotes) > 0 {
+		base.HandleAdmin(gateway.HealthPattern, gateway.Health(remotes, a.elections))
+	}
 	asElections := map[string]controller.Election{}
 	for remote, e := range a.elections {
 		asElections[remote] = e

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -224,5 +226,38 @@ func TestAGatewayCutOffIsReplacedAndDoesNotTakeBack(t *testing.T) {
 	})
 	if _, _, n := first.times(); n != 1 {
 		t.Errorf("%s became the gateway %d times, want once", first.node, n)
+	}
+}
+
+// The health endpoint a load balancer in front of the gateway nodes checks: 200 on the active
+// gateway alone, 503 on a standby and on a node that is no gateway node, 404 for a remote not
+// reached through gateways.
+func TestHealthIsOKOnTheActiveGatewayAlone(t *testing.T) {
+	testenv.SkipIfShort(t, "kube-apiserver and etcd")
+	cs := []*candidate{stand(t, "gcp-health", "gw-1"), stand(t, "gcp-health", "gw-2")}
+	active, _ := waitActive(t, "a gateway", nil, cs...)
+	remotes := []string{"gcp-health"}
+	get := func(elections map[string]*gateway.Election, remote string) (int, string) {
+		mux := http.NewServeMux()
+		mux.Handle(gateway.HealthPattern, gateway.Health(remotes, elections))
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/gateway/"+remote, nil))
+		return rec.Code, rec.Body.String()
+	}
+	for _, c := range cs {
+		code, body := get(map[string]*gateway.Election{"gcp-health": c.election}, "gcp-health")
+		want := http.StatusServiceUnavailable
+		if c == active {
+			want = http.StatusOK
+		}
+		if code != want {
+			t.Errorf("%s (active: %v): %d %q, want %d", c.node, c == active, code, body, want)
+		}
+	}
+	if code, body := get(nil, "gcp-health"); code != http.StatusServiceUnavailable || !strings.Contains(body, "no gateway node") {
+		t.Errorf("a node that is no gateway node: %d %q, want 503 saying so", code, body)
+	}
+	if code, _ := get(map[string]*gateway.Election{"gcp-health": active.election}, "aws"); code != http.StatusNotFound {
+		t.Errorf("a remote not reached through gateways: %d, want 404", code)
 	}
 }

@@ -1,5 +1,6 @@
 // Package admin serves a component's operational endpoints on one listener: /metrics,
-// /healthz (the process is alive) and /readyz (every readiness check passes).
+// /healthz (the process is alive), /readyz (every readiness check passes) and those a component
+// adds (Handle).
 package admin
 
 import (
@@ -25,6 +26,8 @@ type Server struct {
 
 	mu     sync.Mutex
 	checks map[string]func() error
+	// handlers are a component's own endpoints, by pattern.
+	handlers map[string]http.Handler
 }
 
 // New returns a server exposing the metrics of gatherer.
@@ -39,9 +42,25 @@ func (s *Server) AddReadyCheck(name string, check func() error) {
 	s.checks[name] = check
 }
 
+// Handle adds a component's own endpoint (an http.ServeMux pattern, "GET /gateway/{remote}").
+// Add it before Serve.
+func (s *Server) Handle(pattern string, h http.Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.handlers == nil {
+		s.handlers = map[string]http.Handler{}
+	}
+	s.handlers[pattern] = h
+}
+
 // Handler returns the HTTP handler of the admin endpoints.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	s.mu.Lock()
+	for pattern, h := range s.handlers {
+		mux.Handle(pattern, h)
+	}
+	s.mu.Unlock()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
