@@ -126,8 +126,8 @@ func waitGateway(t *testing.T, nodes []*node, gcp *testenv.Cluster, candidates .
 }
 
 // checkThroughGateway waits until gw alone peers with aws's nodes, which have it as their one
-// peer for every gcp pod, and the others (standby, a gateway node; member, not one) hold no peer
-// and route aws's pods to gw.
+// peer for every gcp pod, and the others (standby, a gateway node, nil when there is none;
+// member, not one) hold no peer and route aws's pods to gw.
 func checkThroughGateway(t *testing.T, nodes []*node, gw, standby, member *node, aws []*node) {
 	t.Helper()
 	var gcpCIDRs, awsCIDRs []string
@@ -153,10 +153,14 @@ func checkThroughGateway(t *testing.T, nodes []*node, gw, standby, member *node,
 				return err
 			}
 		}
-		if err := standby.checkPeers(nil); err != nil {
-			return err
+		others := []*node{member}
+		if standby != nil {
+			if err := standby.checkPeers(nil); err != nil {
+				return err
+			}
+			others = append(others, standby)
 		}
-		for _, n := range []*node{standby, member} {
+		for _, n := range others {
 			if err := n.checkRoutesVia(gw, awsCIDRs); err != nil {
 				return err
 			}
@@ -165,7 +169,11 @@ func checkThroughGateway(t *testing.T, nodes []*node, gw, standby, member *node,
 			return fmt.Errorf("%s, no gateway node, holds %s: %s", member, member.device(), out)
 		}
 		// What a load balancer in front of the gateways checks: the active one alone answers 200.
-		for n, want := range map[*node]int{gw: http.StatusOK, standby: http.StatusServiceUnavailable, member: http.StatusServiceUnavailable} {
+		health := map[*node]int{gw: http.StatusOK, member: http.StatusServiceUnavailable}
+		if standby != nil {
+			health[standby] = http.StatusServiceUnavailable
+		}
+		for n, want := range health {
 			got, err := n.gatewayHealth()
 			if err != nil {
 				return n.alive(fmt.Errorf("%s: GET /gateway/aws: %w", n, err))
@@ -226,4 +234,61 @@ func pingAll(t *testing.T, nodes, from, to []*node) {
 			}
 		}
 	}
+}
+
+// gcp goes from the mesh to gateways and back, its agents restarted one after the other as a
+// rollout of the chart's new values does: after each switch every gcp pod and every aws pod
+// reach each other again, aws's nodes peer with the gateway alone (or every gcp node again),
+// and no route to a gateway is left once back in the mesh.
+func TestDataPathSwitchesBetweenMeshAndGateways(t *testing.T) {
+	requireLab(t)
+	nodes := []*node{
+		{name: "gcp-node-1", cluster: "gcp", remote: "aws", underlay: "192.0.2.11", podCIDR: "198.18.1.0/24", pod: "198.18.1.1", extraEnv: []string{"POD_NAMESPACE=default"}},
+		{name: "gcp-node-2", cluster: "gcp", remote: "aws", underlay: "192.0.2.12", podCIDR: "198.18.2.0/24", pod: "198.18.2.1", extraEnv: []string{"POD_NAMESPACE=default"}},
+		{name: "aws-node-1", cluster: "aws", remote: "gcp", underlay: "192.0.2.21", podCIDR: "198.18.11.0/24", pod: "198.18.11.1"},
+	}
+	gcp1, gcp2, aws1 := nodes[0], nodes[1], nodes[2]
+	gcpNodes := nodes[:2]
+	byName := newLab(t, testenv.Options{}, nodes)
+	clusterNetwork(t, gcpNodes)
+	labelGateway(t, byName["gcp"], gcp1)
+	startControllers(t, nodes)
+	pingAll(t, nodes, gcpNodes, []*node{aws1})
+	eventually(t, nodes, wait, "aws-node-1 peers with every gcp node", func() error { return aws1.checkPeers(gcpNodes) })
+
+	switched := rollOut(t, gcpNodes, "SEMAPHORE_WG_TOPOLOGY=gateway")
+	pingAll(t, nodes, gcpNodes, []*node{aws1})
+	t.Logf("to gateways: every pod reaches every pod %s after the last agent restarted", time.Since(switched).Round(10*time.Millisecond))
+	checkThroughGateway(t, nodes, gcp1, nil, gcp2, []*node{aws1})
+
+	switched = rollOut(t, gcpNodes, "SEMAPHORE_WG_TOPOLOGY=mesh")
+	pingAll(t, nodes, gcpNodes, []*node{aws1})
+	t.Logf("back to the mesh: every pod reaches every pod %s after the last agent restarted", time.Since(switched).Round(10*time.Millisecond))
+	eventually(t, nodes, wait, "the mesh again, no route to a gateway", func() error {
+		if err := aws1.checkPeers(gcpNodes); err != nil {
+			return err
+		}
+		for _, g := range gcpNodes {
+			if err := g.checkPeers([]*node{aws1}); err != nil {
+				return err
+			}
+			if err := g.checkRoutesVia(gcp1, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// rollOut restarts the agents of nodes one after the other with setting added to (or replacing
+// the same variable in) their environment, and returns when the last one started.
+func rollOut(t *testing.T, nodes []*node, setting string) time.Time {
+	t.Helper()
+	name, _, _ := strings.Cut(setting, "=")
+	for _, n := range nodes {
+		n.env = append(slices.DeleteFunc(n.env, func(e string) bool { return strings.HasPrefix(e, name+"=") }), setting)
+		n.stop(t)
+		n.start(t)
+	}
+	return time.Now()
 }

@@ -270,6 +270,15 @@ func (c *Peering) Setup(ctx context.Context) error {
 		}
 	}
 	c.devicesSet.Store(true)
+	if len(c.throughGateways()) == 0 {
+		// No remote is reached through gateways (any more): routes to a gateway left from when
+		// one was would keep its destinations from the devices' own routes.
+		if _, _, removed, err := c.devices.SyncGatewayRoutes(nil, true); err != nil {
+			return fmt.Errorf("removing routes to a gateway: %w", err)
+		} else if removed > 0 {
+			c.log.Info("removed the routes to a gateway left from when a remote was reached through gateways", "routes", removed)
+		}
+	}
 	return c.patchAnnotations(ctx, node, want, true)
 }
 

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 	"sync"
@@ -254,5 +255,29 @@ func TestANodeReachesARemoteThroughItsClustersActiveGateway(t *testing.T) {
 			t.Errorf("gateway_changes_total = %v, want 2", v)
 		}
 		r.Stop()
+	})
+}
+
+// A cluster that went back from gateways to the mesh: the routes to a gateway an agent left are
+// removed at its start, so that the device's own routes can take their destinations.
+func TestBackToTheMeshRemovesTheRoutesToAGateway(t *testing.T) {
+	needClusters(t)
+	peerstest.CreateNode(t, local.Client, "gcp-node-1", "192.0.2.21", nil, "198.18.21.0/24")
+	k1 := devicetest.Key(t)
+	remoteNode(t, "aws-node-1", k1.PublicKey(), "192.0.2.11:51822", "198.18.11.0/24")
+	devs := devicetest.New()
+	left := map[netip.Prefix]netip.Addr{netip.MustParsePrefix("198.18.11.0/24"): netip.MustParseAddr("192.0.2.22")}
+	if _, _, _, err := devs.SyncGatewayRoutes(left, true); err != nil {
+		t.Fatal(err)
+	}
+	start(t, devs, devicetest.Key(t))
+	testenv.Eventually(t, 20*time.Second, "the device's own route, none to a gateway", func() error {
+		if got := devs.GatewayRoutes(); len(got) != 0 {
+			return fmt.Errorf("routes to a gateway %v", got)
+		}
+		if got := devs.Routes("wg-aws"); fmt.Sprint(got) != "[198.18.11.0/24]" {
+			return fmt.Errorf("routes through the device %v", got)
+		}
+		return nil
 	})
 }
