@@ -51,23 +51,36 @@ func TestDataPathThroughGateways(t *testing.T) {
 	pingAll(t, nodes, gcpNodes, awsNodes)
 
 	// A rollout stops the gateway's agent: it releases its Lease, the standby takes over.
-	stopped := time.Now()
-	gw.stop(t)
-	next, _ := waitGateway(t, nodes, byName["gcp"], standby)
-	pingAll(t, nodes, []*node{next, gcp3}, awsNodes)
-	t.Logf("gateway %s stopped: %s's pods reach aws through %s %s later", gw, gcp3, next, time.Since(stopped).Round(10*time.Millisecond))
+	fail := failover{t: t, nodes: nodes, gcp: byName["gcp"], member: gcp3, aws: awsNodes}
+	next := fail.over(gw, standby, "stopped", gw.stop)
 	// Back, the old gateway is a standby: its pods go through the new one.
 	gw.start(t)
 	checkThroughGateway(t, nodes, next, gw, gcp3, awsNodes)
 	pingAll(t, nodes, gcpNodes, awsNodes)
-
 	// The gateway's node lost (its agent killed, its Lease not released): the standby takes
 	// over once the Lease runs out.
-	killed := time.Now()
-	next.kill(t)
-	last, _ := waitGateway(t, nodes, byName["gcp"], gw)
-	pingAll(t, nodes, []*node{last, gcp3}, awsNodes)
-	t.Logf("gateway %s killed: %s's pods reach aws through %s %s later", next, gcp3, last, time.Since(killed).Round(10*time.Millisecond))
+	fail.over(next, gw, "killed", next.kill)
+}
+
+// failover is a data-path test's view of gcp's gateways toward aws.
+type failover struct {
+	t      *testing.T
+	nodes  []*node
+	gcp    *testenv.Cluster
+	member *node
+	aws    []*node
+}
+
+// over ends gateway's agent with end, waits until standby is the gateway and the member's and
+// standby's pods reach aws again, logs how long that took, and returns standby.
+func (f failover) over(gateway, standby *node, how string, end func(*testing.T)) *node {
+	f.t.Helper()
+	ended := time.Now()
+	end(f.t)
+	next, _ := waitGateway(f.t, f.nodes, f.gcp, standby)
+	pingAll(f.t, f.nodes, []*node{next, f.member}, f.aws)
+	f.t.Logf("gateway %s %s: %s's pods reach aws through %s %s later", gateway, how, f.member, next, time.Since(ended).Round(10*time.Millisecond))
+	return next
 }
 
 // clusterNetwork routes each node's pod CIDR from the others through its underlay address, as
