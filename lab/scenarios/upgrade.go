@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kube-semaphore/semaphore/components/policy/calico"
@@ -56,7 +59,10 @@ func checkUpgrade(ctx context.Context, l *env.Lab) []string {
 		return problems
 	}
 	fmt.Fprintf(l.Out(), "  every cluster runs %s, the mesh ready\n", prev.Version)
-	before, err := writtenState(ctx, l)
+	watching, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	versions := &writes{}
+	before, err := writtenState(watching, l, versions)
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -72,7 +78,7 @@ func checkUpgrade(ctx context.Context, l *env.Lab) []string {
 		return append(upgraded, problems...)
 	}
 	fmt.Fprintf(l.Out(), "  every cluster upgraded to %s in %s, the mesh ready\n", this.Version, to.Sub(from).Round(time.Second))
-	problems = append(problems, rewrittenSince(ctx, l, before)...)
+	problems = append(problems, rewrittenSince(ctx, l, before, versions)...)
 	sent, err := observe.SenderStats(l.Record().PodsOf(layout.ForwarderCluster, layout.ForwarderName), from, to)
 	if err != nil {
 		return append(problems, fmt.Sprintf("reading the forwarders' logs: %v", err))
@@ -137,8 +143,9 @@ func settle(ctx context.Context, l *env.Lab, when string) []string {
 }
 
 // writtenState is every mirror Service and EndpointSlice and every GlobalNetworkSet of the
-// components in every cluster, by cluster, kind and name.
-func writtenState(ctx context.Context, l *env.Lab) (map[string]*unstructured.Unstructured, error) {
+// components in every cluster, by cluster, kind and name. With versions, it also watches them
+// from the list on until ctx is done, recording every version written meanwhile.
+func writtenState(ctx context.Context, l *env.Lab, versions *writes) (map[string]*unstructured.Unstructured, error) {
 	sets, err := calico.Resource(layout.CalicoAPI)
 	if err != nil {
 		return nil, err
@@ -158,21 +165,61 @@ func writtenState(ctx context.Context, l *env.Lab) (map[string]*unstructured.Uns
 			return nil, err
 		}
 		for _, k := range kinds {
-			list, err := dyn.Resource(k.resource).List(ctx, metav1.ListOptions{LabelSelector: ownership.ManagedBy + "=" + k.component})
+			opts := metav1.ListOptions{LabelSelector: ownership.ManagedBy + "=" + k.component}
+			list, err := dyn.Resource(k.resource).List(ctx, opts)
 			if err != nil {
 				return nil, fmt.Errorf("%s: listing %s: %w", cluster, k.resource.Resource, err)
 			}
+			key := func(o *unstructured.Unstructured) string {
+				return fmt.Sprintf("%s %s %s/%s", cluster, k.resource.Resource, o.GetNamespace(), o.GetName())
+			}
 			for _, o := range list.Items {
-				out[fmt.Sprintf("%s %s %s/%s", cluster, k.resource.Resource, o.GetNamespace(), o.GetName())] = &o
+				out[key(&o)] = &o
+			}
+			if versions != nil {
+				opts.ResourceVersion = list.GetResourceVersion()
+				w, err := dyn.Resource(k.resource).Watch(ctx, opts)
+				if err != nil {
+					return nil, fmt.Errorf("%s: watching %s: %w", cluster, k.resource.Resource, err)
+				}
+				go versions.record(w, key)
 			}
 		}
 	}
 	return out, nil
 }
 
-// rewrittenSince names what changed since before: written, made or deleted.
-func rewrittenSince(ctx context.Context, l *env.Lab, before map[string]*unstructured.Unstructured) []string {
-	after, err := writtenState(ctx, l)
+// writes are the versions of objects a watch saw, by writtenState's key, in order.
+type writes struct {
+	mu       sync.Mutex
+	versions map[string][]*unstructured.Unstructured
+}
+
+// record adds every object w delivers until it ends (its context done).
+func (ws *writes) record(w watch.Interface, key func(*unstructured.Unstructured) string) {
+	for e := range w.ResultChan() {
+		if o, ok := e.Object.(*unstructured.Unstructured); ok {
+			ws.mu.Lock()
+			if ws.versions == nil {
+				ws.versions = map[string][]*unstructured.Unstructured{}
+			}
+			ws.versions[key(o)] = append(ws.versions[key(o)], o)
+			ws.mu.Unlock()
+		}
+	}
+}
+
+// of are the versions of key written, in order.
+func (ws *writes) of(key string) []*unstructured.Unstructured {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return slices.Clone(ws.versions[key])
+}
+
+// rewrittenSince names what changed since before: written, made or deleted. A rewritten
+// object is told one write at a time, from versions.
+func rewrittenSince(ctx context.Context, l *env.Lab, before map[string]*unstructured.Unstructured, versions *writes) []string {
+	after, err := writtenState(ctx, l, nil)
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -182,7 +229,7 @@ func rewrittenSince(ctx context.Context, l *env.Lab, before map[string]*unstruct
 		case !ok:
 			problems = append(problems, fmt.Sprintf("the upgrade deleted %s", key))
 		case v.GetResourceVersion() != before[key].GetResourceVersion():
-			problems = append(problems, fmt.Sprintf("the upgrade rewrote %s (-before +after):\n%s", key, rewrite(before[key], v)))
+			problems = append(problems, fmt.Sprintf("the upgrade rewrote %s:\n%s", key, steps(before[key], versions.of(key), v)))
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(after)) {
@@ -194,6 +241,21 @@ func rewrittenSince(ctx context.Context, l *env.Lab, before map[string]*unstruct
 		fmt.Fprintf(l.Out(), "  none of the %d mirror Services, EndpointSlices and GlobalNetworkSets written by the upgrade\n", len(before))
 	}
 	return problems
+}
+
+// steps tells each write from before to after, through the versions a watch saw (after
+// alone when it saw none).
+func steps(before *unstructured.Unstructured, seen []*unstructured.Unstructured, after *unstructured.Unstructured) string {
+	if len(seen) == 0 {
+		seen = []*unstructured.Unstructured{after}
+	}
+	var b strings.Builder
+	prev := before
+	for i, v := range seen {
+		fmt.Fprintf(&b, "write %d of %d (-before +after):\n%s", i+1, len(seen), rewrite(prev, v))
+		prev = v
+	}
+	return b.String()
 }
 
 // rewrite says how after differs from before, the same object: its content, and who wrote it
