@@ -252,12 +252,11 @@ func (c *Peering) Setup(ctx context.Context) error {
 	c.opts.Guard.SetLocal("this node", c.localRanges)
 	want := map[string]*string{}
 	for _, rc := range c.remotes {
-		if r, _ := c.roleOf(rc.dev.Remote); !r.holdsPeers() {
-			// Not the gateway (yet): its device, if a gateway node, is made; nothing is published.
+		r, _ := c.roleOf(rc.dev.Remote)
+		if r == roleMember {
+			// No device for the remote on a node that is no gateway node, and nothing published.
 			maps.Copy(want, noAnnotationsFor(rc.dev.Remote))
-			if r == roleMember {
-				continue
-			}
+			continue
 		}
 		addr, reachable := c.endpointAddress(node, rc.dev.Remote)
 		deviceMTU, own := c.startMTU(rc, addr)
@@ -265,8 +264,11 @@ func (c *Peering) Setup(ctx context.Context) error {
 			return fmt.Errorf("device %s for remote %s: %w", rc.dev.Device, rc.dev.Remote, err)
 		}
 		c.noteReachability(rc, reachable)
-		if r, _ := c.roleOf(rc.dev.Remote); r.holdsPeers() {
+		if r.holdsPeers() {
 			maps.Copy(want, annotationsOf(rc, addr, reachable, own, 0))
+		} else {
+			// A standby: its device is ready, but it publishes nothing until it is elected.
+			maps.Copy(want, noAnnotationsFor(rc.dev.Remote))
 		}
 	}
 	c.devicesSet.Store(true)
