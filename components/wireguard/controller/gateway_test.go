@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"sort"
 	"strings"
@@ -186,7 +187,26 @@ func TestANodeReachesARemoteThroughItsClustersActiveGateway(t *testing.T) {
 		if err := devs.Ensure("wg-aws", devicetest.Key(t), 51821, 1420); err != nil {
 			t.Fatal(err)
 		}
+		if _, _, err := devs.SyncRoutes("wg-aws", []net.IPNet{
+			{IP: net.IPv4(198, 18, 11, 0).To4(), Mask: net.CIDRMask(24, 32)}, {IP: net.IPv4(198, 18, 12, 0).To4(), Mask: net.CIDRMask(24, 32)},
+		}); err != nil {
+			t.Fatal(err)
+		}
 		r := startGatewayTopology(t, devs, nil)
+		// While no gateway is known, aws's pods stay routed into the device, which has no peer
+		// and drops them, rather than out of the default route in clear.
+		testenv.Eventually(t, 20*time.Second, "routes kept while no gateway is known", func() error {
+			if v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_wg_reconcile_total", map[string]string{"remote": "aws", "result": "success"}); v < 1 {
+				return fmt.Errorf("not synced yet")
+			}
+			if got := devs.Routes("wg-aws"); fmt.Sprint(got) != "[198.18.11.0/24 198.18.12.0/24]" {
+				return fmt.Errorf("routes through the device %v, want them kept", got)
+			}
+			if got := devs.GatewayRoutes(); len(got) != 0 {
+				return fmt.Errorf("routes through a gateway %v", got)
+			}
+			return nil
+		})
 		annotate(t, local, "gcp-gw-2", peers.GatewayAnnotation("aws"), "3")
 		expectGatewayRoutes(devs, "aws's pods through gcp-gw-2", "198.18.11.0/24 via 192.0.2.22", "198.18.12.0/24 via 192.0.2.22")
 		if names, _ := devs.Devices("wg-"); len(names) != 0 {

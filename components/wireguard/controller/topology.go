@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kube-semaphore/semaphore/components/wireguard/device"
 	"github.com/kube-semaphore/semaphore/components/wireguard/peers"
 	"github.com/kube-semaphore/semaphore/components/wireguard/perremote"
 )
@@ -189,21 +191,26 @@ func family(a netip.Addr) int {
 // syncThroughGateway makes this node, which is not the active gateway toward the remote of rc,
 // hold no peer for it and publish nothing for it, and route the remote's pods to the active
 // gateway over this cluster's network. A node that is no gateway node holds no device for the
-// remote either. While no gateway is known (one is being elected), the routes stay as they are.
+// remote either. While no other gateway is known (one is being elected, or this node's own word
+// from before it stood down is the latest), the routes stay as they are: through a device
+// without peers, which drops what it is sent, rather than out of the default route in clear.
 func (c *Peering) syncThroughGateway(ctx context.Context, rc *remoteCache, r role) error {
 	desired, err := c.desiredPeers(rc)
 	if err != nil {
 		return err
 	}
 	name := rc.dev.Remote
-	if err := c.holdNoPeers(rc, r); err != nil {
-		return err
-	}
-	c.recordPeers(rc, nil, time.Now())
 	gateway, via, found, err := c.activeGateway(name)
 	if err != nil {
 		return err
 	}
+	if gateway == c.opts.NodeName {
+		gateway, found = "", false
+	}
+	if err := c.holdNoPeers(rc, r, found); err != nil {
+		return err
+	}
+	c.recordPeers(rc, nil, time.Now())
 	c.noteGateway(rc, r, gateway)
 	if found {
 		if err := c.setGatewayRoutes(name, routesVia(desired, via)); err != nil {
@@ -217,17 +224,21 @@ func (c *Peering) syncThroughGateway(ctx context.Context, rc *remoteCache, r rol
 	return c.patchAnnotations(ctx, node, noAnnotationsFor(name), false)
 }
 
-// holdNoPeers removes the peers and routes of the remote's device, and with roleMember the
-// device itself.
-func (c *Peering) holdNoPeers(rc *remoteCache, r role) error {
+// holdNoPeers removes the peers of the remote's device and, once another gateway is known
+// (gatewayKnown), its routes, and with roleMember the device itself. A member that never held
+// the device has none to remove.
+func (c *Peering) holdNoPeers(rc *remoteCache, r role, gatewayKnown bool) error {
 	dev := rc.dev.Device
-	if r == roleMember {
+	if r == roleMember && gatewayKnown {
 		if err := c.devices.Delete(dev); err != nil {
 			return fmt.Errorf("deleting %s, which a node that is no gateway does not hold: %w", dev, err)
 		}
 		return nil
 	}
 	actual, err := c.devices.Peers(dev)
+	if errors.Is(err, device.ErrNotFound) && r == roleMember {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -236,6 +247,9 @@ func (c *Peering) holdNoPeers(rc *remoteCache, r role) error {
 			return fmt.Errorf("removing the peers of %s: %w", dev, err)
 		}
 		c.countChanges(rc, actual, changes)
+	}
+	if !gatewayKnown {
+		return nil
 	}
 	_, removed, err := c.devices.SyncRoutes(dev, nil)
 	c.metrics.changes.WithLabelValues(rc.dev.Remote, "route_remove").Add(float64(removed))
