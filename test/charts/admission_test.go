@@ -111,6 +111,13 @@ wireguard:
 		if err := patch(onNode, admissionNode, fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, ours), false); err != nil {
 			t.Errorf("removing %s from its own node: %v", ours, err)
 		}
+		// An active gateway says so with its term, and a gateway that stands down removes it.
+		gateway := peers.GatewayAnnotation("aws")
+		for _, value := range []string{`"3"`, "null"} {
+			if err := patch(onNode, admissionNode, fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, gateway, value), false); err != nil {
+				t.Errorf("setting %s to %s on its own node: %v", gateway, value, err)
+			}
+		}
 	})
 
 	t.Run("the controller's own patches", func(t *testing.T) {
