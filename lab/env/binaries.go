@@ -35,6 +35,7 @@ func (l *Lab) buildBinaries(ctx context.Context) error {
 		{"Calico (first run only, ~4 min)", calicoBinaries, &l.bin.calico},
 		{"kubectl-semaphore (the release's archive, installed with krew)", func() (string, error) { return l.labRelease.InstallPlugin(ctx) }, &l.bin.plugin},
 		{"egress proxy", func() (string, error) { return testbed.BuildBinary(egressPackage, l.Path("bin")) }, &l.bin.egress},
+		{"load balancer", func() (string, error) { return testbed.BuildBinary(loadBalancerPackage, l.Path("bin")) }, &l.bin.loadBalancer},
 	}
 	errs := make([]error, len(builds))
 	var (

@@ -115,6 +115,9 @@ func (l *Lab) guideEnv() ([]string, error) {
 	for _, c := range layout.ClusterSpecs {
 		upper := strings.ToUpper(c.Name)
 		env = append(env, upper+"_API_SERVER="+server(c.Name), upper+"_POD_RANGES="+c.PodCIDR)
+		if lb := c.Network.LoadBalancerAddr; lb != "" {
+			env = append(env, upper+"_LOAD_BALANCER="+lb)
+		}
 	}
 	return env, nil
 }

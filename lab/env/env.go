@@ -68,6 +68,9 @@ type binaries struct {
 	// egress is the egress proxy (lab/cmd/egress), through which the API servers reach the
 	// nodes and pods.
 	egress string
+	// loadBalancer is the stand-in for a cloud's UDP load balancer (lab/cmd/loadbalancer) in
+	// front of a private network's gateway nodes.
+	loadBalancer string
 	// calico is the directory of Calico's binaries and the release's manifests (ci/calico.sh).
 	calico string
 }
@@ -91,6 +94,7 @@ func (l *Lab) parts() []part {
 		{"nodes", l.startNodes},
 		{"cluster IDs", l.setClusterIDs},
 		{"the charts, as docs/getting-started.md installs them", l.installWithGuide},
+		{"load balancers", l.startLoadBalancers},
 		{"CoreDNS", l.createCoreDNS},
 		{"sample workloads", l.createSampleWorkloads},
 		{"pods", l.waitForPods},

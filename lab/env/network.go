@@ -201,7 +201,14 @@ func (l *Lab) createNodeNetns(n layout.Node, nodes []layout.Node) error {
 	if err := netnstopo.AddRoutes(n.Netns, routes...); err != nil {
 		return err
 	}
-	nat := []string{fmt.Sprintf("-A POSTROUTING -o %s -s %s ! -d %s -j MASQUERADE", nodeLink, spec.PodCIDR, spec.PodCIDR)}
+	unmasked := spec.PodCIDR
+	if spec.Gateways {
+		// The remotes' pods are reached through the active gateway, over this network: their
+		// ranges are left unmasqueraded too (ip-masq-agent's nonMasqueradeCIDRs, docs/gateways.md),
+		// so the remote sees the pod's own address. The lab's pod ranges all lie in PodsCIDR.
+		unmasked = layout.PodsCIDR
+	}
+	nat := []string{fmt.Sprintf("-A POSTROUTING -o %s -s %s ! -d %s -j MASQUERADE", nodeLink, spec.PodCIDR, unmasked)}
 	if n.Cluster == layout.CalicoCluster {
 		// What the router sends the first node for a pod of another node leaves it over
 		// VXLAN from the node's own address, so that the reply comes back the same way (Felix

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-semaphore/semaphore/components/wireguard/endpoint"
 	"github.com/kube-semaphore/semaphore/internal/harness/testbed"
 	"github.com/kube-semaphore/semaphore/internal/tooling/helmchart"
 	"github.com/kube-semaphore/semaphore/lab/layout"
@@ -282,10 +283,7 @@ func (l *Lab) createNodeObjects(ctx context.Context, nodes []layout.Node) error 
 			spec = corev1.NodeSpec{}
 		}
 		nodes := l.clusters[n.Cluster].Client.CoreV1().Nodes()
-		created, err := nodes.Create(ctx, &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{corev1.LabelHostname: n.Name, corev1.LabelTopologyZone: n.Zone}},
-			Spec:       spec,
-		}, metav1.CreateOptions{})
+		created, err := nodes.Create(ctx, &corev1.Node{ObjectMeta: nodeMeta(n), Spec: spec}, metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("%s: node %s: %w", n.Cluster, n.Name, err)
 		}
@@ -295,6 +293,18 @@ func (l *Lab) createNodeObjects(ctx context.Context, nodes []layout.Node) error 
 		}
 	}
 	return nil
+}
+
+// nodeMeta is node n's name, labels and annotations: its host name and zone, and on a cluster
+// that reaches its remotes through gateways, the gateway label of its node pool and the
+// endpoint it publishes, its load balancer's address (docs/gateways.md).
+func nodeMeta(n layout.Node) metav1.ObjectMeta {
+	meta := metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{corev1.LabelHostname: n.Name, corev1.LabelTopologyZone: n.Zone}}
+	if spec := layout.SpecOf(n.Cluster); spec.Gateways {
+		meta.Labels[layout.GatewayLabel] = "true"
+		meta.Annotations = map[string]string{endpoint.OverrideAnnotation: spec.Network.LoadBalancerAddr}
+	}
+	return meta
 }
 
 // nodeAddresses are the addresses a cloud controller manager would give node n's Node.

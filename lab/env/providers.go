@@ -33,7 +33,9 @@ const wireguardPortRange = "51821:51822"
 
 // routerRules are the iptables-restore rules of spec's router: the NAT between the nodes'
 // private addresses and their public ones, and the provider's firewall, which lets in from the
-// internet only the WireGuard ports (1:1 NAT) or nothing but answers (source NAT).
+// internet only the WireGuard ports (1:1 NAT, or a private network's load balancer) or nothing
+// but answers (source NAT). A private network's load balancer (lab/cmd/loadbalancer) writes its
+// forwards into layout.LoadBalancerChain, which the router's own rules only jump to.
 func routerRules(spec layout.ClusterSpec, nodes []layout.Node) string {
 	var nat []string
 	switch spec.Network.NAT {
@@ -45,12 +47,21 @@ func routerRules(spec layout.ClusterSpec, nodes []layout.Node) string {
 					fmt.Sprintf("-A POSTROUTING -o %s -s %s -j SNAT --to-source %s", uplinkLink, n.InternalIP, n.ExternalIP))
 			}
 		}
+	case layout.PrivateNAT:
+		nat = append(nat, ":"+layout.LoadBalancerChain+" - [0:0]",
+			fmt.Sprintf("-A PREROUTING -i %s -d %s -j %s", uplinkLink, spec.Network.LoadBalancerAddr, layout.LoadBalancerChain))
+		fallthrough
 	case layout.SourceNAT:
 		nat = append(nat, fmt.Sprintf("-A POSTROUTING -o %s -s %s -j SNAT --to-source %s", uplinkLink, spec.Network.CIDR, spec.Network.SourceNATAddr))
 	}
 	filter := []string{fmt.Sprintf("-A FORWARD -i %s -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT", uplinkLink)}
-	if spec.Network.NAT == layout.OneToOneNAT {
+	switch spec.Network.NAT {
+	case layout.OneToOneNAT:
 		filter = append(filter, fmt.Sprintf("-A FORWARD -i %s -p udp --dport %s -j ACCEPT", uplinkLink, wireguardPortRange))
+	case layout.PrivateNAT:
+		// What the load balancer forwarded, and nothing else.
+		filter = append(filter, fmt.Sprintf("-A FORWARD -i %s -p udp --dport %s -m conntrack --ctstate DNAT --ctorigdst %s -j ACCEPT",
+			uplinkLink, wireguardPortRange, spec.Network.LoadBalancerAddr))
 	}
 	filter = append(filter, fmt.Sprintf("-A FORWARD -i %s -j DROP", uplinkLink))
 	return iptablesRestore(map[string][]string{"nat": nat, "filter": filter})

@@ -26,6 +26,10 @@ type ClusterSpec struct {
 	PublicAPIAddr string
 	// Network is the provider network the cluster's nodes sit on.
 	Network ProviderNetwork
+	// Gateways says the cluster reaches every remote through gateway nodes (all its nodes are
+	// gateway nodes), and the remotes reach it through its active gateway, behind its load
+	// balancer; else it is in the mesh.
+	Gateways bool
 }
 
 // APIServiceIP is the ClusterIP of the cluster's kubernetes Service: the first of its range.
@@ -40,17 +44,24 @@ func (c ClusterSpec) DNSServiceIP() string {
 
 // ClusterSpecs are the lab's clusters, named as in the Semaphore blog post: two clouds and an
 // on-prem data centre.
-// aws and gcp are clouds: private VPC networks whose nodes each have a public address by 1:1
-// NAT (gcp's network carrying 1460-byte packets, GCP's default); merit is on-prem, behind
-// one source-NAT address with no way in.
+// aws and gcp are clouds. aws's nodes each have a public address by 1:1 NAT; gcp's are private
+// (a private GKE cluster: egress through a NAT gateway, and one load balancer address in front
+// of its gateway nodes), on a network carrying 1460-byte packets, GCP's default. merit is
+// on-prem, behind one source-NAT address with no way in.
 var ClusterSpecs = []ClusterSpec{
 	{Name: "aws", ServiceCIDR: "10.101.0.0/16", PodCIDR: "198.18.1.0/24", APIAddr: "198.19.1.2", PublicAPIAddr: "203.0.113.1",
 		Network: ProviderNetwork{Provider: "AWS VPC", CIDR: "198.19.1.0/24", NAT: OneToOneNAT, MTU: 1500, Uplink: "198.51.100.0/30"}},
 	{Name: "gcp", ServiceCIDR: "10.102.0.0/16", PodCIDR: "198.18.2.0/24", APIAddr: "198.19.2.2", PublicAPIAddr: "203.0.113.2",
-		Network: ProviderNetwork{Provider: "GCP VPC", CIDR: "198.19.2.0/24", NAT: OneToOneNAT, MTU: 1460, Uplink: "198.51.100.4/30"}},
+		Network: ProviderNetwork{Provider: "GCP VPC", CIDR: "198.19.2.0/24", NAT: PrivateNAT, MTU: 1460, Uplink: "198.51.100.4/30",
+			SourceNATAddr: "203.0.113.20", LoadBalancerAddr: "203.0.113.21"},
+		Gateways: true},
 	{Name: "merit", ServiceCIDR: "10.103.0.0/16", PodCIDR: "198.18.3.0/24", APIAddr: "198.19.3.2", PublicAPIAddr: "203.0.113.3",
 		Network: ProviderNetwork{Provider: "on-prem", CIDR: "198.19.3.0/24", NAT: SourceNAT, MTU: 1500, Uplink: "198.51.100.8/30", SourceNATAddr: "203.0.113.30"}},
 }
+
+// GatewayLabel is the label of the gateway nodes that the wireguard chart selects by default
+// (gatewayNodeSelector), with the value "true".
+const GatewayLabel = "wireguard.semaphore.uw.io/gateway"
 
 // SemaphoreNamespace is the namespace the umbrella chart is installed in: the controllers'
 // Leases and the service mirror's mirrors live there.

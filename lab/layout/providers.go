@@ -24,6 +24,12 @@ const (
 	OneToOneNAT NATKind = "1:1 NAT"
 	// SourceNAT hides every node behind one public address, with no way in: an on-prem site.
 	SourceNAT NATKind = "source NAT"
+	// PrivateNAT hides every node behind one public address too (a cloud's NAT gateway), and
+	// lets in only the WireGuard ports of another, a load balancer's, each forwarded to the
+	// gateway node whose health check says it is the active gateway for that port's remote: a
+	// managed cluster whose nodes are private, with a UDP network load balancer in front of its
+	// gateways.
+	PrivateNAT NATKind = "private, one load balancer"
 )
 
 // ProviderNetwork is a cluster's provider network.
@@ -34,8 +40,11 @@ type ProviderNetwork struct {
 	// address, the API server's private address is on it too.
 	CIDR string
 	NAT  NATKind
-	// SourceNATAddr is the one public address of a SourceNAT network.
+	// SourceNATAddr is the one public address of a SourceNAT or PrivateNAT network's egress.
 	SourceNATAddr string
+	// LoadBalancerAddr is the public address of a PrivateNAT network's load balancer, which
+	// its gateway nodes publish as their endpoint.
+	LoadBalancerAddr string
 	// MTU is the largest packet the private network carries.
 	MTU int
 	// Uplink is the point-to-point network between the router and the internet: the internet
@@ -56,6 +65,10 @@ const (
 	CleartextChain = "SEMLAB-CLEARTEXT"
 	// WireGuardChain counts, on the internet, the WireGuard packets it carried.
 	WireGuardChain = "SEMLAB-WIREGUARD"
+	// LoadBalancerChain is the chain, in the nat table of a private network's router, of the load
+	// balancer's forwards (lab/cmd/loadbalancer): each WireGuard port of its address to the
+	// gateway node that is healthy for it.
+	LoadBalancerChain = "SEMLAB-LB"
 )
 
 // VPCNetns is the network namespace of cluster's provider router: its private network's
@@ -78,10 +91,14 @@ func (p ProviderNetwork) RouterEnd() string {
 	return AddrAdd(netip.MustParsePrefix(p.Uplink).Addr(), 2).String()
 }
 
-// PublicAddrs are the public addresses of cluster's nodes (its source NAT's for SourceNAT).
+// PublicAddrs are the public addresses of cluster's nodes (its source NAT's for SourceNAT, and
+// its load balancer's too for PrivateNAT).
 func PublicAddrs(spec ClusterSpec, nodes []Node) []string {
-	if spec.Network.NAT == SourceNAT {
+	switch spec.Network.NAT {
+	case SourceNAT:
 		return []string{spec.Network.SourceNATAddr}
+	case PrivateNAT:
+		return []string{spec.Network.SourceNATAddr, spec.Network.LoadBalancerAddr}
 	}
 	var out []string
 	for _, n := range nodes {

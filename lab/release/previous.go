@@ -16,11 +16,12 @@ import (
 )
 
 // PreviousRelease is the release the lab upgrades from, with traffic flowing: after each
-// release, its tag; until the first, a commit of main, the first whose userspace WireGuard
-// devices outlive their agent's restart and whose agent hands its peers over (before it, each
-// node's tunnels dropped while its agent was replaced, which the CHANGELOG says). test/charts upgrades the charts alone from
-// an older commit.
-const PreviousRelease = "3dd0fe6fafc7931cffb760052034f3439c775e62"
+// release, its tag; until the first, a commit of main, the first that connects a cluster whose
+// nodes are private (gcp) through its gateway nodes, as the lab's gcp is: its agents elect the
+// gateways, and its chart's admission policy lets the active gateway publish its term. (Before
+// it, gcp's agents could not reach any remote.) test/charts upgrades the charts alone from an
+// older commit.
+const PreviousRelease = "2e418d16d3028a7ee8ba5873440f6bae978a6b77"
 
 // Release is a version of Semaphore in the lab's registry: its charts by version, and its
 // components' images by the tag that version gives and their digests, by image name.

@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kube-semaphore/semaphore/components/wireguard/endpoint"
 
 	"github.com/kube-semaphore/semaphore/lab/env"
 	"github.com/kube-semaphore/semaphore/lab/layout"
@@ -30,7 +34,9 @@ const (
 
 // checkUnreachablePeers sets aws's and gcp's semaphore-wireguard to publish to each other their
 // InternalIPs only (wireguard.endpointAddressTypes per remote), private addresses the other
-// provider cannot reach, starts their agents afresh (new devices: no session to keep), and
+// provider cannot reach (for a cluster reached through its gateways, whose gateway nodes
+// publish their load balancer's address, that annotation is removed meanwhile, as if it had been
+// forgotten), starts their agents afresh (new devices: no session to keep), and
 // expects `kubectl semaphore check` in each to name the other's nodes as peers it cannot reach
 // at their published endpoints, while merit's tunnels stay up; then it rolls the releases back
 // and waits for the mesh to be whole again.
@@ -47,9 +53,16 @@ func checkUnreachablePeers(ctx context.Context, l *env.Lab) []string {
 			return []string{err.Error()}
 		}
 	}
+	restore, err := withoutEndpointOverrides(ctx, l, pair[:])
+	if err != nil {
+		return []string{err.Error()}
+	}
 	problems := restartAgents(ctx, l, pair[:])
 	if len(problems) == 0 {
 		problems = expectUnreachable(ctx, l, pair)
+	}
+	if err := restore(ctx); err != nil {
+		problems = append(problems, err.Error())
 	}
 	for _, cluster := range pair {
 		if err := l.RollbackUmbrella(ctx, cluster); err != nil {
@@ -151,7 +164,11 @@ func expectUnreachable(ctx context.Context, l *env.Lab, pair [2]string) []string
 			if err != nil {
 				return []string{err.Error()}
 			}
-			if p := namesUnreachable(results, cluster, pair[1-i]); p != "" {
+			peers, err := expectedPeers(ctx, l, cluster, pair[1-i])
+			if err != nil {
+				return []string{err.Error()}
+			}
+			if p := namesUnreachable(results, cluster, pair[1-i], peers); p != "" {
 				last = append(last, p)
 			}
 			said = append(said, fmt.Sprintf("  kubectl semaphore check --context %s: %s", cluster, handshakeFailure(results, pair[1-i])))
@@ -164,16 +181,63 @@ func expectUnreachable(ctx context.Context, l *env.Lab, pair [2]string) []string
 	return last
 }
 
+// expectedPeers are the nodes of remote that cluster's agents peer with: every one, or, when
+// remote is reached through its gateways, its active gateway toward cluster.
+func expectedPeers(ctx context.Context, l *env.Lab, cluster, remote string) ([]string, error) {
+	if layout.SpecOf(remote).Gateways {
+		gw, err := status.ActiveGateway(ctx, l.Record(), remote, cluster)
+		if err != nil {
+			return nil, err
+		}
+		return []string{gw}, nil
+	}
+	var out []string
+	for i := range layout.NodesPerCluster {
+		out = append(out, layout.NodeName(remote, i))
+	}
+	return out, nil
+}
+
+// withoutEndpointOverrides removes the endpoint override annotation from the nodes of every
+// cluster of clusters reached through its gateways, and returns what puts their load
+// balancer's address back.
+func withoutEndpointOverrides(ctx context.Context, l *env.Lab, clusters []string) (restore func(context.Context) error, err error) {
+	restore = func(ctx context.Context) error {
+		return setEndpointOverrides(ctx, l, clusters, func(spec layout.ClusterSpec) string { return strconv.Quote(spec.Network.LoadBalancerAddr) })
+	}
+	return restore, setEndpointOverrides(ctx, l, clusters, func(layout.ClusterSpec) string { return "null" })
+}
+
+// setEndpointOverrides sets the endpoint override annotation of the nodes of every cluster of
+// clusters reached through its gateways to the JSON value value gives (null removes it).
+func setEndpointOverrides(ctx context.Context, l *env.Lab, clusters []string, value func(layout.ClusterSpec) string) error {
+	for _, cluster := range clusters {
+		spec := layout.SpecOf(cluster)
+		if !spec.Gateways {
+			continue
+		}
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%s}}}`, endpoint.OverrideAnnotation, value(spec))
+		for i := range layout.NodesPerCluster {
+			node := layout.NodeName(cluster, i)
+			if _, err := l.Cluster(cluster).Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				return fmt.Errorf("%s: %s's %s: %w", cluster, node, endpoint.OverrideAnnotation, err)
+			}
+		}
+	}
+	return nil
+}
+
 // namesUnreachable says how the results of cluster's check differ from what they must be with
-// remote's nodes unreachable: the handshakes with remote failing, naming each of its nodes and
-// its published endpoint; no other check failing but handshakes.
-func namesUnreachable(results []env.PluginResult, cluster, remote string) string {
+// remote's nodes unreachable: the handshakes with remote failing, naming each of peers (the
+// remote's nodes it peers with) and its published endpoint; no other check failing but
+// handshakes.
+func namesUnreachable(results []env.PluginResult, cluster, remote string, peers []string) string {
 	failure := handshakeFailure(results, remote)
 	if failure == "" {
 		return fmt.Sprintf("%s: the handshakes with %s do not fail yet", cluster, remote)
 	}
-	for i := range layout.NodesPerCluster {
-		if node := layout.NodeName(remote, i); !strings.Contains(failure, node) {
+	for _, node := range peers {
+		if !strings.Contains(failure, node) {
 			return fmt.Sprintf("%s: the handshakes check does not name %s: %s", cluster, node, failure)
 		}
 	}

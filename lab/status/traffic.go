@@ -31,9 +31,13 @@ type TrafficStatus struct {
 	// client; Fluentd are the pods that logged them.
 	Requests int
 	Fluentd  []string
-	// Device is the device the forwarder's node routes fluentd's pods through, ReturnDevice
-	// the one fluentd's nodes route the forwarder through.
-	Device, ReturnDevice string
+	// Device is the device the forwarder's node routes fluentd's pods through, and Via the
+	// next hop ("" for none); ReturnDevice the device fluentd's nodes route the forwarder
+	// through.
+	Device, Via, ReturnDevice string
+	// Gateway is, when the forwarders' cluster reaches fluentd's through gateways, its active
+	// gateway toward it ("" when none says it is): the forwarder's node, or its next hop.
+	Gateway layout.Node
 }
 
 // TrafficLog is what fluentd logged, by client address, and what could not be read.
@@ -89,6 +93,7 @@ func collectTraffic(ctx context.Context, rec *layout.Record, blocks *calicoBlock
 		}
 	}
 	forwarders := rec.PodsOf(layout.ForwarderCluster, layout.ForwarderName)
+	gateway := forwardersGateway(ctx, rec)
 	for _, fw := range forwarders {
 		t := TrafficStatus{Forwarder: fw}
 		for pod, n := range byClient[fw.IP] {
@@ -97,9 +102,10 @@ func collectTraffic(ctx context.Context, rec *layout.Record, blocks *calicoBlock
 		}
 		slices.Sort(t.Fluentd)
 		if len(fluentd) > 0 {
-			t.Device = routeDevice(rec.NetnsOf(fw.Node), fluentd[0].IP)
-			t.ReturnDevice = routeDevice(rec.NetnsOf(fluentd[0].Node), fw.IP)
+			t.Device, t.Via = route(rec.NetnsOf(fw.Node), fluentd[0].IP)
+			t.ReturnDevice, _ = route(rec.NetnsOf(fluentd[0].Node), fw.IP)
 		}
+		t.Gateway = gateway
 		out.Traffic = append(out.Traffic, t)
 	}
 	if ipam := blocks.read(ctx, rec); ipam.err != nil {
@@ -182,17 +188,36 @@ func readRequests(f layout.Pod, byClient map[string]map[string]int) error {
 	return nil
 }
 
-// routeDevice is the device through which netns routes packets to dst, "" when ip cannot tell.
-func routeDevice(netns, dst string) string {
+// route is the device through which netns routes packets to dst, and the next hop ("" when
+// there is none, or ip cannot tell).
+func route(netns, dst string) (dev, via string) {
 	out, err := exec.Command("ip", "-n", netns, "-o", "route", "get", dst).Output()
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	f := strings.Fields(string(out))
-	if i := slices.Index(f, "dev"); i >= 0 && i+1 < len(f) {
-		return f[i+1]
+	after := func(word string) string {
+		if i := slices.Index(f, word); i >= 0 && i+1 < len(f) {
+			return f[i+1]
+		}
+		return ""
 	}
-	return ""
+	return after("dev"), after("via")
+}
+
+// forwardersGateway is, when the forwarders' cluster reaches fluentd's through gateways, the
+// node that says it is its active gateway toward it (zero in the mesh, or when none does).
+func forwardersGateway(ctx context.Context, rec *layout.Record) layout.Node {
+	if !layout.SpecOf(layout.ForwarderCluster).Gateways {
+		return layout.Node{}
+	}
+	name, _ := ActiveGateway(ctx, rec, layout.ForwarderCluster, layout.FluentdCluster)
+	for _, n := range rec.Nodes.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return layout.Node{}
 }
 
 // TrafficProblems reads the traffic part of the status alone, and returns its problems.
@@ -230,9 +255,7 @@ func (s *trafficStatus) problems(*layout.Record) []string {
 		if f.Requests == 0 {
 			problems = append(problems, fmt.Sprintf("fluentd logged no request from %s (%s) yet", f.Forwarder.Name, f.Forwarder.IP))
 		}
-		if want := peers.DeviceName(layout.FluentdCluster); f.Device != want {
-			problems = append(problems, fmt.Sprintf("%s routes fluentd's pods through %q, not %s", f.Forwarder.Node, f.Device, want))
-		}
+		problems = append(problems, f.routeProblems()...)
 		if want := peers.DeviceName(layout.ForwarderCluster); f.ReturnDevice != want {
 			problems = append(problems, fmt.Sprintf("fluentd's node routes %s through %q, not %s", f.Forwarder.Name, f.ReturnDevice, want))
 		}
@@ -291,4 +314,26 @@ func (s *trafficStatus) print(w io.Writer, rec *layout.Record) {
 			fmt.Fprintf(w, "  error: %v\n", err)
 		}
 	}
+}
+
+// routeProblems: the forwarder's node routes fluentd's pods through the WireGuard device of
+// fluentd's cluster, or, when its cluster reaches that one through gateways and it is not the
+// active gateway, to the active gateway over its own network; fluentd's node routes the
+// forwarder through the device of the forwarders' cluster.
+func (f TrafficStatus) routeProblems() []string {
+	var problems []string
+	switch gateway := f.Gateway; {
+	case layout.SpecOf(layout.ForwarderCluster).Gateways && gateway.Name == "":
+		problems = append(problems, fmt.Sprintf("no node of %s says it is the active gateway toward %s", layout.ForwarderCluster, layout.FluentdCluster))
+	case gateway.Name != "" && gateway.Name != f.Forwarder.Node:
+		if f.Via != gateway.InternalIP {
+			problems = append(problems, fmt.Sprintf("%s routes fluentd's pods via %q (%s), not to the active gateway %s (%s)",
+				f.Forwarder.Node, f.Via, f.Device, gateway.Name, gateway.InternalIP))
+		}
+	default:
+		if want := peers.DeviceName(layout.FluentdCluster); f.Device != want {
+			problems = append(problems, fmt.Sprintf("%s routes fluentd's pods through %q, not %s", f.Forwarder.Node, f.Device, want))
+		}
+	}
+	return problems
 }

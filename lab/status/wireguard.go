@@ -1,6 +1,7 @@
 package status
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -27,7 +28,13 @@ type NodeWireGuard struct {
 // WGDevice is a node's WireGuard device for one remote cluster.
 type WGDevice struct {
 	Name, Remote string
-	Peers        []WGPeer
+	// Role is the node's role toward the remote when its cluster reaches the remote through
+	// gateways: active, standby or member ("" in the mesh).
+	Role string
+	// Gateway is, when the remote reaches this cluster through gateways, the remote's node
+	// that says it is the active gateway toward this cluster ("" when none does).
+	Gateway string
+	Peers   []WGPeer
 	// AllowedErr is why the peers' allowed IPs could not be read from the device.
 	AllowedErr error
 	// allowed are the allowed IPs of every peer on the device, by public key.
@@ -76,6 +83,7 @@ func collectWireGuard(ctx context.Context, rec *layout.Record) []NodeWireGuard {
 	for i := range out {
 		for d := range out[i].Devices {
 			dev := &out[i].Devices[d]
+			dev.Gateway = activeGateway(annotations[dev.Remote], out[i].Node.Cluster)
 			for p := range dev.Peers {
 				peer := &dev.Peers[p]
 				a := annotations[dev.Remote][peer.Node]
@@ -87,6 +95,38 @@ func collectWireGuard(ctx context.Context, rec *layout.Record) []NodeWireGuard {
 		}
 	}
 	return out
+}
+
+// activeGateway is the node, of those whose annotations are given, that says it is the active
+// gateway toward cluster, as the agents read it ("" when none does).
+func activeGateway(annotations map[string]map[string]string, cluster string) string {
+	var nodes []peers.Node
+	for name, a := range annotations {
+		nodes = append(nodes, peers.Node{Name: name, Annotations: a})
+	}
+	active, found, _ := peers.ActiveGateway(cluster, nodes)
+	if !found {
+		return ""
+	}
+	return active.Name
+}
+
+// ActiveGateway is the node of cluster that says it is its active gateway toward remote, as
+// the agents read it; an error when none does, or the Nodes cannot be read.
+func ActiveGateway(ctx context.Context, rec *layout.Record, cluster, remote string) (string, error) {
+	i := slices.IndexFunc(rec.Clusters, func(c layout.ClusterRecord) bool { return c.Name == cluster })
+	if i < 0 {
+		return "", fmt.Errorf("no cluster %s recorded", cluster)
+	}
+	annotations, err := nodeAnnotations(ctx, rec.Clusters[i].DirectKubeconfig)
+	if err != nil {
+		return "", fmt.Errorf("%s's Nodes: %w", cluster, err)
+	}
+	gw := activeGateway(annotations, remote)
+	if gw == "" {
+		return "", fmt.Errorf("no node of %s says it is the active gateway toward %s", cluster, remote)
+	}
+	return gw, nil
 }
 
 // allNodeAnnotations are the annotations of every Node, by cluster and node; a cluster that
@@ -138,6 +178,8 @@ func wgDevices(n layout.Node, ss []testbed.Sample) []WGDevice {
 			switch {
 			case s.Name == "semaphore_wg_peers" && s.Labels["remote"] == r && s.Labels["device"] != "":
 				d.Name = s.Labels["device"]
+			case s.Name == "semaphore_wg_gateway_role" && s.Labels["remote"] == r && s.Value == 1:
+				d.Role = s.Labels["role"]
 			case s.Name == "semaphore_wg_peer_last_handshake_timestamp_seconds" && s.Labels["remote"] == r:
 				p := WGPeer{Node: s.Labels["peer"]}
 				if s.Value > 0 {
@@ -204,21 +246,19 @@ func (s *wireguardStatus) problems(rec *layout.Record) []string {
 			continue
 		}
 		for _, d := range n.Devices {
-			var want, got []string
-			for i := range layout.NodesPerCluster {
-				want = append(want, layout.NodeName(d.Remote, i))
-			}
+			want, why := wantPeers(n.Node, d)
+			var got []string
 			for _, p := range d.Peers {
 				got = append(got, p.Node)
 			}
 			if !slices.Equal(got, want) {
-				problems = append(problems, fmt.Sprintf("%s: %s has peers %v, want %v (the nodes of %s)", n.Node.Name, d.Name, got, want, d.Remote))
+				problems = append(problems, fmt.Sprintf("%s: %s has peers %v, want %v (%s)", n.Node.Name, d.Name, got, want, why))
 			}
 			for _, p := range d.Peers {
 				if p.Handshake.IsZero() {
 					problems = append(problems, fmt.Sprintf("%s: %s has not shaken hands with %s", n.Node.Name, d.Name, p.Node))
 				}
-				if want, known := wantAllowedIPs(rec, s.ipam, d.Remote, p.Node); known && d.AllowedErr == nil && !slices.Equal(p.AllowedIPs, want) {
+				if want, known := s.wantAllowed(rec, d, p.Node); known && d.AllowedErr == nil && !slices.Equal(p.AllowedIPs, want) {
 					problems = append(problems, fmt.Sprintf("%s: %s gives %s allowed IPs %v, want %v", n.Node.Name, d.Name, p.Node, p.AllowedIPs, want))
 				}
 			}
@@ -228,6 +268,45 @@ func (s *wireguardStatus) problems(rec *layout.Record) []string {
 		}
 	}
 	return problems
+}
+
+// wantPeers are the peers node's device d must have, and why: in the mesh every node of the
+// remote; toward a remote this node's cluster reaches through gateways, those on the active
+// gateway only; toward a remote that reaches this cluster through its gateways, its active
+// gateway alone (docs/gateways.md).
+func wantPeers(node layout.Node, d WGDevice) ([]string, string) {
+	if layout.SpecOf(node.Cluster).Gateways && d.Role != "active" {
+		return nil, fmt.Sprintf("%s's %s gateway", d.Remote, cmp.Or(d.Role, "unknown role: no"))
+	}
+	if layout.SpecOf(d.Remote).Gateways {
+		if d.Gateway == "" {
+			return []string{"(none)"}, fmt.Sprintf("no node of %s says it is the active gateway toward %s", d.Remote, node.Cluster)
+		}
+		return []string{d.Gateway}, fmt.Sprintf("%s's active gateway", d.Remote)
+	}
+	var want []string
+	for i := range layout.NodesPerCluster {
+		want = append(want, layout.NodeName(d.Remote, i))
+	}
+	return want, "the nodes of " + d.Remote
+}
+
+// wantAllowed are the allowed IPs of peer on device d: those of the remote's node, or through the
+// remote's gateway, of every node of the remote, sorted.
+func (s *wireguardStatus) wantAllowed(rec *layout.Record, d WGDevice, peer string) ([]string, bool) {
+	if !layout.SpecOf(d.Remote).Gateways {
+		return wantAllowedIPs(rec, s.ipam, d.Remote, peer)
+	}
+	var all []string
+	for i := range layout.NodesPerCluster {
+		ips, known := wantAllowedIPs(rec, s.ipam, d.Remote, layout.NodeName(d.Remote, i))
+		if !known {
+			return nil, false
+		}
+		all = append(all, ips...)
+	}
+	slices.Sort(all)
+	return all, true
 }
 
 // print prints every node's devices and peers, or why the lab has no nodes.
@@ -251,6 +330,9 @@ func (s *wireguardStatus) print(w io.Writer, rec *layout.Record) {
 		}
 		for _, d := range n.Devices {
 			dev := d.Name
+			if d.Role != "" {
+				dev += " (" + d.Role + " gateway)"
+			}
 			if len(d.Peers) == 0 {
 				fmt.Fprintf(tw, "%s\t%s\t(no peers)\n", node, dev)
 				node = "  \t\t"

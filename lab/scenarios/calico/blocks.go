@@ -114,8 +114,19 @@ func newBlocksRun(ctx context.Context, l *env.Lab) (*blocksRun, error) {
 		}
 		c.names[consumer] = names
 	}
+	gateways := map[string]string{}
+	for _, consumer := range layout.RemotesOf(layout.CalicoCluster) {
+		if layout.SpecOf(consumer).Gateways {
+			gw, err := status.ActiveGateway(ctx, rec, consumer, layout.CalicoCluster)
+			if err != nil {
+				return nil, err
+			}
+			gateways[consumer] = gw
+		}
+	}
 	for _, n := range rec.Nodes.Nodes {
-		if n.Cluster != layout.CalicoCluster {
+		// Of a cluster reaching it through gateways, only the active gateway peers with it.
+		if gw, ok := gateways[n.Cluster]; n.Cluster != layout.CalicoCluster && (!ok || gw == n.Name) {
 			c.remotes = append(c.remotes, n)
 		}
 	}
