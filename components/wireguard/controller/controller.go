@@ -168,8 +168,9 @@ type peerRecord struct {
 	Node string
 	// EndpointPublished is whether the node publishes an endpoint (else it must reach us).
 	EndpointPublished bool
-	// Since is when this process first configured the peer.
-	Since time.Time
+	// Since is when this process first configured the peer, Created when it last created it
+	// (first or afresh, peers.Retries).
+	Since, Created time.Time
 }
 
 // New wires an informer on the Nodes of each remote, and one on its IPAM blocks when its pod
@@ -337,7 +338,7 @@ func (c *Peering) sync(ctx context.Context, name string) (reconcile.Result, erro
 			return reconcile.Error, err
 		}
 	}
-	desired, err := c.desiredPeers(rc)
+	desired, through, err := c.desiredPeers(rc)
 	if err != nil {
 		return reconcile.Error, err
 	}
@@ -354,6 +355,13 @@ func (c *Peering) sync(ctx context.Context, name string) (reconcile.Result, erro
 		c.countChanges(rc, actual, changes)
 	}
 	c.recordPeers(rc, desired, now)
+	if through || r == roleGateway {
+		// Toward a gateway, or as one: a first handshake lost to a load balancer or a key not
+		// yet known on the other side is tried again in a second, not WireGuard's five.
+		if err := c.retryNewPeers(rc, desired, now); err != nil {
+			return reconcile.Error, err
+		}
+	}
 	if until, kept := peers.KeptUntil(desired, actual, now); kept {
 		// A roamed endpoint is kept while its session lives: look again when it may have ended.
 		c.base.Queue.AddAfter(name, until.Sub(now)+time.Second)
@@ -370,11 +378,12 @@ func (c *Peering) sync(ctx context.Context, name string) (reconcile.Result, erro
 	return reconcile.Success, nil
 }
 
-// desiredPeers are the peers the remote's nodes make, its skipped nodes recorded.
-func (c *Peering) desiredPeers(rc *remoteCache) ([]peers.Peer, error) {
+// desiredPeers are the peers the remote's nodes make, its skipped nodes recorded; through is
+// whether the remote reaches us through its gateway.
+func (c *Peering) desiredPeers(rc *remoteCache) (desired []peers.Peer, through bool, err error) {
 	nodes, err := c.remoteNodes(rc)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	name := rc.dev.Remote
 	rules := peers.Rules{
@@ -383,7 +392,7 @@ func (c *Peering) desiredPeers(rc *remoteCache) ([]peers.Peer, error) {
 		MaxPeers:       c.opts.MaxPeersPerRemote,
 	}
 	desire := peers.Desired
-	if peers.ThroughGateway(c.opts.LocalCluster, nodes) {
+	if through = peers.ThroughGateway(c.opts.LocalCluster, nodes); through {
 		// The remote reaches us through its active gateway: one peer for all its pods.
 		desire = peers.DesiredThroughGateway
 	}
@@ -399,7 +408,42 @@ func (c *Peering) desiredPeers(rc *remoteCache) ([]peers.Peer, error) {
 		return false
 	})
 	c.recordSkips(rc, skipped)
-	return desired, nil
+	return desired, through, nil
+}
+
+// retryNewPeers creates afresh the remote's new peers that have completed no handshake
+// (peers.Retries), and syncs the remote again in peers.RetryEvery while one may need it.
+func (c *Peering) retryNewPeers(rc *remoteCache, desired []peers.Peer, now time.Time) error {
+	actual, err := c.devices.Peers(rc.dev.Device)
+	if err != nil {
+		return err
+	}
+	rc.mu.Lock()
+	configured := make(map[wgtypes.Key]peers.Configured, len(rc.byKey))
+	for k, r := range rc.byKey {
+		configured[k] = peers.Configured{First: r.Since, Last: r.Created}
+	}
+	rc.mu.Unlock()
+	changes, retried, again := peers.Retries(desired, actual, c.opts.Keepalive, configured, now)
+	if again {
+		c.base.Queue.AddAfter(rc.dev.Remote, peers.RetryEvery)
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	if err := c.devices.ConfigurePeers(rc.dev.Device, changes); err != nil {
+		return fmt.Errorf("creating afresh the new peers of %s: %w", rc.dev.Device, err)
+	}
+	c.metrics.changes.WithLabelValues(rc.dev.Remote, "peer_retry").Add(float64(len(retried)))
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, k := range retried {
+		if r, ok := rc.byKey[k]; ok {
+			r.Created = now
+			rc.byKey[k] = r
+		}
+	}
+	return nil
 }
 
 // recordPeers remembers the desired peers for the metrics, each with when it was first
@@ -409,11 +453,11 @@ func (c *Peering) recordPeers(rc *remoteCache, desired []peers.Peer, now time.Ti
 	defer rc.mu.Unlock()
 	byKey := make(map[wgtypes.Key]peerRecord, len(desired))
 	for _, p := range desired {
-		since := now
+		since, created := now, now
 		if prev, ok := rc.byKey[p.PublicKey]; ok {
-			since = prev.Since
+			since, created = prev.Since, prev.Created
 		}
-		byKey[p.PublicKey] = peerRecord{Node: p.Node, EndpointPublished: p.Endpoint != nil, Since: since}
+		byKey[p.PublicKey] = peerRecord{Node: p.Node, EndpointPublished: p.Endpoint != nil, Since: since, Created: created}
 	}
 	rc.byKey = byKey
 }

@@ -64,12 +64,38 @@ func TestARemoteThroughItsGatewayIsOnePeerForAllItsPods(t *testing.T) {
 		}
 		return sum
 	}
-	ops, routes := devs.Counts().PeerChanges, routeChanges()
+	retries := func() float64 {
+		v, _ := testenv.MetricSeries(t, r.Registry, "semaphore_wg_device_changes_total", map[string]string{"remote": "aws", "operation": "peer_retry"})
+		return v
+	}
+	devs.Handshake("wg-aws", gw1.PublicKey(), time.Now())
+	ops, routes, retried := devs.Counts().PeerChanges, routeChanges(), retries()
 	annotate(t, aws, "aws-gw-2", peers.GatewayAnnotation("gcp"), "2")
 	expect("the gateway elected after it", gw2, "192.0.2.32:51822")
-	if now := devs.Counts().PeerChanges; now-ops != 2 {
+	// Each retry is a removal and an addition.
+	if now := devs.Counts().PeerChanges - 2*int(retries()-retried); now-ops != 2 {
 		t.Errorf("a change of gateway took %d peer operations, want 2 (the new one added, the old removed)", now-ops)
 	}
+	// Its first handshake unanswered, the new gateway is created afresh every second, until
+	// it shakes hands.
+	testenv.Eventually(t, 10*time.Second, "the new gateway created afresh", func() error {
+		if retries() == retried {
+			return fmt.Errorf("no peer_retry yet")
+		}
+		return nil
+	})
+	// A retry under way may create it afresh once more, without a handshake: shake hands again
+	// until none can be.
+	for range 15 {
+		devs.Handshake("wg-aws", gw2.PublicKey(), time.Now())
+		time.Sleep(100 * time.Millisecond)
+	}
+	after := retries()
+	time.Sleep(2 * peers.RetryEvery)
+	if now := retries(); now != after {
+		t.Errorf("%v retries after the gateway shook hands, want none", now-after)
+	}
+	expect("the new gateway, created afresh", gw2, "192.0.2.32:51822")
 	if now := routeChanges(); now != routes {
 		t.Errorf("a change of gateway changed %v routes, want none: they go through the device either way", now-routes)
 	}

@@ -36,7 +36,7 @@ func NewMetrics(f *metrics.Factory, reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		reconcile: reconcile.NewMetrics(f, "one remote's device"),
 		changes: f.CounterVec("device_changes_total",
-			"Changes made to a device, by remote and operation: peer_add, peer_update, peer_remove, route_add, route_remove.", "remote", "operation"),
+			"Changes made to a device, by remote and operation: peer_add, peer_update, peer_remove, peer_retry (a new peer toward or as a gateway created afresh, its first handshake unanswered), route_add, route_remove.", "remote", "operation"),
 		skipped: f.GaugeVec("skipped_peers",
 			"Remote nodes not configured as peers, by remote and reason: not_annotated, bad_key, bad_endpoint, no_pod_cidr, bad_pod_cidr, duplicate_key, overlapping_pod_cidr; "+
 				"for what the remote may not publish (docs/security.md), invalid_name (not a DNS subdomain), endpoint_not_node_address (not one of the node's addresses nor in SEMAPHORE_WG_REMOTE_ENDPOINT_RANGES), duplicate_endpoint (every node publishing it) "+

@@ -195,7 +195,7 @@ func family(a netip.Addr) int {
 // from before it stood down is the latest), the routes stay as they are: through a device
 // without peers, which drops what it is sent, rather than out of the default route in clear.
 func (c *Peering) syncThroughGateway(ctx context.Context, rc *remoteCache, r role) error {
-	desired, err := c.desiredPeers(rc)
+	desired, _, err := c.desiredPeers(rc)
 	if err != nil {
 		return err
 	}
