@@ -332,3 +332,13 @@ func deleteNetns(names []string, out io.Writer) error {
 	}
 	return errors.Join(errs...)
 }
+
+// CutNode takes node n off its provider's network, as a pulled cable or a failed instance
+// does: the router's end of its link goes down, so the node's own link loses its carrier and
+// keeps its addresses and routes. reconnect brings it back.
+func (l *Lab) CutNode(n layout.Node) (reconnect func() error, err error) {
+	link := func(state string) error {
+		return netnstopo.IP([]string{"-n", layout.VPCNetns(n.Cluster), "link", "set", nodeVeth(n), state})
+	}
+	return func() error { return link("up") }, link("down")
+}

@@ -50,6 +50,7 @@ var All = []Scenario{
 	{"identities", checkIdentities},
 	{"dashboards", checkDashboards},
 	{"global service failover", checkGlobalFailover},
+	{"gateway failover", checkGatewayFailover},
 	// Before the plugin's check, which cuts gcp off aws: the honest traffic between them must
 	// flow through the hostile remote's flood.
 	{"hostile remote", hostile.Check},

@@ -115,20 +115,29 @@ func PeakRSS(pid int) (float64, error) {
 // path: the application container's process that the kubelet gave path (a ServiceAccount
 // token, say; the sandbox's has no volumes).
 func PodProcessRoot(uid, path string) (string, error) {
-	pids, err := Processes()
+	pid, err := PodProcessWith(uid, path)
 	if err != nil {
 		return "", err
+	}
+	return fmt.Sprintf("/proc/%d/root", pid), nil
+}
+
+// PodProcessWith is a process of the pod with uid whose root has path: one of a container's
+// processes, not the pod's sandbox, when path is in the container's image or mounts.
+func PodProcessWith(uid, path string) (int, error) {
+	pids, err := Processes()
+	if err != nil {
+		return 0, err
 	}
 	for _, pid := range pids {
 		if !inPodCgroup(pid, uid) {
 			continue
 		}
-		root := fmt.Sprintf("/proc/%d/root", pid)
-		if _, err := os.Stat(filepath.Join(root, path)); err == nil {
-			return root, nil
+		if _, err := os.Stat(filepath.Join(fmt.Sprintf("/proc/%d/root", pid), path)); err == nil {
+			return pid, nil
 		}
 	}
-	return "", fmt.Errorf("no process of pod %s with %s on this machine", uid, path)
+	return 0, fmt.Errorf("no process of pod %s with %s on this machine", uid, path)
 }
 
 // PodNetns is the network namespace of the pod with uid, as a path InNetns takes: that of

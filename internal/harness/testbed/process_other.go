@@ -43,3 +43,5 @@ func PodNetns(string) (string, error) { return "", errNoProc }
 func PeakRSS(int) (float64, error) { return 0, errNoProc }
 
 func PodProcessRoot(string, string) (string, error) { return "", errNoProc }
+
+func PodProcessWith(string, string) (int, error) { return 0, errNoProc }
