@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -205,7 +206,11 @@ func withoutEndpointOverrides(ctx context.Context, l *env.Lab, clusters []string
 	restore = func(ctx context.Context) error {
 		return setEndpointOverrides(ctx, l, clusters, func(spec layout.ClusterSpec) string { return strconv.Quote(spec.Network.LoadBalancerAddr) })
 	}
-	return restore, setEndpointOverrides(ctx, l, clusters, func(layout.ClusterSpec) string { return "null" })
+	if err := setEndpointOverrides(ctx, l, clusters, func(layout.ClusterSpec) string { return "null" }); err != nil {
+		// Some nodes may have lost theirs already: put them back.
+		return nil, errors.Join(err, restore(ctx))
+	}
+	return restore, nil
 }
 
 // setEndpointOverrides sets the endpoint override annotation of the nodes of every cluster of

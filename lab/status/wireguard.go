@@ -1,7 +1,6 @@
 package status
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -276,7 +275,10 @@ func (s *wireguardStatus) problems(rec *layout.Record) []string {
 // gateway alone (docs/gateways.md).
 func wantPeers(node layout.Node, d WGDevice) ([]string, string) {
 	if layout.SpecOf(node.Cluster).Gateways && d.Role != "active" {
-		return nil, fmt.Sprintf("%s's %s gateway", d.Remote, cmp.Or(d.Role, "unknown role: no"))
+		if d.Role == "" {
+			return nil, fmt.Sprintf("no gateway role reported toward %s", d.Remote)
+		}
+		return nil, fmt.Sprintf("the %s node toward %s", d.Role, d.Remote)
 	}
 	if layout.SpecOf(d.Remote).Gateways {
 		if d.Gateway == "" {
@@ -330,8 +332,11 @@ func (s *wireguardStatus) print(w io.Writer, rec *layout.Record) {
 		}
 		for _, d := range n.Devices {
 			dev := d.Name
-			if d.Role != "" {
+			switch d.Role {
+			case "active", "standby":
 				dev += " (" + d.Role + " gateway)"
+			case "member":
+				dev += " (through the gateway)"
 			}
 			if len(d.Peers) == 0 {
 				fmt.Fprintf(tw, "%s\t%s\t(no peers)\n", node, dev)

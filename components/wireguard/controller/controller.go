@@ -358,7 +358,7 @@ func (c *Peering) sync(ctx context.Context, name string) (reconcile.Result, erro
 	if through || r == roleGateway {
 		// Toward a gateway, or as one: a first handshake lost to a load balancer or a key not
 		// yet known on the other side is tried again in a second, not WireGuard's five.
-		if err := c.retryNewPeers(rc, desired, now); err != nil {
+		if err := c.retryNewPeers(rc, desired, actual, now); err != nil {
 			return reconcile.Error, err
 		}
 	}
@@ -413,18 +413,15 @@ func (c *Peering) desiredPeers(rc *remoteCache) (desired []peers.Peer, through b
 
 // retryNewPeers creates afresh the remote's new peers that have completed no handshake
 // (peers.Retries), and syncs the remote again in peers.RetryEvery while one may need it.
-func (c *Peering) retryNewPeers(rc *remoteCache, desired []peers.Peer, now time.Time) error {
-	actual, err := c.devices.Peers(rc.dev.Device)
-	if err != nil {
-		return err
-	}
+// actual is the device's peers as the sync read them: a peer it added since is not retried
+// (it was just created), and their handshakes are as recent as a retry needs.
+func (c *Peering) retryNewPeers(rc *remoteCache, desired []peers.Peer, actual []wgtypes.Peer, now time.Time) error {
 	rc.mu.Lock()
-	configured := make(map[wgtypes.Key]peers.Configured, len(rc.byKey))
-	for k, r := range rc.byKey {
-		configured[k] = peers.Configured{First: r.Since, Last: r.Created}
-	}
+	changes, retried, again := peers.Retries(desired, actual, c.opts.Keepalive, func(k wgtypes.Key) (peers.Configured, bool) {
+		r, ok := rc.byKey[k]
+		return peers.Configured{First: r.Since, Last: r.Created}, ok
+	}, now)
 	rc.mu.Unlock()
-	changes, retried, again := peers.Retries(desired, actual, c.opts.Keepalive, configured, now)
 	if again {
 		c.base.Queue.AddAfter(rc.dev.Remote, peers.RetryEvery)
 	}

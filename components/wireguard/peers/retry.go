@@ -24,17 +24,17 @@ type Configured struct {
 
 // Retries are the changes that create afresh each peer of desired that the device has with an
 // endpoint, that has completed no handshake, that was first configured within RetryWindow and
-// last created at least RetryEvery ago (configured, by key): its removal, then the peer as
+// last created at least RetryEvery ago (configured says, by key): its removal, then the peer as
 // desired. retried are their keys; again is whether a peer may need it later (then sync again
 // in RetryEvery).
-func Retries(desired []Peer, actual []wgtypes.Peer, keepalive time.Duration, configured map[wgtypes.Key]Configured, now time.Time) (changes []wgtypes.PeerConfig, retried []wgtypes.Key, again bool) {
+func Retries(desired []Peer, actual []wgtypes.Peer, keepalive time.Duration, configured func(wgtypes.Key) (Configured, bool), now time.Time) (changes []wgtypes.PeerConfig, retried []wgtypes.Key, again bool) {
 	have := map[wgtypes.Key]wgtypes.Peer{}
 	for _, a := range actual {
 		have[a.PublicKey] = a
 	}
 	for _, d := range desired {
 		a, had := have[d.PublicKey]
-		c, known := configured[d.PublicKey]
+		c, known := configured(d.PublicKey)
 		if !had || !known || d.Endpoint == nil || !a.LastHandshakeTime.IsZero() || now.Sub(c.First) >= RetryWindow {
 			continue
 		}

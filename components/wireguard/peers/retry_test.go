@@ -38,7 +38,8 @@ func TestRetriesCreateAFreshOnlyNewPeersWithoutHandshake(t *testing.T) {
 		old:    {First: now.Add(-peers.RetryWindow), Last: now.Add(-2 * time.Second)},
 		just:   {First: now.Add(-3 * time.Second), Last: now.Add(-500 * time.Millisecond)},
 	}
-	changes, retried, again := peers.Retries(desired, actual, 5*time.Second, configured, now)
+	lookup := func(k wgtypes.Key) (peers.Configured, bool) { c, ok := configured[k]; return c, ok }
+	changes, retried, again := peers.Retries(desired, actual, 5*time.Second, lookup, now)
 	if len(retried) != 1 || retried[0] != fresh || !again {
 		t.Fatalf("retried %v (again %v), want only fresh's key, and again", retried, again)
 	}
@@ -48,7 +49,7 @@ func TestRetriesCreateAFreshOnlyNewPeersWithoutHandshake(t *testing.T) {
 	// Once it shook hands, or the window passed, nothing is retried nor asked again.
 	actual[0].LastHandshakeTime = now
 	actual[4].LastHandshakeTime = now
-	if changes, _, again := peers.Retries(desired, actual, 5*time.Second, configured, now); len(changes) != 0 || again {
+	if changes, _, again := peers.Retries(desired, actual, 5*time.Second, lookup, now); len(changes) != 0 || again {
 		t.Errorf("after the handshakes: changes %+v, again %v; want none", changes, again)
 	}
 }

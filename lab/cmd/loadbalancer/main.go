@@ -32,6 +32,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -189,16 +190,11 @@ func (b *balancer) round(ctx context.Context) error {
 // health is the outcome of path's check on every target (nil: healthy).
 func (b *balancer) health(ctx context.Context, path string) []error {
 	out := make([]error, len(b.cfg.targets))
-	done := make(chan struct{}, len(b.cfg.targets))
+	var wg sync.WaitGroup
 	for i, t := range b.cfg.targets {
-		go func() {
-			out[i] = b.check(ctx, t, path)
-			done <- struct{}{}
-		}()
+		wg.Go(func() { out[i] = b.check(ctx, t, path) })
 	}
-	for range b.cfg.targets {
-		<-done
-	}
+	wg.Wait()
 	return out
 }
 
