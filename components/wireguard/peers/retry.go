@@ -35,11 +35,13 @@ func Retries(desired []Peer, actual []wgtypes.Peer, keepalive time.Duration, con
 	for _, d := range desired {
 		a, had := have[d.PublicKey]
 		c, known := configured(d.PublicKey)
-		if !had || !known || d.Endpoint == nil || !a.LastHandshakeTime.IsZero() || now.Sub(c.First) >= RetryWindow {
+		if !known || d.Endpoint == nil || !a.LastHandshakeTime.IsZero() || now.Sub(c.First) >= RetryWindow {
 			continue
 		}
+		// A peer the device does not have yet (added since actual was read) is new: it may
+		// need a retry later, not now.
 		again = true
-		if now.Sub(c.Last) < RetryEvery {
+		if !had || now.Sub(c.Last) < RetryEvery {
 			continue
 		}
 		ka := keepalive

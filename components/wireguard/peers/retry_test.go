@@ -46,6 +46,14 @@ func TestRetriesCreateAFreshOnlyNewPeersWithoutHandshake(t *testing.T) {
 	if len(changes) != 2 || !changes[0].Remove || changes[1].Remove || changes[1].Endpoint != endpoint || changes[0].PublicKey != fresh || changes[1].PublicKey != fresh {
 		t.Errorf("changes %+v, want fresh removed, then added with its endpoint", changes)
 	}
+	// A peer added since actual was read is not retried yet, but asks for a sync later.
+	added := key()
+	configured[added] = peers.Configured{First: now, Last: now}
+	withAdded := append(desired, peers.Peer{Node: "added", PublicKey: added, Endpoint: endpoint})
+	onlyAdded := []wgtypes.Peer{{PublicKey: shook, LastHandshakeTime: now}}
+	if changes, _, again := peers.Retries(withAdded, onlyAdded, 5*time.Second, lookup, now); len(changes) != 0 || !again {
+		t.Errorf("with a peer added since: changes %+v, again %v; want none, and again", changes, again)
+	}
 	// Once it shook hands, or the window passed, nothing is retried nor asked again.
 	actual[0].LastHandshakeTime = now
 	actual[4].LastHandshakeTime = now
